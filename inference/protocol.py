@@ -190,9 +190,10 @@ class Keys:
     def worker_jobs(self, worker_id: str) -> str:
         return f"{self.prefix}:worker:{worker_id}:jobs"
 
-    def variant_worker(self, slug: str) -> str:
-        """The id of the worker that serves `slug`; written by the orchestrator only."""
-        return f"{self.prefix}:variant:{slug}:worker"
+    def variant(self, slug: str) -> str:
+        """Hash: worker_id, state, error, at: which worker serves `slug` and how it is
+        doing. Written by the orchestrator only (the single writer of placements)."""
+        return f"{self.prefix}:variant:{slug}"
 
     def orchestrator_inbox(self) -> str:
         return f"{self.prefix}:orchestrator:inbox"
