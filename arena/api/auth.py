@@ -1,0 +1,48 @@
+"""Bearer-token authentication and JSON error bodies for the API."""
+
+import functools
+import json
+
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from arena.accounts.models import ApiToken
+
+
+def error(status: int, message: str, fields: dict | None = None) -> JsonResponse:
+    body = {"error": {"message": message}}
+    if fields:
+        body["error"]["fields"] = fields
+    return JsonResponse(body, status=status)
+
+
+def token_required(view):
+    """The request must carry `Authorization: Bearer <token>`; sets request.user."""
+
+    @csrf_exempt  # no cookies are used: a bearer token cannot be forged cross-site
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        user = ApiToken.objects.user_for(token.strip()) if scheme.lower() == "bearer" else None
+        if user is None:
+            response = error(401, "Missing or invalid API token: send 'Authorization: Bearer <token>'.")
+            response["WWW-Authenticate"] = 'Bearer realm="llm-arena"'
+            return response
+        request.user = user
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def json_body(request) -> dict:
+    """The request's JSON object; raises ValueError with a message fit for a 400."""
+    if not request.body:
+        raise ValueError("The request body must be a JSON object.")
+    try:
+        body = json.loads(request.body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"The request body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ValueError("The request body must be a JSON object.")
+    return body

@@ -1,0 +1,136 @@
+"""OpenAPI 3.1 description of the v1 API (kept beside the views it describes)."""
+
+from inference.protocol import SamplingParams
+
+_L = SamplingParams.LIMITS
+
+ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message"],
+            "properties": {
+                "message": {"type": "string"},
+                "fields": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+        }
+    },
+}
+
+PARAMS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "temperature": {"type": "number", "minimum": _L["temperature"][0], "maximum": _L["temperature"][1]},
+        "top_p": {"type": "number", "minimum": _L["top_p"][0], "maximum": _L["top_p"][1]},
+        "max_new_tokens": {"type": "integer", "minimum": _L["max_new_tokens"][0], "maximum": _L["max_new_tokens"][1]},
+        "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
+    },
+}
+
+MODEL = {
+    "type": "object",
+    "properties": {
+        "slug": {"type": "string"},
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "kind": {"type": "string", "enum": ["full", "awq", "speculative"]},
+        "precision": {"type": "string"},
+        "default_params": PARAMS,
+    },
+}
+
+GENERATION = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "model": {"type": "string"},
+        "status": {"type": "string", "enum": ["queued", "loading", "running", "done", "failed", "cancelled"]},
+        "prompt": {"type": "string"},
+        "system_prompt": {"type": "string"},
+        "params": PARAMS,
+        "text": {"type": "string"},
+        "finish_reason": {"type": "string"},
+        "failure_reason": {"type": "string"},
+        "metrics": {"type": "object"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "finished_at": {"type": ["string", "null"], "format": "date-time"},
+        "url": {"type": "string"},
+    },
+}
+
+
+def _json(schema):
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _err(description):
+    return {"description": description, **_json(ERROR)}
+
+
+SPEC = {
+    "openapi": "3.1.0",
+    "info": {
+        "title": "LLM Arena API",
+        "version": "1.0.0",
+        "description": "Automate generations against the model catalogue. "
+        "Authenticate with `Authorization: Bearer <token>` (`python manage.py arena_token USERNAME`).",
+    },
+    "servers": [{"url": "/"}],
+    "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "schemas": {"Error": ERROR, "Params": PARAMS, "Model": MODEL, "Generation": GENERATION},
+    },
+    "security": [{"bearer": []}],
+    "paths": {
+        "/api/v1/models": {
+            "get": {
+                "operationId": "listModels",
+                "summary": "The enabled catalogue models",
+                "responses": {
+                    "200": {"description": "The catalogue", **_json(
+                        {"type": "object", "properties": {"models": {"type": "array", "items": MODEL}}}
+                    )},
+                    "401": _err("Missing or invalid token"),
+                },
+            }
+        },
+        "/api/v1/generations": {
+            "post": {
+                "operationId": "createGeneration",
+                "summary": "Start a generation; poll its URL for the outcome",
+                "requestBody": {"required": True, **_json({
+                    "type": "object",
+                    "required": ["model", "prompt"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "model": {"type": "string", "description": "A catalogue slug"},
+                        "prompt": {"type": "string", "minLength": 1},
+                        "system_prompt": {"type": "string"},
+                        "params": PARAMS,
+                    },
+                })},
+                "responses": {
+                    "202": {"description": "Accepted; the generation runs in the background", **_json(GENERATION)},
+                    "400": _err("Invalid request; `fields` says which"),
+                    "401": _err("Missing or invalid token"),
+                },
+            }
+        },
+        "/api/v1/generations/{id}": {
+            "get": {
+                "operationId": "getGeneration",
+                "summary": "A generation's status, text and metrics",
+                "parameters": [{"name": "id", "in": "path", "required": True,
+                                "schema": {"type": "string", "format": "uuid"}}],
+                "responses": {
+                    "200": {"description": "The generation", **_json(GENERATION)},
+                    "401": _err("Missing or invalid token"),
+                    "404": _err("No such generation (or not yours)"),
+                },
+            }
+        },
+    },
+}

@@ -1,0 +1,98 @@
+"""The JSON API (v1), described by `openapi.SPEC` at /api/v1/openapi.json."""
+
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from arena.catalogue.models import ModelEntry
+from arena.playground.forms import GenerationForm
+from arena.playground.models import Generation
+from arena.playground.services import start_generation
+from inference.protocol import ParamError, SamplingParams
+
+from .auth import error, json_body, token_required
+from .openapi import SPEC
+
+
+@require_GET
+def openapi(request):
+    return JsonResponse(SPEC)
+
+
+def model_json(entry: ModelEntry) -> dict:
+    return {
+        "slug": entry.slug,
+        "name": entry.name,
+        "description": entry.description,
+        "kind": entry.kind,
+        "precision": entry.precision,
+        "default_params": entry.default_params,
+    }
+
+
+def generation_json(gen: Generation) -> dict:
+    return {
+        "id": str(gen.id),
+        "model": gen.model.slug,
+        "status": gen.status,
+        "prompt": gen.prompt,
+        "system_prompt": gen.system_prompt,
+        "params": gen.params,
+        "text": gen.text,
+        "finish_reason": gen.finish_reason,
+        "failure_reason": gen.failure_reason,
+        "metrics": {
+            "prompt_tokens": gen.prompt_tokens,
+            "generated_tokens": gen.generated_tokens,
+            "time_to_first_token_s": gen.time_to_first_token_s,
+            "tokens_per_s": gen.tokens_per_s,
+            "load_wait_s": gen.load_wait_s,
+        },
+        "created_at": gen.created_at.isoformat(),
+        "finished_at": gen.finished_at.isoformat() if gen.finished_at else None,
+        "url": gen.get_absolute_url(),
+    }
+
+
+@require_GET
+@token_required
+def models(request):
+    return JsonResponse({"models": [model_json(m) for m in ModelEntry.objects.enabled()]})
+
+
+@require_http_methods(["POST"])
+@token_required
+def create_generation(request):
+    try:
+        body = json_body(request)
+    except ValueError as exc:
+        return error(400, str(exc))
+    unknown = sorted(set(body) - {"model", "prompt", "system_prompt", "params"})
+    if unknown:
+        return error(400, f"Unknown field(s): {', '.join(unknown)}.")
+    params = body.get("params") or {}
+    if not isinstance(params, dict):
+        return error(400, "params must be an object.", {"params": "must be an object"})
+    try:
+        SamplingParams.from_dict(params)  # strict types and ranges before the form's merge
+    except ParamError as exc:
+        return error(400, f"Invalid parameters: {exc}", exc.errors)
+    if not isinstance(body.get("prompt", ""), str) or not isinstance(body.get("system_prompt", ""), str):
+        return error(400, "prompt and system_prompt must be strings.")
+    form = GenerationForm({"model": body.get("model"), "prompt": body.get("prompt", ""),
+                           "system_prompt": body.get("system_prompt", ""), **params})
+    if not form.is_valid():
+        fields = {name: " ".join(errs) for name, errs in form.errors.items()}
+        return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in fields.items()), fields)
+    gen = start_generation(request.user, form.cleaned_data, origin=Generation.Origin.API)
+    response = JsonResponse(generation_json(gen), status=202)
+    response["Location"] = f"/api/v1/generations/{gen.id}"
+    return response
+
+
+@require_GET
+@token_required
+def generation(request, generation_id):
+    gen = Generation.objects.select_related("model").filter(id=generation_id, owner=request.user).first()
+    if gen is None:
+        return error(404, "No such generation.")
+    return JsonResponse(generation_json(gen))

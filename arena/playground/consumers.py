@@ -1,0 +1,176 @@
+"""The WebSocket that streams a generation to its owner's browser.
+
+It replays the generation's Redis Stream from the start (a late joiner or a
+reconnecting browser gets the whole answer), then follows it live. Frames are
+HTML fragments for htmx by default, or JSON events with `?format=json`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from arena import streams
+from inference import protocol as p
+
+from . import fragments
+from .models import Generation
+
+log = logging.getLogger(__name__)
+MAX_CLIENT_FRAME = 4096
+FOLLOW_BLOCK_MS = 5000
+
+
+class GenerationConsumer(AsyncWebsocketConsumer):
+    async def connect(self):
+        self.gen = await self._get_generation()
+        if self.gen is None:
+            await self.close(code=4404)  # not yours or not there: the same answer
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self.as_json = query.get("format") == ["json"]
+        self.keys = streams.keys()
+        self.redis = streams.async_client()
+        self.created_at = self.gen.created_at.timestamp()
+        await self.accept()
+        await self._viewer_joined()
+        self.pump = asyncio.create_task(self._pump())
+
+    async def disconnect(self, code):
+        if getattr(self, "pump", None):
+            self.pump.cancel()
+            try:
+                await self.pump
+            except (asyncio.CancelledError, Exception):
+                pass
+        if getattr(self, "redis", None):
+            await self._viewer_left()
+            await self.redis.aclose()
+
+    async def receive(self, text_data=None, bytes_data=None):
+        """Clients may only ask to stop; anything else gets an error, never a crash."""
+        if bytes_data is not None or text_data is None or len(text_data) > MAX_CLIENT_FRAME:
+            return await self._send_error("Frames must be JSON text under 4 KB.")
+        try:
+            message = json.loads(text_data)
+        except ValueError:
+            return await self._send_error("Frames must be JSON.")
+        if not isinstance(message, dict) or message.get("action") != "stop":
+            return await self._send_error('Unknown action: the only action is {"action": "stop"}.')
+        await self.redis.set(self.keys.cancel(str(self.gen.id)), "user", ex=p.STREAM_TTL_S)
+        if not self.as_json:
+            await self.send(text_data=fragments.status("running", "stopping…"))
+
+    # --- streaming --------------------------------------------------------------------
+    async def _pump(self):
+        stream = self.keys.stream(str(self.gen.id))
+        try:
+            last_id, finished = await self._send_snapshot(stream)
+            while not finished:
+                reply = await self.redis.xread({stream: last_id}, block=FOLLOW_BLOCK_MS, count=200)
+                for _name, entries in reply or []:
+                    for entry_id, fields in entries:
+                        last_id = entry_id
+                        ev = p.parse_event(fields)
+                        await self._send_event(ev)
+                        finished = finished or ev["type"] in p.TERMINAL_EVENTS
+                if not reply and not await self.redis.exists(stream):
+                    finished = await self._finished_in_db()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("Streaming generation %s failed", self.gen.id)
+            await self._send_error("Streaming was interrupted; reload the page to resume.")
+
+    async def _send_snapshot(self, stream: str) -> tuple[str, bool]:
+        """Everything so far in one go, then the caller follows from the last entry."""
+        entries = await self.redis.xrange(stream)
+        events = [p.parse_event(fields) for _id, fields in entries]
+        last_id = entries[-1][0] if entries else "0"
+        if not events:
+            gen = await self._refresh()
+            if gen.finished:  # the stream expired: the database has the outcome
+                await self._send_stored(gen)
+                return last_id, True
+        if self.as_json:
+            for ev in events:
+                await self._send_event(ev)
+        else:
+            await self.send(text_data=self._snapshot_html(events))
+        return last_id, any(ev["type"] in p.TERMINAL_EVENTS for ev in events)
+
+    def _snapshot_html(self, events: list[dict]) -> str:
+        text = "".join(ev.get("text", "") for ev in events if ev["type"] == p.TOKEN)
+        parts = [fragments.output_replace(text), fragments.controls(True)]
+        state = "queued"
+        for ev in events:
+            if ev["type"] in (p.LOADING, p.STARTED):
+                parts.append(fragments.for_event(ev, self.created_at))
+                state = ev["type"]
+            elif ev["type"] in p.TERMINAL_EVENTS:
+                parts.append(fragments.final(ev, self.created_at))
+                state = ev["type"]
+        if state == "queued":
+            parts.append(fragments.status("queued"))
+        return "".join(parts)
+
+    async def _send_event(self, ev: dict):
+        if self.as_json:
+            await self.send(text_data=json.dumps(ev))
+        else:
+            html = fragments.for_event(ev, self.created_at)
+            if html:
+                await self.send(text_data=html)
+
+    async def _send_stored(self, gen: Generation):
+        if self.as_json:
+            await self.send(text_data=json.dumps({"type": gen.status, "text": gen.text, "reason": gen.failure_reason}))
+            return
+        await self.send(text_data=fragments.stored(gen))
+
+    async def _send_error(self, message: str):
+        if self.as_json:
+            await self.send(text_data=json.dumps({"type": "error", "message": message}))
+        else:
+            await self.send(text_data=fragments.error(message))
+
+    # --- viewers: a web generation nobody watches any more is cancelled ---------------
+    async def _viewer_joined(self):
+        key = self.keys.viewers(str(self.gen.id))
+        await self.redis.hincrby(key, "count", 1)
+        await self.redis.hdel(key, "left_at")
+        await self.redis.expire(key, p.STREAM_TTL_S)
+
+    async def _viewer_left(self):
+        key = self.keys.viewers(str(self.gen.id))
+        try:
+            if await self.redis.hincrby(key, "count", -1) <= 0:
+                await self.redis.hset(key, "left_at", repr(time.time()))
+        except Exception:  # Redis gone: the generation's own timeout still ends it
+            log.warning("Could not record that a viewer left generation %s", self.gen.id)
+
+    # --- database -----------------------------------------------------------------------
+    @database_sync_to_async
+    def _get_generation(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            return None
+        gen_id = self.scope["url_route"]["kwargs"]["generation_id"]
+        return Generation.objects.filter(id=gen_id, owner=user).first()
+
+    @database_sync_to_async
+    def _refresh(self) -> Generation:
+        self.gen.refresh_from_db()
+        return self.gen
+
+    async def _finished_in_db(self) -> bool:
+        gen = await self._refresh()
+        if gen.finished:
+            await self._send_stored(gen)
+        return gen.finished

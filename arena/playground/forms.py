@@ -1,0 +1,53 @@
+from django import forms
+from django.conf import settings
+from django.core.validators import MaxLengthValidator
+
+from arena.catalogue.models import ModelEntry
+from inference.protocol import ParamError, SamplingParams
+
+LIMITS = SamplingParams.LIMITS
+
+
+class GenerationForm(forms.Form):
+    """One form for the page and the API: the same rules, the same messages."""
+
+    model = forms.ModelChoiceField(
+        queryset=ModelEntry.objects.enabled(), to_field_name="slug", empty_label=None,
+        error_messages={"invalid_choice": "No enabled catalogue model has that slug."},
+    )
+    prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), strip=False)
+    system_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, strip=False)
+    temperature = forms.FloatField(required=False, min_value=LIMITS["temperature"][0], max_value=LIMITS["temperature"][1])
+    top_p = forms.FloatField(required=False, min_value=LIMITS["top_p"][0], max_value=LIMITS["top_p"][1])
+    max_new_tokens = forms.IntegerField(
+        required=False, min_value=LIMITS["max_new_tokens"][0], max_value=LIMITS["max_new_tokens"][1]
+    )
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+
+    PARAM_FIELDS = ("temperature", "top_p", "max_new_tokens", "seed")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        limit = settings.ARENA_MAX_PROMPT_CHARS
+        self.fields["prompt"].validators.append(MaxLengthValidator(limit))
+        for name in ("temperature", "top_p"):
+            self.fields[name].widget.attrs["step"] = "0.05"
+
+    def clean_prompt(self):
+        prompt = self.cleaned_data["prompt"]
+        if not prompt.strip():
+            raise forms.ValidationError("Write a prompt.")
+        return prompt
+
+    def clean(self):
+        cleaned = super().clean()
+        model = cleaned.get("model")
+        if model is None or self.errors:
+            return cleaned
+        overrides = {name: cleaned.get(name) for name in self.PARAM_FIELDS}
+        try:
+            cleaned["params"] = model.params_with_defaults(overrides).to_dict()
+        except ParamError as exc:
+            for name, message in exc.errors.items():
+                self.add_error(name if name in self.fields else None, message)
+        return cleaned

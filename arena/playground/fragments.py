@@ -1,0 +1,103 @@
+"""HTML fragments pushed over the WebSocket for htmx's ws extension (out-of-band swaps).
+
+Model output is untrusted: every piece of it goes through escaping here."""
+
+from django.utils.html import format_html
+
+from inference import protocol as p
+
+STATUS_TEXT = {
+    "queued": "Queued",
+    "loading": "Loading the model",
+    "running": "Generating",
+    "done": "Done",
+    "failed": "Failed",
+    "cancelled": "Stopped",
+}
+
+
+def status(state: str, detail: str = "") -> str:
+    label = STATUS_TEXT.get(state, state)
+    return format_html(
+        '<div id="gen-status" class="status status-{}" data-state="{}">{}{}</div>',
+        state, state, label, format_html(" <span class='detail'>{}</span>", detail) if detail else "",
+    )
+
+
+def output_replace(text: str) -> str:
+    return format_html('<div id="gen-output" class="output">{}</div>', text)
+
+
+def output_append(text: str) -> str:
+    return format_html('<div id="gen-output" hx-swap-oob="beforeend">{}</div>', text)
+
+
+def metrics(values: dict) -> str:
+    """Time to first token, tokens/s and token count, once they are known."""
+    def fmt(value, pattern):
+        return pattern.format(value) if value is not None else "–"
+
+    return format_html(
+        '<dl id="gen-metrics" class="metrics">'
+        '<dt>Time to first token</dt><dd data-metric="ttft">{}</dd>'
+        '<dt>Tokens/s</dt><dd data-metric="tps">{}</dd>'
+        '<dt>Tokens</dt><dd data-metric="tokens">{}</dd></dl>',
+        fmt(values.get("ttft_s"), "{:.2f} s"),
+        fmt(values.get("tokens_per_s"), "{:.1f}"),
+        fmt(values.get("tokens"), "{}"),
+    )
+
+
+def controls(live: bool) -> str:
+    if not live:
+        return '<div id="gen-controls"></div>'
+    return (
+        '<div id="gen-controls"><form ws-send><input type="hidden" name="action" value="stop">'
+        '<button type="submit" class="stop">Stop</button></form></div>'
+    )
+
+
+def error(message: str) -> str:
+    return format_html('<div id="gen-notice" class="notice">{}</div>', message)
+
+
+def for_event(ev: dict, created_at: float) -> str:
+    """The fragment(s) one stream event turns into, in the page."""
+    kind = ev["type"]
+    if kind == p.TOKEN:
+        return output_append(ev.get("text", ""))
+    if kind == p.LOADING:
+        return status("loading", f"{ev.get('model', '')} — {ev.get('elapsed_s', 0):.0f} s")
+    if kind == p.STARTED:
+        return status("running")
+    if kind in p.TERMINAL_EVENTS:
+        return final(ev, created_at)
+    return ""
+
+
+def final(ev: dict, created_at: float) -> str:
+    kind = ev["type"]
+    m = ev.get("metrics") or {}
+    ttft = m.get("first_token_time")
+    values = {
+        "ttft_s": (ttft - created_at) if ttft else None,
+        "tokens_per_s": m.get("decode_tokens_per_s"),
+        "tokens": m.get("generated_tokens"),
+    }
+    state = {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}[kind]
+    parts = [status(state, ev.get("reason", "")), metrics(values), controls(False)]
+    if kind == p.DONE and "text" in ev:
+        parts.append(output_replace(ev["text"]))
+    return "".join(parts)
+
+
+def stored(gen) -> str:
+    """A generation as the database has it: the page's first render, or a late viewer's."""
+    values = {"ttft_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s, "tokens": gen.generated_tokens}
+    return (
+        status(gen.status, gen.failure_reason)
+        + output_replace(gen.text)
+        + metrics(values)
+        + controls(not gen.finished)
+        + '<div id="gen-notice"></div>'
+    )

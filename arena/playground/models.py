@@ -1,0 +1,104 @@
+"""A generation: one prompt sent to one catalogue model, and everything it produced."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+from inference.protocol import SamplingParams
+
+
+class Generation(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        LOADING = "loading"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    FINISHED = (Status.DONE, Status.FAILED, Status.CANCELLED)
+
+    class Origin(models.TextChoices):
+        WEB = "web"  # a browser watches it: leaving the page cancels it
+        API = "api"  # a script polls it: it runs to the end
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="generations")
+    model = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="generations")
+    origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.WEB)
+    system_prompt = models.TextField(blank=True)
+    prompt = models.TextField()
+    params = models.JSONField(default=dict)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    failure_reason = models.TextField(blank=True)
+    text = models.TextField(blank=True)
+    finish_reason = models.CharField(max_length=20, blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    generated_tokens = models.PositiveIntegerField(null=True, blank=True)
+    time_to_first_token_s = models.FloatField(null=True, blank=True, help_text="From Send to the first token.")
+    tokens_per_s = models.FloatField(null=True, blank=True, help_text="Decode rate after the first token.")
+    load_wait_s = models.FloatField(null=True, blank=True, help_text="Time spent waiting for a worker to load.")
+    metrics = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.model.slug}: {self.prompt[:40]}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("generation-detail", args=[self.id])
+
+    @property
+    def finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    def sampling_params(self) -> SamplingParams:
+        return SamplingParams.from_dict(self.params)
+
+    def messages(self) -> list[dict[str, str]]:
+        system = self.system_prompt or self.model.system_prompt
+        msgs = [{"role": "system", "content": system}] if system else []
+        return msgs + [{"role": "user", "content": self.prompt}]
+
+    def claim(self, from_status: str, to_status: str, **fields) -> bool:
+        """Move status by conditional update, so two processes never both act on it."""
+        updated = type(self).objects.filter(id=self.id, status=from_status).update(status=to_status, **fields)
+        if updated:
+            self.status = to_status
+            for name, value in fields.items():
+                setattr(self, name, value)
+        return bool(updated)
+
+    def finish(self, status: str, *, text: str, reason: str = "", finish_reason: str = "", metrics=None):
+        """Record the outcome once; a generation that already finished is left alone."""
+        metrics = metrics or {}
+        fields = {
+            "text": text,
+            "failure_reason": reason,
+            "finish_reason": finish_reason,
+            "metrics": metrics,
+            "prompt_tokens": metrics.get("prompt_tokens"),
+            "generated_tokens": metrics.get("generated_tokens"),
+            "tokens_per_s": metrics.get("decode_tokens_per_s"),
+            "finished_at": timezone.now(),
+        }
+        ttft = metrics.get("first_token_time")
+        if ttft:
+            fields["time_to_first_token_s"] = max(0.0, ttft - self.created_at.timestamp())
+        updated = type(self).objects.filter(id=self.id, status__in=self.live_statuses()).update(status=status, **fields)
+        if updated:
+            self.status = status
+            for name, value in fields.items():
+                setattr(self, name, value)
+        return bool(updated)
+
+    @classmethod
+    def live_statuses(cls):
+        return [cls.Status.QUEUED, cls.Status.LOADING, cls.Status.RUNNING]

@@ -1,0 +1,20 @@
+"""Starting a generation, shared by the page and the API."""
+
+from arena.catalogue.models import ModelEntry
+
+from .models import Generation
+from .tasks import run_generation
+
+
+def start_generation(user, cleaned: dict, origin: str) -> Generation:
+    model: ModelEntry = cleaned["model"]
+    gen = Generation.objects.create(
+        owner=user,
+        model=model,
+        origin=origin,
+        prompt=cleaned["prompt"],
+        system_prompt=cleaned.get("system_prompt") or "",
+        params=cleaned["params"],
+    )
+    run_generation.delay_on_commit(str(gen.id))
+    return gen

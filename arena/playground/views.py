@@ -1,0 +1,45 @@
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+from django.views.decorators.vary import vary_on_headers
+
+from arena.catalogue.models import ModelEntry
+
+from .forms import GenerationForm
+from .models import Generation
+from .services import start_generation
+
+
+def _get_generation_for_user(request, generation_id) -> Generation:
+    """Only the owner may open a generation; others get a 404, not a hint it exists."""
+    gen = Generation.objects.select_related("model").filter(id=generation_id, owner=request.user).first()
+    if gen is None:
+        raise Http404("No such generation.")
+    return gen
+
+
+@login_required
+@vary_on_headers("HX-Request")
+@require_http_methods(["GET", "POST"])
+def playground(request):
+    form = GenerationForm(request.POST or None, initial=_initial(request))
+    if request.method == "POST" and form.is_valid():
+        gen = start_generation(request.user, form.cleaned_data, origin=Generation.Origin.WEB)
+        if request.htmx:
+            return render(request, "playground/generation.html#stream", {"gen": gen})
+        return redirect(gen)
+    template = "playground/playground.html#form" if request.htmx and request.method == "POST" else "playground/playground.html"
+    recent = Generation.objects.filter(owner=request.user).select_related("model")[:10]
+    return render(request, template, {"form": form, "recent": recent}, status=400 if form.errors else 200)
+
+
+def _initial(request) -> dict:
+    model = ModelEntry.objects.enabled().first()
+    return {"model": model, **(model.default_params if model else {})} if model else {}
+
+
+@login_required
+def generation_detail(request, generation_id):
+    gen = _get_generation_for_user(request, generation_id)
+    return render(request, "playground/generation.html", {"gen": gen})

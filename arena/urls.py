@@ -1,0 +1,22 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+from django.views.generic import RedirectView
+
+from arena.api import views as api
+from arena.health import healthz
+from arena.playground import views as playground
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="playground", permanent=False)),
+    path("playground/", playground.playground, name="playground"),
+    path("g/<uuid:generation_id>/", playground.generation_detail, name="generation-detail"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
+    path("api/v1/openapi.json", api.openapi, name="api-openapi"),
+    path("api/v1/models", api.models, name="api-models"),
+    path("api/v1/generations", api.create_generation, name="api-generations"),
+    path("api/v1/generations/<uuid:generation_id>", api.generation, name="api-generation"),
+]

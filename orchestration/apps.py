@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class OrchestrationConfig(AppConfig):
+    name = "orchestration"
+    verbose_name = "Orchestration"

@@ -1,0 +1,106 @@
+"""The local backend: one OS process per served model, on this machine."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from inference.protocol import ModelSpec
+
+STOP_GRACE_S = 10.0
+
+
+@dataclass
+class _Process:
+    popen: subprocess.Popen
+    log_path: Path
+    kill_at: float | None = None  # when a SIGTERMed worker gets SIGKILL
+
+
+class LocalBackend:
+    """Starts `python -m inference.worker` subprocesses and watches them exit."""
+
+    node = "local"
+
+    def __init__(self, redis_url: str, prefix: str, log_dir: Path, env: dict[str, str] | None = None):
+        self.redis_url = redis_url
+        self.prefix = prefix
+        self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.env = {**os.environ, **(env or {})}
+        self._procs: dict[str, _Process] = {}
+
+    def start(self, worker_id: str, spec: ModelSpec) -> int:
+        log_path = self.log_dir / f"worker-{worker_id}.log"
+        cmd = [
+            sys.executable, "-m", "inference.worker",
+            "--worker-id", worker_id,
+            "--spec", spec.to_json(),
+            "--redis-url", self.redis_url,
+            "--prefix", self.prefix,
+        ]
+        with open(log_path, "ab") as log:
+            # Its own session: Ctrl-C in the terminal reaches the launcher, which stops
+            # everything in order; the worker also dies with its parent (PDEATHSIG).
+            popen = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        self._procs[worker_id] = _Process(popen, log_path)
+        return popen.pid
+
+    def pid(self, worker_id: str) -> int | None:
+        proc = self._procs.get(worker_id)
+        return proc.popen.pid if proc else None
+
+    def poll(self, worker_id: str) -> int | None:
+        """The exit code once the process has exited, else None (SIGKILLs overdue stops)."""
+        proc = self._procs.get(worker_id)
+        if proc is None:
+            return None
+        code = proc.popen.poll()
+        if code is None and proc.kill_at is not None and time.monotonic() >= proc.kill_at:
+            proc.popen.kill()
+        return code
+
+    def log_tail(self, worker_id: str, lines: int = 5) -> str:
+        proc = self._procs.get(worker_id)
+        if proc is None or not proc.log_path.exists():
+            return ""
+        text = proc.log_path.read_text(errors="replace").strip().splitlines()
+        return "\n".join(text[-lines:])
+
+    def stop(self, worker_id: str) -> None:
+        """Ask politely (SIGTERM); `poll` escalates to SIGKILL after a grace period."""
+        proc = self._procs.get(worker_id)
+        if proc and proc.popen.poll() is None:
+            proc.popen.send_signal(signal.SIGTERM)
+            proc.kill_at = time.monotonic() + STOP_GRACE_S
+
+    def kill(self, worker_id: str) -> None:
+        proc = self._procs.get(worker_id)
+        if proc and proc.popen.poll() is None:
+            proc.popen.kill()
+            proc.popen.wait(timeout=10)
+
+    def forget(self, worker_id: str) -> None:
+        self._procs.pop(worker_id, None)
+
+    def worker_ids(self) -> list[str]:
+        return list(self._procs)
+
+    def shutdown(self, timeout: float = STOP_GRACE_S) -> None:
+        """Stop every worker and wait for them; nothing is left behind."""
+        for worker_id in list(self._procs):
+            self.stop(worker_id)
+        deadline = time.monotonic() + timeout
+        for proc in self._procs.values():
+            remaining = max(0.1, deadline - time.monotonic())
+            try:
+                proc.popen.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                proc.popen.kill()
+                proc.popen.wait(timeout=5)
+        self._procs.clear()

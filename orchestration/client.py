@@ -1,0 +1,74 @@
+"""How the rest of the application asks the orchestrator for a model worker."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+
+import redis
+
+from inference import protocol as p
+from inference.protocol import Keys, ModelSpec
+
+
+class WorkerUnavailable(Exception):
+    """No worker can serve the model; the message is meant for the user."""
+
+
+def ensure(client: redis.Redis, keys: Keys, spec: ModelSpec) -> None:
+    """Ask for a worker serving `spec` (renewed while waiting: requests expire)."""
+    client.rpush(keys.orchestrator_inbox(), json.dumps({"op": "ensure", "spec": asdict(spec)}))
+
+
+def placement(client: redis.Redis, keys: Keys, slug: str) -> dict[str, str]:
+    raw = client.hgetall(keys.variant(slug))
+    return {k.decode(): v.decode() for k, v in raw.items()}
+
+
+def ready_worker(client: redis.Redis, keys: Keys, spec: ModelSpec, since: float) -> str | None:
+    """The id of a ready worker for `spec`, or None while one is starting.
+
+    Raises WorkerUnavailable when the model failed to load after `since`.
+    """
+    place = placement(client, keys, spec.slug)
+    state = place.get("state")
+    if state == "ready" and worker_alive(client, keys, place["worker_id"]):
+        return place["worker_id"]
+    if state == "failed" and float(place.get("at") or 0) >= since:
+        raise WorkerUnavailable(place.get("error") or "The model worker failed.")
+    ensure(client, keys, spec)
+    return None
+
+
+def worker_alive(client: redis.Redis, keys: Keys, worker_id: str) -> bool:
+    state = client.hget(keys.worker(worker_id), "state")
+    return state is not None and state.decode() == p.W_READY
+
+
+def worker_failure(client: redis.Redis, keys: Keys, worker_id: str) -> str | None:
+    """Why the worker is no longer serving (failed or stopped), or None while it is."""
+    status = {k.decode(): v.decode() for k, v in client.hgetall(keys.worker(worker_id)).items()}
+    state = status.get("state")
+    if state in (p.W_FAILED, p.W_STOPPED):
+        return status.get("error") or f"The model worker {state}."
+    return None
+
+
+def wait_for_worker(client, keys, spec, *, timeout_s: float, on_wait=None, should_cancel=None, poll_s=0.25) -> str:
+    """Block until a worker serves `spec`; call `on_wait(elapsed)` about once a second."""
+    since = time.time()
+    last_report = 0.0
+    while True:
+        worker_id = ready_worker(client, keys, spec, since)
+        if worker_id:
+            return worker_id
+        elapsed = time.time() - since
+        if elapsed > timeout_s:
+            raise WorkerUnavailable(f"The model did not become ready within {timeout_s:.0f} s.")
+        if should_cancel and should_cancel():
+            raise WorkerUnavailable("cancelled")
+        if on_wait and elapsed - last_report >= 1.0:
+            on_wait(elapsed)
+            last_report = elapsed
+        time.sleep(poll_s)

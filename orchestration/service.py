@@ -1,0 +1,187 @@
+"""The orchestrator ("Hades"): the single writer of which variants run where.
+
+Each tick it reads requests from its Redis inbox, observes its workers (process
+exit, the worker's own status hash, heartbeat, queue length), asks the pure
+policy what to do and does it. It knows nothing of Django: what it should
+remember for the admin goes through a `Recorder`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from typing import Callable, Protocol
+
+import redis
+
+from inference import protocol as p
+from inference.protocol import Keys, ModelSpec
+
+from . import policy
+from .policy import Config, Fail, Spawn, Stop, WorkerView
+
+log = logging.getLogger(__name__)
+
+
+class Recorder(Protocol):
+    def transition(self, worker_id: str, slug: str, state: str, at: float, **fields) -> None: ...
+
+
+class NullRecorder:
+    def transition(self, worker_id, slug, state, at, **fields):
+        pass
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        backend,
+        client: redis.Redis,
+        keys: Keys,
+        config: Config = Config(),
+        recorder: Recorder | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.backend = backend
+        self.redis = client
+        self.keys = keys
+        self.config = config
+        self.recorder = recorder or NullRecorder()
+        self.clock = clock
+        self.specs: dict[str, ModelSpec] = {}
+        self.wanted_until: dict[str, float] = {}
+        self.workers: dict[str, dict] = {}  # worker_id -> {slug, state, started_at}
+
+    # --- the loop -----------------------------------------------------------------
+    def tick(self) -> None:
+        now = self.clock()
+        self._read_inbox(now)
+        views = [self._observe(worker_id, now) for worker_id in list(self.workers)]
+        self._note_ready(views, now)
+        wanted = {slug for slug, until in self.wanted_until.items() if until >= now}
+        for action in policy.plan(views, wanted, now, self.config):
+            self._apply(action, now)
+        self._reap(now)
+        self.redis.set(self.keys.orchestrator_heartbeat(), repr(now), ex=p.HEARTBEAT_TTL_S)
+
+    def run(self, should_stop: Callable[[], bool], interval_s: float = 0.2) -> None:
+        self._clear_stale_placements()
+        while not should_stop():
+            try:
+                self.tick()
+            except redis.ConnectionError as exc:  # Redis restarting: keep trying
+                log.warning("Redis unavailable: %s", exc)
+                time.sleep(1.0)
+            time.sleep(interval_s)
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        now = self.clock()
+        self.backend.shutdown()
+        for worker_id, info in list(self.workers.items()):
+            self._set_state(worker_id, info["slug"], policy.STOPPED, now, reason="orchestrator stopped")
+        self.workers.clear()
+
+    # --- inputs -------------------------------------------------------------------
+    def _read_inbox(self, now: float) -> None:
+        while raw := self.redis.lpop(self.keys.orchestrator_inbox()):
+            try:
+                msg = json.loads(raw)
+                spec = ModelSpec(**msg["spec"])
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("Ignoring a malformed orchestrator request %r: %s", raw[:200], exc)
+                continue
+            if msg.get("op") == "ensure":
+                self.specs[spec.slug] = spec
+                self.wanted_until[spec.slug] = now + self.config.want_ttl_s
+
+    def _observe(self, worker_id: str, now: float) -> WorkerView:
+        info = self.workers[worker_id]
+        status = self.redis.hgetall(self.keys.worker(worker_id))
+        get = lambda k, d="": (status.get(k.encode()) or b"").decode() or d  # noqa: E731
+        heartbeat = self.redis.exists(self.keys.worker_heartbeat(worker_id))
+        if heartbeat:
+            info["last_heartbeat"] = now
+        return WorkerView(
+            worker_id=worker_id,
+            slug=info["slug"],
+            state=info["state"],
+            started_at=info["started_at"],
+            last_used=float(get("last_used", "0")) or info["started_at"],
+            last_heartbeat=info.get("last_heartbeat"),
+            in_flight=int(get("in_flight", "0")),
+            queued=self.redis.llen(self.keys.worker_jobs(worker_id)),
+            exit_code=self.backend.poll(worker_id),
+            error=get("error") if get("state") == p.W_FAILED else "",
+        )
+
+    def _note_ready(self, views: list[WorkerView], now: float) -> None:
+        """A starting worker that says it is ready becomes the variant's placement."""
+        for view in views:
+            if view.state != policy.STARTING or view.exit_code is not None:
+                continue
+            status = self.redis.hget(self.keys.worker(view.worker_id), "state")
+            if status and status.decode() == p.W_READY:
+                cold = now - view.started_at
+                self._set_state(view.worker_id, view.slug, policy.READY, now, cold_start_s=cold)
+                log.info("Worker %s for %s ready after %.1f s", view.worker_id, view.slug, cold)
+
+    # --- actions ------------------------------------------------------------------
+    def _apply(self, action, now: float) -> None:
+        if isinstance(action, Spawn):
+            self._spawn(action.slug, now)
+        elif isinstance(action, Fail):
+            info = self.workers[action.worker_id]
+            self.backend.kill(action.worker_id)
+            reason = action.reason
+            if "signal" not in reason and "heartbeat" not in reason and "loading" not in reason:
+                tail = self.backend.log_tail(action.worker_id, lines=1)
+                if tail and tail not in reason:
+                    reason = f"{reason} ({tail[-300:]})"
+            log.warning("Worker %s for %s failed: %s", action.worker_id, info["slug"], reason)
+            self._set_state(action.worker_id, info["slug"], policy.FAILED, now, reason=reason)
+        elif isinstance(action, Stop):
+            info = self.workers[action.worker_id]
+            log.info("Stopping worker %s for %s: %s", action.worker_id, info["slug"], action.reason)
+            self.backend.stop(action.worker_id)
+            self._set_state(action.worker_id, info["slug"], policy.STOPPING, now, reason=action.reason)
+
+    def _spawn(self, slug: str, now: float) -> None:
+        spec = self.specs[slug]
+        worker_id = f"{slug}-{uuid.uuid4().hex[:8]}"
+        self.workers[worker_id] = {"slug": slug, "state": policy.STARTING, "started_at": now}
+        pid = self.backend.start(worker_id, spec)
+        log.info("Starting worker %s (pid %s) for %s", worker_id, pid, slug)
+        self._set_state(worker_id, slug, policy.STARTING, now, pid=pid, node=self.backend.node)
+
+    def _reap(self, now: float) -> None:
+        """Forget workers whose process has gone after a stop or a failure."""
+        for worker_id, info in list(self.workers.items()):
+            if info["state"] in (policy.STOPPING, policy.FAILED) and self.backend.poll(worker_id) is not None:
+                if info["state"] == policy.STOPPING:
+                    self._set_state(worker_id, info["slug"], policy.STOPPED, now)
+                self.backend.forget(worker_id)
+                del self.workers[worker_id]
+
+    def _set_state(self, worker_id: str, slug: str, state: str, now: float, reason: str = "", **fields) -> None:
+        info = self.workers.get(worker_id)
+        if info is not None:
+            info["state"] = state
+        self._publish_placement(worker_id, slug, state, now, reason)
+        self.recorder.transition(worker_id, slug, state, now, reason=reason, **fields)
+
+    def _publish_placement(self, worker_id: str, slug: str, state: str, now: float, reason: str) -> None:
+        """Tell requesters where `slug` is served, or why it is not."""
+        key = self.keys.variant(slug)
+        current = self.redis.hget(key, "worker_id")
+        if state in (policy.STARTING, policy.READY) or current is None or current.decode() == worker_id:
+            self.redis.hset(key, mapping={"worker_id": worker_id, "state": state, "error": reason, "at": repr(now)})
+        if state == policy.FAILED:
+            self.redis.hset(self.keys.worker(worker_id), mapping={"state": p.W_FAILED, "error": reason})
+
+    def _clear_stale_placements(self) -> None:
+        """Placements left by an earlier orchestrator point at workers that died with it."""
+        for key in self.redis.scan_iter(match=self.keys.variant("*"), count=200):
+            self.redis.delete(key)

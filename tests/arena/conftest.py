@@ -1,0 +1,25 @@
+import pytest
+from django.contrib.auth import get_user_model
+
+from arena.catalogue.defaults import DEFAULT_ENTRIES
+from arena.catalogue.models import ModelEntry
+
+
+@pytest.fixture
+def catalogue(db):
+    return [ModelEntry.objects.create(**entry) for entry in DEFAULT_ENTRIES]
+
+
+@pytest.fixture
+def smollm(catalogue):
+    return catalogue[0]
+
+
+@pytest.fixture
+def owner(db):
+    return get_user_model().objects.create_user("owner", password="owner-pass-1")
+
+
+@pytest.fixture
+def outsider(db):
+    return get_user_model().objects.create_user("outsider", password="outsider-pass-1")

@@ -1,0 +1,13 @@
+"""Settings for the test process: the application's, under a Redis prefix and a data
+directory of this test session's own, so tests never touch a running `make run`."""
+
+import os
+import tempfile
+import uuid
+
+os.environ.setdefault("ARENA_DATA_DIR", tempfile.mkdtemp(prefix="arena-test-data-"))
+os.environ.setdefault("ARENA_REDIS_PREFIX", f"arena-test-{uuid.uuid4().hex[:8]}")
+
+from arena.settings import *  # noqa: E402,F401,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
