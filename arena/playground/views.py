@@ -29,9 +29,14 @@ def playground(request):
         if request.htmx:
             return render(request, "playground/generation.html#stream", {"gen": gen})
         return redirect(gen)
-    template = "playground/playground.html#form" if request.htmx and request.method == "POST" else "playground/playground.html"
+    status = 400 if form.errors else 200
+    if request.htmx and request.method == "POST":  # put the form with its errors back in place
+        response = render(request, "playground/playground.html#form", {"form": form}, status=status)
+        response["HX-Retarget"] = "#playground-form"
+        response["HX-Reswap"] = "outerHTML"
+        return response
     recent = Generation.objects.filter(owner=request.user).select_related("model")[:10]
-    return render(request, template, {"form": form, "recent": recent}, status=400 if form.errors else 200)
+    return render(request, "playground/playground.html", {"form": form, "recent": recent}, status=status)
 
 
 def _initial(request) -> dict:

@@ -1,0 +1,89 @@
+"""The JSON API: token auth, validation messages, ownership, OpenAPI."""
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from arena.accounts.models import ApiToken
+from arena.playground.models import Generation
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def token(owner):
+    return ApiToken.issue(owner)
+
+
+def api(client, method, path, token=None, body=None, raw=None):
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+    data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+    return getattr(client, method)(path, data=data, content_type="application/json", **headers)
+
+
+def test_arena_token_creates_the_user_and_prints_a_working_token(client, catalogue, capsys):
+    call_command("arena_token", "robot")
+    token = capsys.readouterr().out.strip()
+    assert token.startswith("arena_")
+    assert not ApiToken.objects.filter(digest=token).exists()  # only a hash is stored
+    response = api(client, "get", "/api/v1/models", token)
+    assert response.status_code == 200
+    assert [m["slug"] for m in response.json()["models"]] == ["smollm2-135m"]
+
+
+@pytest.mark.parametrize("header", ["", "Bearer nope", "Bearer arena_wrong", "Basic abc"])
+def test_requests_without_a_valid_token_get_401(client, catalogue, header):
+    response = client.get("/api/v1/models", HTTP_AUTHORIZATION=header)
+    assert response.status_code == 401 and "token" in response.json()["error"]["message"]
+
+
+def test_create_generation_returns_202_with_an_id(client, token, smollm, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = api(client, "post", "/api/v1/generations", token,
+                       {"model": "smollm2-135m", "prompt": "Hi", "params": {"temperature": 0, "max_new_tokens": 8}})
+    assert response.status_code == 202, response.content
+    body = response.json()
+    gen = Generation.objects.get(id=body["id"])
+    assert gen.origin == "api" and gen.params["temperature"] == 0.0 and gen.params["max_new_tokens"] == 8
+    assert body["status"] == "queued" and response["Location"] == f"/api/v1/generations/{gen.id}"
+    assert len(callbacks) == 1
+
+
+@pytest.mark.parametrize(
+    "body,fragment",
+    [
+        ({"model": "smollm2-135m", "prompt": "Hi", "params": {"temperature": 9}}, "temperature"),
+        ({"model": "smollm2-135m", "prompt": "Hi", "params": {"max_new_tokens": "many"}}, "max_new_tokens"),
+        ({"model": "smollm2-135m", "prompt": "Hi", "params": {"beam_width": 4}}, "beam_width"),
+        ({"model": "smollm2-135m", "prompt": "Hi", "params": [1]}, "params"),
+        ({"model": "nope", "prompt": "Hi"}, "model"),
+        ({"model": "smollm2-135m"}, "prompt"),
+        ({"model": "smollm2-135m", "prompt": 42}, "prompt"),
+        ({"model": "smollm2-135m", "prompt": "Hi", "colour": "red"}, "colour"),
+    ],
+)
+def test_bad_input_gets_a_400_saying_what_is_wrong(client, token, smollm, body, fragment):
+    response = api(client, "post", "/api/v1/generations", token, body)
+    assert response.status_code == 400
+    assert fragment in json.dumps(response.json())
+    assert not Generation.objects.exists()
+
+
+@pytest.mark.parametrize("raw", ["{not json", "[]", "", "\"string\""])
+def test_a_body_that_is_not_a_json_object_gets_400(client, token, smollm, raw):
+    response = api(client, "post", "/api/v1/generations", token, raw=raw)
+    assert response.status_code == 400 and "JSON" in response.json()["error"]["message"]
+
+
+def test_only_the_owner_can_read_a_generation(client, owner, outsider, smollm, token):
+    gen = Generation.objects.create(owner=owner, model=smollm, prompt="Hi", params={})
+    assert api(client, "get", f"/api/v1/generations/{gen.id}", token).json()["status"] == "queued"
+    other = ApiToken.issue(outsider)
+    assert api(client, "get", f"/api/v1/generations/{gen.id}", other).status_code == 404
+
+
+def test_openapi_describes_every_route(client):
+    spec = client.get("/api/v1/openapi.json").json()
+    assert spec["openapi"].startswith("3.")
+    assert set(spec["paths"]) == {"/api/v1/models", "/api/v1/generations", "/api/v1/generations/{id}"}
