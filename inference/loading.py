@@ -1,0 +1,219 @@
+"""Loading a catalogue variant into memory: one adapter per worker kind.
+
+GGUF weights are dequantised by transformers, which is slow (and so is converting
+the GGUF tokenizer), and users wait for cold starts: the converted model and
+tokenizer are therefore saved once in an on-disk cache (`ARENA_MODEL_CACHE`,
+default ~/.cache/llm-arena/models) and loaded from there afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+# Nothing may be downloaded at run time; transformers reads this when imported.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+
+from inference.protocol import KINDS, PRECISIONS, ModelSpec  # noqa: E402
+from inference.sources import ModelSourceError, resolve_source  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CACHE_DIR = Path("~/.cache/llm-arena/models")
+FALLBACK_CONTEXT_LENGTH = 2048
+_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class ModelLoadError(Exception):
+    """A model that could not be loaded; the message is meant for a user."""
+
+
+@dataclass
+class LoadedModel:
+    tokenizer: Any
+    model: torch.nn.Module
+    device: torch.device
+    dtype: torch.dtype
+    context_length: int
+    weight_bytes: int
+    load_s: float
+
+
+# kind -> function(spec, weights path, device, dtype) -> (tokenizer, model)
+Adapter = Callable[[ModelSpec, Path, torch.device, torch.dtype], tuple[Any, torch.nn.Module]]
+ADAPTERS: dict[str, Adapter] = {}
+
+
+def register_adapter(kind: str) -> Callable[[Adapter], Adapter]:
+    def register(adapter: Adapter) -> Adapter:
+        ADAPTERS[kind] = adapter
+        return adapter
+
+    return register
+
+
+def load(spec: ModelSpec) -> LoadedModel:
+    """Load `spec` on the best local device; raise ModelLoadError with a readable reason."""
+    started = time.perf_counter()
+    adapter = _adapter_for(spec.kind)
+    device = pick_device()
+    dtype = pick_dtype(spec.precision, device)
+    try:
+        weights = resolve_source(spec.source, spec.gguf_file)
+        tokenizer, model = adapter(spec, weights, device, dtype)
+    except (ModelSourceError, ModelLoadError) as exc:
+        raise ModelLoadError(str(exc)) from exc
+    except Exception as exc:  # transformers raises many types; the user needs the gist
+        raise ModelLoadError(f"{type(exc).__name__}: {_first_line(exc)}") from exc
+    return LoadedModel(
+        tokenizer=tokenizer,
+        model=model,
+        device=device,
+        dtype=dtype,
+        context_length=context_length_of(spec, model, tokenizer),
+        weight_bytes=weight_bytes_of(model),
+        load_s=time.perf_counter() - started,
+    )
+
+
+def _adapter_for(kind: str) -> Adapter:
+    if kind in ADAPTERS:
+        return ADAPTERS[kind]
+    if kind in KINDS:
+        supported = ", ".join(sorted(ADAPTERS))
+        raise ModelLoadError(f"Model kind '{kind}' is not supported by this worker yet (supported: {supported}).")
+    raise ModelLoadError(f"Unknown model kind '{kind}' (known kinds: {', '.join(KINDS)}).")
+
+
+def pick_device() -> torch.device:
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def pick_dtype(precision: str, device: torch.device) -> torch.dtype:
+    """fp32 on CPU (fast kernels, no accuracy loss), bf16 on GPUs that have it, else fp16."""
+    if precision in _DTYPES:
+        return _DTYPES[precision]
+    if precision not in PRECISIONS:
+        raise ModelLoadError(f"Unknown precision '{precision}' (known: {', '.join(PRECISIONS)}).")
+    if device.type != "cuda":
+        return torch.float32
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+@register_adapter("full")
+def load_full(spec: ModelSpec, weights: Path, device: torch.device, dtype: torch.dtype):
+    if weights.suffix.lower() == ".gguf":
+        tokenizer, model = load_gguf_cached(weights, dtype)
+    else:
+        tokenizer, model = load_folder(weights, dtype)
+    return tokenizer, model.to(device).eval()
+
+
+def load_folder(folder: Path, dtype: torch.dtype):
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, local_files_only=True)
+    return tokenizer, model
+
+
+def load_gguf_cached(gguf_path: Path, dtype: torch.dtype):
+    """Load a GGUF model through the converted-model cache, filling it on a miss."""
+    root = model_cache_root()
+    entry = root / cache_key(gguf_path)
+    if (entry / "config.json").is_file():
+        try:
+            return load_folder(entry, dtype)
+        except Exception as exc:  # a damaged entry must not keep the model from loading
+            log.warning("Discarding unreadable model cache entry %s: %s", entry, exc)
+            shutil.rmtree(entry, ignore_errors=True)
+    tokenizer, model = load_gguf(gguf_path)
+    try:
+        save_converted(tokenizer, model, entry)
+    except OSError as exc:
+        log.warning("Could not write the model cache at %s (%s); the next start will convert again", entry, exc)
+        return tokenizer, model.to(dtype)
+    # Reloading from the fresh entry is fast and gives a model without the GGUF config.
+    return load_folder(entry, dtype)
+
+
+def load_gguf(gguf_path: Path):
+    """Dequantise a GGUF file to fp32 (slow: this is what the cache avoids)."""
+    folder, name = gguf_path.parent, gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32, local_files_only=True)
+    return tokenizer, model
+
+
+def save_converted(tokenizer, gguf_model: torch.nn.Module, entry: Path) -> None:
+    """Save a GGUF-loaded model as a plain checkpoint, atomically (tmp folder + rename).
+
+    A GGUF-loaded model refuses save_pretrained because its config names the GGUF
+    quantisation, so its weights move (without copying) into a model built from the
+    config minus `quantization_config`.
+    """
+    config_dict = gguf_model.config.to_dict()
+    config_dict.pop("quantization_config", None)
+    plain_config = type(gguf_model.config).from_dict(config_dict)
+    with torch.device("meta"):
+        plain = AutoModelForCausalLM.from_config(plain_config, dtype=torch.float32)
+    plain.load_state_dict(gguf_model.state_dict(), assign=True, strict=True)
+    plain.tie_weights()
+    plain.generation_config = gguf_model.generation_config
+
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = entry.parent / f".tmp-{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        plain.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        try:
+            os.rename(tmp, entry)
+        except OSError:
+            if not (entry / "config.json").is_file():  # not a concurrent writer winning the race
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def model_cache_root() -> Path:
+    return Path(os.environ.get("ARENA_MODEL_CACHE") or DEFAULT_CACHE_DIR).expanduser()
+
+
+def cache_key(gguf_path: Path) -> str:
+    """Names one converted file: any change to the file (or the converter) misses."""
+    stat = gguf_path.stat()
+    converter = ".".join(transformers.__version__.split(".")[:2])
+    identity = f"{gguf_path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{gguf_path.name}|transformers {converter}"
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return f"{gguf_path.stem}-{digest}"
+
+
+def context_length_of(spec: ModelSpec, model: torch.nn.Module, tokenizer) -> int:
+    """The spec's context if set (never beyond what the model was trained for), else the model's."""
+    text_config = model.config.get_text_config()
+    model_max = getattr(text_config, "max_position_embeddings", None)
+    if not model_max:
+        tokenizer_max = getattr(tokenizer, "model_max_length", None) or 0
+        model_max = tokenizer_max if 0 < tokenizer_max < 10**7 else FALLBACK_CONTEXT_LENGTH
+    if spec.context_length > 0:
+        return min(spec.context_length, model_max)
+    return int(model_max)
+
+
+def weight_bytes_of(model: torch.nn.Module) -> int:
+    tensors = list(model.parameters()) + list(model.buffers())
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else "no details"

