@@ -85,6 +85,11 @@ class SingleJobScheduler:
             events.token(finish.text_delta, finish.generated_tokens)
         text = "".join(parts)
         metrics = self._metrics(job, scheduled_at, finish)
+        log.info(
+            "Generation %s %s: %d prompt + %d new tokens, %s tokens/s",
+            job.generation_id, finish.reason, finish.prompt_tokens, finish.generated_tokens,
+            f"{metrics['decode_tokens_per_s']:.1f}" if metrics["decode_tokens_per_s"] else "-",
+        )
         if finish.reason == FINISH_CANCELLED:
             events.cancelled(text, metrics)
         else:

@@ -67,6 +67,7 @@ class Worker:
         finally:
             self.heartbeat.stop()
         self.status.stopped()
+        log.info("Stopped")
         return EXIT_STOPPED
 
     def stop(self) -> None:
