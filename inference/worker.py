@@ -42,13 +42,16 @@ class _StopRequested(BaseException):
 
 
 class Worker:
-    def __init__(self, worker_id: str, spec_json: str, client: redis.Redis, keys: Keys):
+    def __init__(self, worker_id: str, spec_json: str, redis_url: str, keys: Keys):
         self.worker_id = worker_id
         self.spec_json = spec_json
-        self.client = client
+        self.client = redis.Redis.from_url(redis_url, decode_responses=True)
+        # Jobs arrive as bytes: a client may push anything, and bytes that are not
+        # UTF-8 must become a rejected job, not a decoding error inside redis-py.
+        self.jobs_client = redis.Redis.from_url(redis_url, decode_responses=False)
         self.keys = keys
-        self.status = WorkerStatus(client, keys, worker_id)
-        self.heartbeat = Heartbeat(client, keys, worker_id)
+        self.status = WorkerStatus(self.client, keys, worker_id)
+        self.heartbeat = Heartbeat(self.client, keys, worker_id)
         self._stopping = threading.Event()
         self._loading = False
 
@@ -102,9 +105,9 @@ class Worker:
         jobs_key = self.keys.worker_jobs(self.worker_id)
         while not self._stopping.is_set():
             try:
-                item = self.client.blpop([jobs_key], timeout=JOB_WAIT_S)
+                item = self.jobs_client.blpop([jobs_key], timeout=JOB_WAIT_S)
                 if item is not None:
-                    self._handle(scheduler, item[1])
+                    self._handle(scheduler, item[1].decode("utf-8", errors="replace"))
             except redis.ConnectionError as exc:  # keep serving once Redis is back
                 log.warning("Redis unavailable (%s); retrying", exc)
                 self._stopping.wait(1.0)
@@ -192,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-    client = redis.Redis.from_url(args.redis_url, decode_responses=True)
-    return Worker(args.worker_id, args.spec, client, Keys(args.prefix)).run()
+    return Worker(args.worker_id, args.spec, args.redis_url, Keys(args.prefix)).run()
 
 
 if __name__ == "__main__":

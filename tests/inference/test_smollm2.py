@@ -3,6 +3,8 @@ replaced: dequantisation, the on-disk cache (in a temporary folder), the engine,
 and a worker subprocess over real Redis. Slow: about 30 s on 2 cores.
 """
 
+import signal
+import time
 import uuid
 
 import pytest
@@ -78,6 +80,34 @@ def test_worker_serves_smollm2_over_redis(cached, model_cache, redis_url, tmp_pa
         assert done["type"] == protocol.DONE, done
         assert "Paris" in done["text"]
         assert done["metrics"]["decode_tokens_per_s"] > 1
+    finally:
+        worker.stop()
+        for key in client.scan_iter(match=f"{prefix}:*", count=500):
+            client.delete(key)
+        client.close()
+
+
+def test_sigterm_while_converting_stops_promptly(redis_url, tmp_path):
+    """A worker stopped during the slow GGUF conversion exits at once (not after the
+    conversion) and heartbeats until then, although the conversion keeps a core busy."""
+    prefix = f"arena-test-{uuid.uuid4().hex[:12]}"
+    keys = Keys(prefix)
+    cache = tmp_path / "empty-cache"
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    worker = WorkerProcess("smol", SPEC.to_json(), redis_url, prefix, tmp_path / "worker.log",
+                           env={"ARENA_MODEL_CACHE": str(cache)})
+    try:
+        worker.wait_for_state(client, keys.worker("smol"), {protocol.W_STARTING})
+        deadline = time.monotonic() + 6  # imports, then well into the ~18 s conversion
+        while time.monotonic() < deadline:
+            assert client.exists(keys.worker_heartbeat("smol")), "heartbeat lapsed while loading"
+            time.sleep(0.2)
+        assert client.hget(keys.worker("smol"), "state") == protocol.W_STARTING
+        worker.proc.send_signal(signal.SIGTERM)
+        assert worker.proc.wait(timeout=5) == 0, worker.log_text()
+        assert client.hget(keys.worker("smol"), "state") == protocol.W_STOPPED
+        assert not client.exists(keys.worker_heartbeat("smol"))
+        assert not cache.exists() or not any(cache.iterdir())
     finally:
         worker.stop()
         for key in client.scan_iter(match=f"{prefix}:*", count=500):

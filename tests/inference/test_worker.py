@@ -9,6 +9,8 @@ Job-level tests share one worker (starting one costs seconds); lifecycle tests
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 import uuid
 
@@ -18,8 +20,9 @@ import redis
 from inference import protocol
 from inference.engine import Engine, TokenChunk
 from inference.protocol import Job, Keys, ModelSpec, SamplingParams
+from inference.worker import JOB_WAIT_S
 
-from .conftest import WorkerProcess
+from .conftest import REPO_ROOT, WorkerProcess
 
 USER = [{"role": "user", "content": "Say something."}]
 LONG = SamplingParams(temperature=0.0, max_new_tokens=2048)  # ~10 s on the tiny model: time to interrupt it
@@ -173,6 +176,7 @@ def test_prompt_too_long_fails_without_starting(served):
 def test_malformed_jobs_do_not_stop_the_worker(served):
     jobs_key = served.keys.worker_jobs(served.id)
     served.client.rpush(jobs_key, "not json at all")
+    served.client.rpush(jobs_key, b"\xff\xfe not UTF-8")
     served.client.rpush(jobs_key, json.dumps(["a", "list"]))
     served.client.rpush(jobs_key, json.dumps({"generation_id": "bad-shape", "messages": "hello"}))
     served.client.rpush(jobs_key, json.dumps({"generation_id": "bad-params", "messages": [], "params": {"top_p": 7}}))
@@ -230,3 +234,45 @@ def test_sigkill_leaves_the_heartbeat_to_expire(start_worker, tiny_model_dir, re
     entries = redis_client.xrange(keys.stream(job.generation_id))
     assert not {protocol.parse_event(f)["type"] for _, f in entries} & protocol.TERMINAL_EVENTS
     assert 0 < redis_client.ttl(keys.stream(job.generation_id)) <= protocol.STREAM_TTL_S
+
+
+def test_worker_dies_with_its_parent(tiny_model_dir, redis_url, redis_prefix, redis_client, tmp_path):
+    """PR_SET_PDEATHSIG: SIGKILL the worker's parent and the (idle) worker stops cleanly."""
+    keys = Keys(redis_prefix)
+    launcher = (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-m', 'inference.worker', '--worker-id', 'orphan', '--spec', {tiny_spec(tiny_model_dir)!r},"
+        f" '--redis-url', {redis_url!r}, '--prefix', {redis_prefix!r}], env={{**__import__('os').environ, 'ARENA_WORKER_THREADS': '1'}})\n"
+        "time.sleep(120)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", launcher], cwd=REPO_ROOT)
+    worker_pid = None
+    try:
+        wait_until(lambda: redis_client.hget(keys.worker("orphan"), "state") == protocol.W_READY, 60, "never ready")
+        worker_pid = int(redis_client.hget(keys.worker("orphan"), "pid"))
+        parent.kill()
+        parent.wait(timeout=10)
+        wait_until(
+            lambda: redis_client.hget(keys.worker("orphan"), "state") == protocol.W_STOPPED,
+            3 * JOB_WAIT_S + 2, "the orphaned worker did not stop",
+        )
+        wait_until(lambda: not _alive(worker_pid), 5, "the orphaned worker process is still running")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait(timeout=10)
+        if worker_pid and _alive(worker_pid):
+            os.kill(worker_pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie awaiting reaping by init counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
