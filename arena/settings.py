@@ -147,7 +147,9 @@ ARENA_REDIS_PREFIX = os.environ.get("ARENA_REDIS_PREFIX", "arena")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": f"{ARENA_REDIS_PREFIX}:channels"},
+        # redis-py 8 times reads out after 5 s by default, exactly channels_redis's own
+        # blocking-pop timeout: without a longer socket timeout every idle socket dies.
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "prefix": f"{ARENA_REDIS_PREFIX}:channels"},
     }
 }
 

@@ -8,6 +8,10 @@ from django.conf import settings
 
 from inference.protocol import Keys
 
+# Longer than any blocking read we make (XREAD BLOCK), or redis-py's default 5 s
+# socket timeout would cut those reads off.
+SOCKET_TIMEOUT_S = 30
+
 
 @lru_cache(maxsize=1)
 def keys() -> Keys:
@@ -16,9 +20,9 @@ def keys() -> Keys:
 
 @lru_cache(maxsize=1)
 def client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30)
+    return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30, socket_timeout=SOCKET_TIMEOUT_S)
 
 
 def async_client() -> aioredis.Redis:
     """A new asyncio client (one per consumer: asyncio clients are bound to a loop)."""
-    return aioredis.Redis.from_url(settings.REDIS_URL)
+    return aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=SOCKET_TIMEOUT_S)

@@ -30,8 +30,9 @@ class GenerationForm(forms.Form):
         super().__init__(*args, **kwargs)
         limit = settings.ARENA_MAX_PROMPT_CHARS
         self.fields["prompt"].validators.append(MaxLengthValidator(limit))
-        for name in ("temperature", "top_p"):
-            self.fields[name].widget.attrs["step"] = "0.05"
+        # The browser's step check counts from `min`: top_p's min of 0.01 needs a step of 0.01.
+        self.fields["temperature"].widget.attrs["step"] = "0.05"
+        self.fields["top_p"].widget.attrs["step"] = "0.01"
 
     def clean_prompt(self):
         prompt = self.cleaned_data["prompt"]

@@ -1,0 +1,62 @@
+"""A real headless Chromium (Debian's) logs in, streams an answer, and stops one."""
+
+import shutil
+
+import pytest
+
+pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+
+@pytest.fixture(scope="module")
+def page(live_app):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        yield page
+        context.close()
+        browser.close()
+
+
+def login(page, live_app):
+    page.goto(live_app.url + "playground/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", live_app.admin_password)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/playground/")
+
+
+def test_log_in_stream_an_answer_then_stop_another(page, live_app):
+    login(page, live_app)
+    page.select_option("#id_model", "smollm2-135m")
+    page.fill("#id_prompt", "What is the capital of France?")
+    page.fill("#id_temperature", "0")
+    page.fill("#id_max_new_tokens", "40")
+    page.click("#playground-form button[type=submit]")
+    # The first Send spins a worker up (the page says so), then the answer and its metrics.
+    page.wait_for_selector("#gen-status[data-state=done]", timeout=240_000)
+    assert "Paris" in page.text_content("#gen-output")
+    assert page.text_content("[data-metric=tps]").strip() not in ("", "–")
+    assert page.text_content("[data-metric=ttft]").strip().endswith("s")
+    assert int(page.text_content("[data-metric=tokens]")) > 0
+
+    page.fill("#id_prompt", "Write a very long story about a lighthouse keeper.")
+    page.fill("#id_temperature", "0.8")
+    page.fill("#id_max_new_tokens", "800")
+    page.click("#playground-form button[type=submit]")
+    # Tokens arrive over the WebSocket while the status still says "running"...
+    page.wait_for_function(
+        "document.querySelector('#gen-output') && document.querySelector('#gen-output').textContent.length > 20"
+        " && document.querySelector('#gen-status').dataset.state === 'running'", timeout=120_000)
+    # ...until Stop, which ends it within a second or so.
+    page.click("#gen-controls button.stop")
+    page.wait_for_selector("#gen-status[data-state=cancelled]", timeout=3_000)
+    stopped_text = page.text_content("#gen-output")
+    page.wait_for_timeout(1000)
+    assert page.text_content("#gen-output") == stopped_text  # nothing streams after the stop
