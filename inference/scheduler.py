@@ -57,7 +57,11 @@ class SingleJobScheduler:
             self.status.job_finished()
 
     def _generate(self, job: Job, scheduled_at: float, events: GenerationEvents) -> None:
-        input_ids = self.engine.encode(job.messages)
+        try:
+            input_ids = self.engine.encode(job.messages)
+        except Exception as exc:  # chat templates reject some conversations (e.g. roles not alternating)
+            events.failed(f"This model cannot take this conversation: {_first_line(exc)}", protocol.BAD_JOB)
+            return
         if not input_ids:
             events.failed("The prompt is empty.", protocol.BAD_JOB)
             return

@@ -73,22 +73,20 @@ class Worker:
         log.info("Stopped")
         return EXIT_STOPPED
 
-    def stop(self) -> None:
-        self._stopping.set()
-
     def _load(self) -> "SingleJobScheduler | None":
-        # Imported here so the hash says "starting" and heartbeats flow during the
-        # seconds that importing torch and transformers takes.
-        configure_torch()
-        from inference.engine import Engine
-        from inference.loading import ModelLoadError, load
-        from inference.scheduler import SingleJobScheduler
-
-        self._loading = True
+        """The scheduler around the loaded model, or None (state failed) if it did not load."""
+        self._loading = True  # from here a stop request abandons the load at once
         try:
+            # Imported here so the hash says "starting" and heartbeats flow during the
+            # seconds that importing torch and transformers takes.
+            configure_torch()
+            from inference.engine import Engine
+            from inference.loading import load
+            from inference.scheduler import SingleJobScheduler
+
             loaded = load(ModelSpec.from_json(self.spec_json))
-        except (ModelLoadError, ValueError, TypeError) as exc:  # Value/TypeError: a malformed spec
-            log.error("Model failed to load: %s", exc)
+        except Exception as exc:  # ModelLoadError, a malformed spec, a broken install: all reported
+            log.exception("Model failed to load")
             self.status.failed(f"Model failed to load: {exc}")
             return None
         finally:
@@ -127,7 +125,7 @@ class Worker:
         if generation_id is None:
             return
         events = GenerationEvents(self.client, self.keys, generation_id)
-        events.failed(f"The job could not be read: {exc}", protocol.BAD_JOB)
+        events.failed(f"The job could not be read: {_describe(exc)}", protocol.BAD_JOB)
         events.expire()
 
     def _install_signal_handlers(self) -> None:
@@ -146,6 +144,14 @@ def _slug_of(spec_json: str) -> str:
         return str(json.loads(spec_json).get("slug", ""))
     except (ValueError, AttributeError):
         return ""
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"the field {exc} is missing"
+    if isinstance(exc, json.JSONDecodeError):
+        return "it is not valid JSON"
+    return str(exc) or type(exc).__name__
 
 
 def _readable_generation_id(raw: str) -> str | None:

@@ -180,7 +180,12 @@ def test_malformed_jobs_do_not_stop_the_worker(served):
     served.client.rpush(jobs_key, json.dumps(["a", "list"]))
     served.client.rpush(jobs_key, json.dumps({"generation_id": "bad-shape", "messages": "hello"}))
     served.client.rpush(jobs_key, json.dumps({"generation_id": "bad-params", "messages": [], "params": {"top_p": 7}}))
-    for generation_id, words in [("bad-shape", "messages"), ("bad-params", "top_p")]:
+    served.client.rpush(jobs_key, json.dumps({"generation_id": "no-messages"}))
+    for generation_id, words in [
+        ("bad-shape", "messages must be a list"),
+        ("bad-params", "top_p: must be between"),
+        ("no-messages", "the field 'messages' is missing"),
+    ]:
         events = read_events(served.client, served.keys, generation_id)
         assert [e["type"] for e in events] == [protocol.FAILED]
         assert events[0]["code"] == protocol.BAD_JOB and words in events[0]["reason"]
