@@ -144,27 +144,30 @@ class Engine:
         generated = 0
         first_time = last_time = None
         reason = FINISH_LENGTH
-        with torch.inference_mode():
-            cache = DynamicCache(config=self.model.config)
-            step_input = torch.tensor([list(input_ids)], dtype=torch.long, device=self.device)
-            for _ in range(max_new_tokens):
-                if should_cancel():
-                    reason = FINISH_CANCELLED
-                    break
-                # logits_to_keep=1: the prompt's other positions never need the LM head.
-                logits = self.model(
-                    input_ids=step_input, past_key_values=cache, use_cache=True, logits_to_keep=1
-                ).logits[0, -1]
-                token_id = pick(logits)
-                if token_id in self.eos_ids:
-                    reason = FINISH_STOP
-                    break
-                last_time = time.time()
-                first_time = first_time or last_time
-                generated += 1
-                yield TokenChunk(token_id, detokenizer.add(token_id))
-                step_input = torch.tensor([[token_id]], dtype=torch.long, device=self.device)
+        cache = DynamicCache(config=self.model.config)
+        step_input = list(input_ids)
+        for _ in range(max_new_tokens):
+            if should_cancel():
+                reason = FINISH_CANCELLED
+                break
+            token_id = self._next_token(step_input, cache, pick)
+            if token_id in self.eos_ids:
+                reason = FINISH_STOP
+                break
+            last_time = time.time()
+            first_time = first_time or last_time
+            generated += 1
+            yield TokenChunk(token_id, detokenizer.add(token_id))
+            step_input = [token_id]
         yield Finish(reason, generated, prompt_tokens, first_time, last_time, detokenizer.flush())
+
+    @torch.inference_mode()  # per step, so no grad-free mode leaks to the caller between yields
+    def _next_token(self, new_ids: list[int], cache: DynamicCache, pick: Callable[[torch.Tensor], int]) -> int:
+        """One forward pass over the tokens the cache has not seen yet, then one pick."""
+        input_ids = torch.tensor([new_ids], dtype=torch.long, device=self.device)
+        # logits_to_keep=1: the prompt's other positions never need the LM head.
+        logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+        return pick(logits[0, -1])
 
 
 def make_token_picker(params: SamplingParams, device: torch.device) -> Callable[[torch.Tensor], int]:

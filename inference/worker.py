@@ -106,7 +106,7 @@ class Worker:
                 item = self.jobs_client.blpop([jobs_key], timeout=JOB_WAIT_S)
                 if item is not None:
                     self._handle(scheduler, item[1].decode("utf-8", errors="replace"))
-            except redis.ConnectionError as exc:  # keep serving once Redis is back
+            except redis.RedisError as exc:  # keep serving once Redis is back
                 log.warning("Redis unavailable (%s); retrying", exc)
                 self._stopping.wait(1.0)
 

@@ -152,6 +152,13 @@ def test_prompt_too_long_fails_before_any_work(tokenizer, tiny_model):
         engine.check_context(len(input_ids) + 5, SamplingParams())
 
 
+def test_caller_runs_outside_inference_mode_between_tokens(engine):
+    chunks = engine.stream(engine.encode(MESSAGES), SamplingParams(temperature=0.0, max_new_tokens=3))
+    assert isinstance(next(chunks), TokenChunk)
+    assert not torch.is_inference_mode_enabled()
+    chunks.close()
+
+
 def test_empty_prompt_is_refused(engine):
     with pytest.raises(ValueError, match="empty"):
         next(engine.stream([], SamplingParams()))
