@@ -1,0 +1,104 @@
+"""The orchestrator service with the local backend: real worker processes (serving a
+tiny random-weight model), real Redis, real time with short timeouts."""
+
+import os
+import signal
+import time
+
+import pytest
+import redis
+
+from inference.protocol import Keys, ModelSpec
+from orchestration import client as orch
+from orchestration.backends.local import LocalBackend
+from orchestration.policy import Config
+from orchestration.service import Orchestrator
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class Recorder:
+    def __init__(self):
+        self.transitions = []
+
+    def transition(self, worker_id, slug, state, at, **fields):
+        self.transitions.append((slug, state, fields.get("reason", "")))
+
+
+@pytest.fixture
+def make_orchestrator(redis_url, redis_prefix, tmp_path):
+    made = []
+
+    def make(**config):
+        backend = LocalBackend(redis_url, redis_prefix, tmp_path / "logs", env={"ARENA_WORKER_THREADS": "1"})
+        recorder = Recorder()
+        orchestrator = Orchestrator(backend, redis.Redis.from_url(redis_url), Keys(redis_prefix),
+                                    Config(**config), recorder=recorder)
+        made.append(orchestrator)
+        return orchestrator, recorder
+
+    yield make
+    for orchestrator in made:
+        orchestrator.shutdown()
+
+
+def run_until(orchestrator, condition, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        orchestrator.tick()
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not reached")
+
+
+def ensure(orchestrator, spec):
+    orch.ensure(orchestrator.redis, orchestrator.keys, spec)
+
+
+def placement(orchestrator, slug):
+    return orch.placement(orchestrator.redis, orchestrator.keys, slug)
+
+
+def test_a_requested_model_is_started_then_unloaded_after_the_keep_alive(make_orchestrator, tiny_model_dir):
+    orchestrator, recorder = make_orchestrator(keep_alive_s=1.0, want_ttl_s=0.5)
+    spec = ModelSpec(slug="tiny", source=str(tiny_model_dir))
+    ensure(orchestrator, spec)
+    run_until(orchestrator, lambda: placement(orchestrator, "tiny").get("state") == "ready")
+    (worker_id,) = orchestrator.workers
+    pid = orchestrator.backend.pid(worker_id)
+    run_until(orchestrator, lambda: not orchestrator.workers)  # idle past the keep-alive: stopped
+    assert [state for _slug, state, _ in recorder.transitions] == ["starting", "ready", "stopping", "stopped"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_model_that_fails_to_load_is_reported_with_its_reason(make_orchestrator, tmp_path):
+    orchestrator, _ = make_orchestrator()
+    (tmp_path / "empty").mkdir()
+    ensure(orchestrator, ModelSpec(slug="broken", source=str(tmp_path / "empty")))
+    run_until(orchestrator, lambda: placement(orchestrator, "broken").get("state") == "failed")
+    assert "load" in placement(orchestrator, "broken")["error"].lower()
+
+
+def test_a_hung_worker_is_killed_and_replaced(make_orchestrator, tiny_model_dir):
+    orchestrator, recorder = make_orchestrator(heartbeat_grace_s=1.0, want_ttl_s=60)
+    spec = ModelSpec(slug="tiny", source=str(tiny_model_dir))
+    ensure(orchestrator, spec)
+    run_until(orchestrator, lambda: placement(orchestrator, "tiny").get("state") == "ready")
+    (hung,) = orchestrator.workers
+    os.kill(orchestrator.backend.pid(hung), signal.SIGSTOP)  # alive, but silent
+    run_until(orchestrator, lambda: hung not in orchestrator.workers and placement(orchestrator, "tiny").get("state") == "ready")
+    assert any(state == "failed" and "heartbeat" in reason for _slug, state, reason in recorder.transitions)
+    assert placement(orchestrator, "tiny")["worker_id"] != hung
+
+
+def test_shutdown_stops_every_worker(make_orchestrator, tiny_model_dir):
+    orchestrator, _ = make_orchestrator()
+    ensure(orchestrator, ModelSpec(slug="tiny", source=str(tiny_model_dir)))
+    run_until(orchestrator, lambda: placement(orchestrator, "tiny").get("state") == "ready")
+    pids = [orchestrator.backend.pid(w) for w in orchestrator.workers]
+    orchestrator.shutdown()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
