@@ -9,8 +9,8 @@ the same, token for token, as `model.generate(do_sample=False)`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 import torch
 from transformers import DynamicCache
@@ -77,12 +77,12 @@ class IncrementalDetokenizer:
     def _advance(self, final: bool) -> str:
         if self.read_offset == len(self.ids):
             return ""
-        emitted = self._decode(self.ids[self.prefix_offset:self.read_offset])
-        window = self._decode(self.ids[self.prefix_offset:])
+        emitted = self._decode(self.ids[self.prefix_offset : self.read_offset])
+        window = self._decode(self.ids[self.prefix_offset :])
         if len(window) <= len(emitted) or (window.endswith("\ufffd") and not final):
             return ""
         self.prefix_offset, self.read_offset = self.read_offset, len(self.ids)
-        return window[len(emitted):]
+        return window[len(emitted) :]
 
     def _decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True) if ids else ""
@@ -102,7 +102,7 @@ class Engine:
         self.eos_ids = frozenset(_eos_ids(model, tokenizer))
 
     @classmethod
-    def from_loaded(cls, loaded) -> "Engine":
+    def from_loaded(cls, loaded) -> Engine:
         """From an `inference.loading.LoadedModel`."""
         return cls(loaded.tokenizer, loaded.model, loaded.context_length)
 

@@ -14,19 +14,20 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 # Nothing may be downloaded at run time; transformers reads this when imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+import torch
+import transformers
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from inference.protocol import KINDS, PRECISIONS, ModelSpec  # noqa: E402
-from inference.sources import ModelSourceError, resolve_source  # noqa: E402
+from inference.protocol import KINDS, PRECISIONS, ModelSpec
+from inference.sources import ModelSourceError, resolve_source
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ def load_gguf_cached(gguf_path: Path, dtype: torch.dtype):
     if (entry / "config.json").is_file():
         try:
             return load_folder(entry, dtype)
-        except Exception as exc:  # a damaged entry must not keep the model from loading
+        except Exception as exc:  # noqa: BLE001 - a damaged entry must not keep the model from loading
             log.warning("Discarding unreadable model cache entry %s: %s", entry, exc)
             shutil.rmtree(entry, ignore_errors=True)
     tokenizer, model = load_gguf(gguf_path)

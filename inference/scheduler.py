@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import redis
 
@@ -49,7 +49,7 @@ class SingleJobScheduler:
             self._generate(job, scheduled_at, events)
         except redis.RedisError:
             raise  # the transport itself is gone: the worker loop deals with it
-        except Exception as exc:
+        except Exception as exc:  # any engine failure ends the job, not the worker
             log.exception("Generation %s failed", job.generation_id)
             events.failed(f"The model failed while generating: {_first_line(exc)}", protocol.ENGINE_ERROR)
         finally:
@@ -59,7 +59,7 @@ class SingleJobScheduler:
     def _generate(self, job: Job, scheduled_at: float, events: GenerationEvents) -> None:
         try:
             input_ids = self.engine.encode(job.messages)
-        except Exception as exc:  # chat templates reject some conversations (e.g. roles not alternating)
+        except Exception as exc:  # noqa: BLE001 - chat templates reject some conversations (e.g. roles not alternating)
             events.failed(f"This model cannot take this conversation: {_first_line(exc)}", protocol.BAD_JOB)
             return
         if not input_ids:
@@ -91,7 +91,10 @@ class SingleJobScheduler:
         metrics = self._metrics(job, scheduled_at, finish)
         log.info(
             "Generation %s %s: %d prompt + %d new tokens, %s tokens/s",
-            job.generation_id, finish.reason, finish.prompt_tokens, finish.generated_tokens,
+            job.generation_id,
+            finish.reason,
+            finish.prompt_tokens,
+            finish.generated_tokens,
             f"{metrics['decode_tokens_per_s']:.1f}" if metrics["decode_tokens_per_s"] else "-",
         )
         if finish.reason == FINISH_CANCELLED:

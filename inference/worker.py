@@ -73,7 +73,7 @@ class Worker:
         log.info("Stopped")
         return EXIT_STOPPED
 
-    def _load(self) -> "SingleJobScheduler | None":
+    def _load(self) -> SingleJobScheduler | None:
         """The scheduler around the loaded model, or None (state failed) if it did not load."""
         self._loading = True  # from here a stop request abandons the load at once
         try:
@@ -92,14 +92,12 @@ class Worker:
         finally:
             self._loading = False
         log.info("Loaded %s in %.1f s on %s", loaded.model.__class__.__name__, loaded.load_s, loaded.device)
-        self.status.ready(
-            load_s=loaded.load_s, context_length=loaded.context_length, weight_bytes=loaded.weight_bytes
-        )
+        self.status.ready(load_s=loaded.load_s, context_length=loaded.context_length, weight_bytes=loaded.weight_bytes)
         return SingleJobScheduler(
             Engine.from_loaded(loaded), self.client, self.keys, self.status, self._stopping.is_set
         )
 
-    def _serve(self, scheduler: "SingleJobScheduler") -> None:
+    def _serve(self, scheduler: SingleJobScheduler) -> None:
         jobs_key = self.keys.worker_jobs(self.worker_id)
         while not self._stopping.is_set():
             try:
@@ -110,11 +108,11 @@ class Worker:
                 log.warning("Redis unavailable (%s); retrying", exc)
                 self._stopping.wait(1.0)
 
-    def _handle(self, scheduler: "SingleJobScheduler", raw: str) -> None:
+    def _handle(self, scheduler: SingleJobScheduler, raw: str) -> None:
         scheduled_at = time.time()
         try:
             job = Job.from_json(raw)
-        except Exception as exc:  # anything a client may have pushed: never crash on it
+        except Exception as exc:  # noqa: BLE001 - anything a client may have pushed: never crash on it
             self._reject(raw, exc)
             return
         scheduler.run(job, scheduled_at)

@@ -93,14 +93,20 @@ class WorkerProcess:
     def __init__(self, worker_id: str, spec_json: str, redis_url: str, prefix: str, log_path: Path, env=None):
         self.worker_id = worker_id
         self.log_path = log_path
-        self._log = open(log_path, "wb")
+        self._log = open(log_path, "wb")  # noqa: SIM115 - open for the process lifetime, closed in stop()
         self.proc = subprocess.Popen(
             [
-                sys.executable, "-m", "inference.worker",
-                "--worker-id", worker_id,
-                "--spec", spec_json,
-                "--redis-url", redis_url,
-                "--prefix", prefix,
+                sys.executable,
+                "-m",
+                "inference.worker",
+                "--worker-id",
+                worker_id,
+                "--spec",
+                spec_json,
+                "--redis-url",
+                redis_url,
+                "--prefix",
+                prefix,
             ],
             cwd=REPO_ROOT,
             stdout=self._log,

@@ -30,7 +30,9 @@ def engine(tokenizer, tiny_model):
 
 def run(engine, params, input_ids=None, should_cancel=None):
     input_ids = input_ids or engine.encode(MESSAGES)
-    chunks = list(engine.stream(input_ids, params, should_cancel) if should_cancel else engine.stream(input_ids, params))
+    chunks = list(
+        engine.stream(input_ids, params, should_cancel) if should_cancel else engine.stream(input_ids, params)
+    )
     tokens = [c for c in chunks if isinstance(c, TokenChunk)]
     finishes = [c for c in chunks if isinstance(c, Finish)]
     assert len(finishes) == 1 and chunks[-1] is finishes[0], "exactly one Finish, last"
@@ -55,9 +57,11 @@ def test_greedy_matches_model_generate(engine, tiny_model):
     input_ids = engine.encode(MESSAGES)
     ids, _, finish = run(engine, SamplingParams(temperature=0.0, max_new_tokens=40), input_ids)
     expected = tiny_model.generate(
-        torch.tensor([input_ids]), attention_mask=torch.ones(1, len(input_ids), dtype=torch.long),
-        do_sample=False, max_new_tokens=40,
-    )[0, len(input_ids):].tolist()
+        torch.tensor([input_ids]),
+        attention_mask=torch.ones(1, len(input_ids), dtype=torch.long),
+        do_sample=False,
+        max_new_tokens=40,
+    )[0, len(input_ids) :].tolist()
     assert ids == expected
     assert finish.reason == "length" and finish.generated_tokens == 40 and finish.prompt_tokens == len(input_ids)
     assert finish.first_token_time <= finish.last_token_time
@@ -179,7 +183,11 @@ def test_detokenizer_never_splits_a_character(tokenizer):
 
 
 def test_detokenizer_skips_special_tokens(tokenizer):
-    ids = tokenizer("Hi")["input_ids"] + [tokenizer.convert_tokens_to_ids("<|im_start|>")] + tokenizer(" there")["input_ids"]
+    ids = (
+        tokenizer("Hi")["input_ids"]
+        + [tokenizer.convert_tokens_to_ids("<|im_start|>")]
+        + tokenizer(" there")["input_ids"]
+    )
     detokenizer = IncrementalDetokenizer(tokenizer)
     text = "".join(detokenizer.add(i) for i in ids) + detokenizer.flush()
     assert text == tokenizer.decode(ids, skip_special_tokens=True) == "Hi there"

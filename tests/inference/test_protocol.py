@@ -122,8 +122,13 @@ def test_request_metrics_derives_rates():
 
 def test_request_metrics_without_tokens():
     metrics = protocol.request_metrics(
-        arrival_time=1.0, first_scheduled_time=None, first_token_time=None, last_token_time=None,
-        finished_time=2.0, prompt_tokens=0, generated_tokens=0,
+        arrival_time=1.0,
+        first_scheduled_time=None,
+        first_token_time=None,
+        last_token_time=None,
+        finished_time=2.0,
+        prompt_tokens=0,
+        generated_tokens=0,
     )
     assert metrics["ttft_s"] is None and metrics["decode_tokens_per_s"] is None and metrics["time_in_queue"] is None
 
@@ -131,8 +136,15 @@ def test_request_metrics_without_tokens():
 def test_keys_live_under_their_prefix():
     keys = Keys("p")
     names = [
-        keys.stream("g"), keys.cancel("g"), keys.viewers("g"), keys.worker("w"), keys.worker_heartbeat("w"),
-        keys.worker_jobs("w"), keys.variant("s"), keys.orchestrator_inbox(), keys.orchestrator_heartbeat(),
+        keys.stream("g"),
+        keys.cancel("g"),
+        keys.viewers("g"),
+        keys.worker("w"),
+        keys.worker_heartbeat("w"),
+        keys.worker_jobs("w"),
+        keys.variant("s"),
+        keys.orchestrator_inbox(),
+        keys.orchestrator_heartbeat(),
     ]
     assert all(name.startswith("p:") for name in names)
     assert len(set(names)) == len(names)

@@ -31,7 +31,9 @@ def status(redis_client, keys):
 
 
 def run_job(engine, redis_client, keys, status, messages=USER, stopping=lambda: False):
-    job = Job(generation_id=uuid.uuid4().hex, messages=messages, params=SamplingParams(temperature=0.0, max_new_tokens=4))
+    job = Job(
+        generation_id=uuid.uuid4().hex, messages=messages, params=SamplingParams(temperature=0.0, max_new_tokens=4)
+    )
     SingleJobScheduler(engine, redis_client, keys, status, stopping).run(job, scheduled_at=job.enqueued_at + 0.25)
     stream = keys.stream(job.generation_id)
     assert 0 < redis_client.ttl(stream) <= protocol.STREAM_TTL_S  # every outcome expires
@@ -58,8 +60,9 @@ def test_conversation_the_template_rejects_is_a_bad_job(tokenizer, tiny_model, r
         "{% if messages[0]['role'] != 'user' %}{{ raise_exception('Conversation must start with a user turn') }}"
         "{% endif %}{% for m in messages %}{{ m['content'] }}{% endfor %}"
     )
-    events = run_job(Engine(strict, tiny_model), redis_client, keys, status,
-                     messages=[{"role": "assistant", "content": "Hi"}])
+    events = run_job(
+        Engine(strict, tiny_model), redis_client, keys, status, messages=[{"role": "assistant", "content": "Hi"}]
+    )
     assert [e["type"] for e in events] == ["failed"]
     assert events[0]["code"] == protocol.BAD_JOB
     assert "Conversation must start with a user turn" in events[0]["reason"]

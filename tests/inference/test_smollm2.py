@@ -69,8 +69,14 @@ def test_worker_serves_smollm2_over_redis(cached, model_cache, redis_url, tmp_pa
     prefix = f"arena-test-{uuid.uuid4().hex[:12]}"
     keys = Keys(prefix)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
-    worker = WorkerProcess("smol", SPEC.to_json(), redis_url, prefix, tmp_path / "worker.log",
-                           env={"ARENA_MODEL_CACHE": str(model_cache), "ARENA_WORKER_THREADS": ""})
+    worker = WorkerProcess(
+        "smol",
+        SPEC.to_json(),
+        redis_url,
+        prefix,
+        tmp_path / "worker.log",
+        env={"ARENA_MODEL_CACHE": str(model_cache), "ARENA_WORKER_THREADS": ""},
+    )
     try:
         status = worker.wait_for_state(client, keys.worker("smol"), {protocol.W_READY})
         assert float(status["load_s"]) < 10  # the cache filled above is used
@@ -94,8 +100,9 @@ def test_sigterm_while_converting_stops_promptly(redis_url, tmp_path):
     keys = Keys(prefix)
     cache = tmp_path / "empty-cache"
     client = redis.Redis.from_url(redis_url, decode_responses=True)
-    worker = WorkerProcess("smol", SPEC.to_json(), redis_url, prefix, tmp_path / "worker.log",
-                           env={"ARENA_MODEL_CACHE": str(cache)})
+    worker = WorkerProcess(
+        "smol", SPEC.to_json(), redis_url, prefix, tmp_path / "worker.log", env={"ARENA_MODEL_CACHE": str(cache)}
+    )
     try:
         worker.wait_for_state(client, keys.worker("smol"), {protocol.W_STARTING})
         deadline = time.monotonic() + 6  # imports, then well into the ~18 s conversion

@@ -32,7 +32,10 @@ def tiny_spec(tiny_model_dir, **overrides) -> str:
     return ModelSpec(slug="tiny", source=str(tiny_model_dir), **overrides).to_json()
 
 
-def push(client, keys: Keys, worker_id: str, params=SamplingParams(temperature=0.0, max_new_tokens=8), messages=USER):
+SHORT = SamplingParams(temperature=0.0, max_new_tokens=8)
+
+
+def push(client, keys: Keys, worker_id: str, params=SHORT, messages=USER):
     job = Job(generation_id=uuid.uuid4().hex, messages=messages, params=params)
     client.rpush(keys.worker_jobs(worker_id), job.to_json())
     return job
@@ -233,7 +236,9 @@ def test_sigkill_leaves_the_heartbeat_to_expire(start_worker, tiny_model_dir, re
     assert redis_client.exists(heartbeat)
     os.kill(worker.proc.pid, signal.SIGKILL)
     assert worker.proc.wait(timeout=10) == -signal.SIGKILL
-    wait_until(lambda: not redis_client.exists(heartbeat), protocol.HEARTBEAT_TTL_S + 2, "heartbeat outlived the worker")
+    wait_until(
+        lambda: not redis_client.exists(heartbeat), protocol.HEARTBEAT_TTL_S + 2, "heartbeat outlived the worker"
+    )
     # Nobody wrote a terminal event: telling users is the orchestrator's job, and the
     # stream still expires on its own.
     entries = redis_client.xrange(keys.stream(job.generation_id))
@@ -259,7 +264,8 @@ def test_worker_dies_with_its_parent(tiny_model_dir, redis_url, redis_prefix, re
         parent.wait(timeout=10)
         wait_until(
             lambda: redis_client.hget(keys.worker("orphan"), "state") == protocol.W_STOPPED,
-            3 * JOB_WAIT_S + 2, "the orphaned worker did not stop",
+            3 * JOB_WAIT_S + 2,
+            "the orphaned worker did not stop",
         )
         wait_until(lambda: not _alive(worker_pid), 5, "the orphaned worker process is still running")
     finally:
