@@ -3,6 +3,7 @@ replaced: dequantisation, the on-disk cache (in a temporary folder), the engine,
 and a worker subprocess over real Redis. Slow: about 30 s on 2 cores.
 """
 
+import shutil
 import signal
 import time
 import uuid
@@ -32,6 +33,7 @@ def model_cache(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ARENA_MODEL_CACHE", str(folder))
         yield folder
+    shutil.rmtree(folder, ignore_errors=True)  # 540 MB; pytest keeps the last runs' tmp folders
 
 
 @pytest.fixture(scope="module")
