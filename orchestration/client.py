@@ -35,8 +35,8 @@ def ready_worker(client: redis.Redis, keys: Keys, spec: ModelSpec, since: float)
     state = place.get("state")
     if state == "ready" and worker_alive(client, keys, place["worker_id"]):
         return place["worker_id"]
-    if state == "failed" and float(place.get("at") or 0) >= since:
-        raise WorkerUnavailable(place.get("error") or "The model worker failed.")
+    if float(place.get("last_error_at") or 0) >= since:
+        raise WorkerUnavailable(place.get("last_error") or "The model worker failed.")
     ensure(client, keys, spec)
     return None
 

@@ -23,6 +23,11 @@ class Config:
     start_timeout_s: float = 300.0  # a worker not ready by then has failed to load
     heartbeat_grace_s: float = 6.0  # a ready worker silent for this long has hung
     want_ttl_s: float = 5.0  # a request keeps its model wanted this long after it was last renewed
+    retry_base_s: float = 2.0  # a variant that failed waits this, doubling per failure, before a retry
+    retry_max_s: float = 60.0
+
+    def retry_delay(self, failures: int) -> float:
+        return 0.0 if failures <= 0 else min(self.retry_max_s, self.retry_base_s * 2 ** (failures - 1))
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,14 @@ class WorkerView:
     @property
     def idle(self) -> bool:
         return self.in_flight == 0 and self.queued == 0
+
+
+@dataclass(frozen=True)
+class Failures:
+    """A variant's failures in a row (reset once it loads), and when the last one was."""
+
+    count: int
+    last_at: float
 
 
 @dataclass(frozen=True)
@@ -86,21 +99,34 @@ def _failure(worker: WorkerView, now: float, config: Config) -> str | None:
     return None
 
 
-def plan(workers: list[WorkerView], wanted: set[str], now: float, config: Config) -> list[Action]:
+def plan(
+    workers: list[WorkerView],
+    wanted: set[str],
+    now: float,
+    config: Config,
+    failures: dict[str, Failures] | None = None,
+) -> list[Action]:
     """Decide this tick's actions: fail the dead and hung, start what is wanted and
-    not served, stop what has been idle past the keep-alive."""
+    not served (a variant that keeps failing only after a growing back-off), stop
+    what has been idle past the keep-alive."""
+    failures = failures or {}
     actions: list[Action] = []
     serving: set[str] = set()
+    failing: set[str] = set()
     for worker in workers:
         if worker.state not in ALIVE:
             continue
         reason = _failure(worker, now, config)
         if reason:
             actions.append(Fail(worker.worker_id, reason))
+            failing.add(worker.slug)
             continue
         serving.add(worker.slug)
         idle_for = now - worker.last_used
         if worker.state == READY and worker.idle and worker.slug not in wanted and idle_for > config.keep_alive_s:
             actions.append(Stop(worker.worker_id, f"idle for {idle_for:.0f} s"))
-    actions.extend(Spawn(slug) for slug in sorted(wanted - serving))
+    for slug in sorted(wanted - serving - failing):
+        failed = failures.get(slug)
+        if failed is None or now >= failed.last_at + config.retry_delay(failed.count):
+            actions.append(Spawn(slug))
     return actions

@@ -20,7 +20,7 @@ from inference import protocol as p
 from inference.protocol import Keys, ModelSpec
 
 from . import policy
-from .policy import Config, Fail, Spawn, Stop, WorkerView
+from .policy import Config, Fail, Failures, Spawn, Stop, WorkerView
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,7 @@ class Orchestrator:
         self.specs: dict[str, ModelSpec] = {}
         self.wanted_until: dict[str, float] = {}
         self.workers: dict[str, dict] = {}  # worker_id -> {slug, state, started_at}
+        self.failures: dict[str, Failures] = {}  # slug -> failures in a row
 
     # --- the loop -----------------------------------------------------------------
     def tick(self) -> None:
@@ -61,7 +62,7 @@ class Orchestrator:
         views = [self._observe(worker_id, now) for worker_id in list(self.workers)]
         self._note_ready(views, now)
         wanted = {slug for slug, until in self.wanted_until.items() if until >= now}
-        for action in policy.plan(views, wanted, now, self.config):
+        for action in policy.plan(views, wanted, now, self.config, self.failures):
             self._apply(action, now)
         self._reap(now)
         self.redis.set(self.keys.orchestrator_heartbeat(), repr(now), ex=p.HEARTBEAT_TTL_S)
@@ -125,6 +126,7 @@ class Orchestrator:
             status = self.redis.hget(self.keys.worker(view.worker_id), "state")
             if status and status.decode() == p.W_READY:
                 cold = now - view.started_at
+                self.failures.pop(view.slug, None)
                 self._set_state(view.worker_id, view.slug, policy.READY, now, cold_start_s=cold)
                 log.info("Worker %s for %s ready after %.1f s", view.worker_id, view.slug, cold)
 
@@ -141,6 +143,8 @@ class Orchestrator:
                 if tail and tail not in reason:
                     reason = f"{reason} ({tail[-300:]})"
             log.warning("Worker %s for %s failed: %s", action.worker_id, info["slug"], reason)
+            previous = self.failures.get(info["slug"])
+            self.failures[info["slug"]] = Failures((previous.count if previous else 0) + 1, now)
             self._set_state(action.worker_id, info["slug"], policy.FAILED, now, reason=reason)
         elif isinstance(action, Stop):
             info = self.workers[action.worker_id]
@@ -164,6 +168,9 @@ class Orchestrator:
                     self._set_state(worker_id, info["slug"], policy.STOPPED, now)
                 self.backend.forget(worker_id)
                 del self.workers[worker_id]
+                # Keep the dead worker's status a while for whoever still asks, then let it go.
+                self.redis.expire(self.keys.worker(worker_id), p.STREAM_TTL_S)
+                self.redis.delete(self.keys.worker_jobs(worker_id))
 
     def _set_state(self, worker_id: str, slug: str, state: str, now: float, reason: str = "", **fields) -> None:
         info = self.workers.get(worker_id)
@@ -179,6 +186,9 @@ class Orchestrator:
         if state in (policy.STARTING, policy.READY) or current is None or current.decode() == worker_id:
             self.redis.hset(key, mapping={"worker_id": worker_id, "state": state, "error": reason, "at": repr(now)})
         if state == policy.FAILED:
+            # Kept across the retry's "starting", so every requester waiting since before
+            # this failure learns of it, however soon the retry begins.
+            self.redis.hset(key, mapping={"last_error": reason, "last_error_at": repr(now)})
             self.redis.hset(self.keys.worker(worker_id), mapping={"state": p.W_FAILED, "error": reason})
 
     def _clear_stale_placements(self) -> None:

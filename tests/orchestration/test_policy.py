@@ -1,6 +1,6 @@
 """The orchestrator's pure policy, driven with a fake clock (plain numbers)."""
 
-from orchestration.policy import Config, Fail, Spawn, Stop, WorkerView, plan
+from orchestration.policy import Config, Fail, Failures, Spawn, Stop, WorkerView, plan
 
 CFG = Config(keep_alive_s=60, start_timeout_s=30, heartbeat_grace_s=5)
 
@@ -19,9 +19,18 @@ def test_a_starting_or_ready_worker_serves_its_model():
     assert plan([worker(last_heartbeat=1.0)], {"m"}, now=2.0, config=CFG) == []
 
 
-def test_a_dead_process_fails_and_a_new_worker_is_spawned_if_wanted():
+def test_a_dead_process_fails_and_is_replaced_on_a_later_tick():
     actions = plan([worker(exit_code=-9, last_heartbeat=9.0)], {"m"}, now=10.0, config=CFG)
-    assert actions == [Fail("w1", "The model worker was killed by signal 9."), Spawn("m")]
+    assert actions == [Fail("w1", "The model worker was killed by signal 9.")]
+    assert plan([], {"m"}, now=10.1, config=CFG, failures={"m": Failures(1, 10.0)}) == []
+    assert plan([], {"m"}, now=12.0, config=CFG, failures={"m": Failures(1, 10.0)}) == [Spawn("m")]
+
+
+def test_a_variant_that_keeps_failing_backs_off_exponentially_up_to_a_cap():
+    assert [CFG.retry_delay(n) for n in range(0, 8)] == [0, 2, 4, 8, 16, 32, 60, 60]
+    failed = {"m": Failures(3, 100.0)}
+    assert plan([], {"m"}, now=107.9, config=CFG, failures=failed) == []
+    assert plan([], {"m"}, now=108.0, config=CFG, failures=failed) == [Spawn("m")]
 
 
 def test_the_workers_own_error_is_the_failure_reason():
