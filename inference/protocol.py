@@ -43,6 +43,7 @@ WORKER_DIED = "worker_died"
 ENGINE_ERROR = "engine_error"
 TIMEOUT = "timeout"
 BAD_JOB = "bad_job"
+BUSY = "busy"  # the worker's queue is full: refused at once, try again later
 
 # Worker states, as written in the worker's hash.
 W_STARTING = "starting"
@@ -68,7 +69,10 @@ class SamplingParams:
     top_p: float = 0.95
     max_new_tokens: int = 256
     seed: int | None = None
+    stop: tuple[str, ...] = ()  # the text ends before the first of these
 
+    MAX_STOP_SEQUENCES = 4
+    MAX_STOP_CHARS = 64
     LIMITS = {
         "temperature": (0.0, 2.0),
         "top_p": (0.01, 1.0),
@@ -84,7 +88,7 @@ class SamplingParams:
         """Parse untrusted input; raise ParamError naming every wrong field."""
         data = dict(data or {})
         errors: dict[str, str] = {}
-        unknown = set(data) - {"temperature", "top_p", "max_new_tokens", "seed"}
+        unknown = set(data) - {"temperature", "top_p", "max_new_tokens", "seed", "stop"}
         for name in sorted(unknown):
             errors[name] = "unknown parameter"
         values: dict[str, Any] = {}
@@ -109,12 +113,31 @@ class SamplingParams:
                 errors["seed"] = "must be a whole number between 0 and 4294967295"
             else:
                 values["seed"] = seed
+        stop = data.get("stop")
+        if stop is not None:
+            if cls._valid_stop(stop):
+                values["stop"] = tuple(stop)
+            else:
+                errors["stop"] = (
+                    f"must be a list of at most {cls.MAX_STOP_SEQUENCES} non-empty strings "
+                    f"of at most {cls.MAX_STOP_CHARS} characters"
+                )
         if errors:
             raise ParamError(errors)
         return cls(**values)
 
+    @classmethod
+    def _valid_stop(cls, stop: Any) -> bool:
+        return (
+            isinstance(stop, (list, tuple))
+            and len(stop) <= cls.MAX_STOP_SEQUENCES
+            and all(isinstance(s, str) and 0 < len(s) <= cls.MAX_STOP_CHARS for s in stop)
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["stop"] = list(self.stop)
+        return data
 
 
 @dataclass(frozen=True)
@@ -127,6 +150,12 @@ class ModelSpec:
     kind: str = "full"
     precision: str = "auto"
     context_length: int = 0  # 0: take it from the model's config
+    # speculative kind: the draft model (same tokenizer); no draft source means
+    # prompt-lookup decoding. 0 speculative tokens: the engine's default.
+    draft_source: str = ""
+    draft_gguf_file: str = ""
+    draft_kind: str = "full"
+    num_speculative_tokens: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

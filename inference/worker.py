@@ -80,7 +80,7 @@ class Worker:
             # Imported here so the hash says "starting" and heartbeats flow during the
             # seconds that importing torch and transformers takes.
             configure_torch()
-            from inference.engine import Engine
+            from inference.engines import build_engine
             from inference.loading import load
             from inference.scheduler import SingleJobScheduler
 
@@ -94,7 +94,7 @@ class Worker:
         log.info("Loaded %s in %.1f s on %s", loaded.model.__class__.__name__, loaded.load_s, loaded.device)
         self.status.ready(load_s=loaded.load_s, context_length=loaded.context_length, weight_bytes=loaded.weight_bytes)
         return SingleJobScheduler(
-            Engine.from_loaded(loaded), self.client, self.keys, self.status, self._stopping.is_set
+            build_engine(loaded), self.client, self.keys, self.status, self._stopping.is_set
         )
 
     def _serve(self, scheduler: SingleJobScheduler) -> None:

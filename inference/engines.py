@@ -1,0 +1,11 @@
+"""Which engine serves a loaded model: one place that maps a worker kind to its engine."""
+
+from __future__ import annotations
+
+from inference.engine import Engine
+from inference.loading import LoadedModel
+
+
+def build_engine(loaded: LoadedModel):
+    """The engine for `loaded` (every engine has encode / check_context / stream)."""
+    return Engine.from_loaded(loaded)
