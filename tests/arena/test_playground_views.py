@@ -30,7 +30,7 @@ def test_send_creates_a_generation_and_redirects_to_its_permalink(client, owner,
         response = post(client, system_prompt="Be brief.")
     gen = Generation.objects.get()
     assert response.status_code == 302 and response["Location"] == gen.get_absolute_url()
-    assert gen.params == {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 32, "seed": None}
+    assert gen.params == {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 32, "seed": None, "stop": []}
     assert gen.messages()[0] == {"role": "system", "content": "Be brief."}
     assert len(callbacks) == 1  # the run_generation task, enqueued once the row is committed
 
@@ -95,3 +95,10 @@ def test_htmx_send_with_wrong_values_returns_the_form_with_errors(client, owner,
     response = post(client, headers={"HX-Request": "true"}, temperature="5")
     html = response.content.decode()
     assert response.status_code == 400 and 'id="playground-form"' in html and "<html" not in html
+
+
+def test_stop_sequences_are_one_per_line_with_escapes(client, owner, smollm, django_capture_on_commit_callbacks):
+    client.force_login(owner)
+    with django_capture_on_commit_callbacks():
+        post(client, stop="END\r\n\\n\\n\r\n")
+    assert Generation.objects.get().params["stop"] == ["END", "\n\n"]

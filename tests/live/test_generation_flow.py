@@ -66,3 +66,13 @@ def _read_until_terminal(sock, timeout=240):
         if event["type"] in ("done", "failed", "cancelled"):
             return events
     raise AssertionError("no terminal event")
+
+
+def test_the_packaged_gemma_base_model_serves_too(live_app, token):
+    response = live_app.api(token, "post", "/api/v1/generations", json={
+        "model": "gemma-3-270m", "prompt": "The capital of France is",
+        "params": {"temperature": 0, "max_new_tokens": 8, "stop": ["\n\n"]},
+    })
+    body = live_app.wait_generation(token, response.json()["id"], timeout=400)
+    assert body["status"] == "done", body
+    assert "Paris" in body["text"] and "\n\n" not in body["text"]
