@@ -36,6 +36,9 @@ class Finish:
     first_token_time: float | None  # time.time() of the first / last yielded token
     last_token_time: float | None
     text_delta: str = ""  # text held back at the end (an unfinished UTF-8 sequence)
+    # Speculative decoding: proposals verified by the target, and how many it kept.
+    proposed_tokens: int = 0
+    accepted_tokens: int = 0
 
 
 Chunk = TokenChunk | Finish

@@ -8,6 +8,7 @@ default ~/.cache/llm-arena/models) and loaded from there afterwards.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -47,12 +48,16 @@ class LoadedModel:
     device: torch.device
     dtype: torch.dtype
     context_length: int
-    weight_bytes: int
+    weight_bytes: int  # the draft's included
     load_s: float
+    kind: str = "full"
+    draft: torch.nn.Module | None = None  # speculative kind: the draft model (None: prompt lookup)
+    num_speculative_tokens: int = 0  # 0: the engine's default
 
 
-# kind -> function(spec, weights path, device, dtype) -> (tokenizer, model)
-Adapter = Callable[[ModelSpec, Path, torch.device, torch.dtype], tuple[Any, torch.nn.Module]]
+# kind -> function(spec, weights path, device, dtype) -> (tokenizer, model), or
+# (tokenizer, model, draft) for a kind that also loads a draft model.
+Adapter = Callable[[ModelSpec, Path, torch.device, torch.dtype], tuple[Any, ...]]
 ADAPTERS: dict[str, Adapter] = {}
 
 
@@ -72,7 +77,8 @@ def load(spec: ModelSpec) -> LoadedModel:
     dtype = pick_dtype(spec.precision, device)
     try:
         weights = resolve_source(spec.source, spec.gguf_file)
-        tokenizer, model = adapter(spec, weights, device, dtype)
+        tokenizer, model, *rest = adapter(spec, weights, device, dtype)
+        draft = rest[0] if rest else None
     except (ModelSourceError, ModelLoadError) as exc:
         raise ModelLoadError(str(exc)) from exc
     except Exception as exc:  # transformers raises many types; the user needs the gist
@@ -83,8 +89,11 @@ def load(spec: ModelSpec) -> LoadedModel:
         device=device,
         dtype=dtype,
         context_length=context_length_of(spec, model, tokenizer),
-        weight_bytes=weight_bytes_of(model),
+        weight_bytes=weight_bytes_of(model) + (weight_bytes_of(draft) if draft is not None else 0),
         load_s=time.perf_counter() - started,
+        kind=spec.kind,
+        draft=draft,
+        num_speculative_tokens=spec.num_speculative_tokens,
     )
 
 
@@ -119,6 +128,41 @@ def load_full(spec: ModelSpec, weights: Path, device: torch.device, dtype: torch
     else:
         tokenizer, model = load_folder(weights, dtype)
     return tokenizer, model.to(device).eval()
+
+
+@register_adapter("speculative")
+def load_speculative(spec: ModelSpec, weights: Path, device: torch.device, dtype: torch.dtype):
+    """The target as "full" loads it, plus the draft when one is named (else: prompt lookup)."""
+    tokenizer, model = load_full(spec, weights, device, dtype)
+    if not spec.draft_source.strip():
+        return tokenizer, model, None
+    if spec.draft_kind == "speculative":
+        raise ModelLoadError("A draft model cannot itself be speculative: choose 'full' (or another kind) for it.")
+    draft_spec = dataclasses.replace(
+        spec,
+        slug=f"{spec.slug}-draft",
+        source=spec.draft_source,
+        gguf_file=spec.draft_gguf_file,
+        kind=spec.draft_kind,
+        draft_source="",
+        draft_gguf_file="",
+    )
+    draft_weights = resolve_source(draft_spec.source, draft_spec.gguf_file)
+    draft_tokenizer, draft, *_ = _adapter_for(draft_spec.kind)(draft_spec, draft_weights, device, dtype)
+    check_same_vocabulary(tokenizer, draft_tokenizer, spec.draft_source)
+    return tokenizer, model, draft
+
+
+def check_same_vocabulary(tokenizer, draft_tokenizer, draft_source: str) -> None:
+    """A draft proposes token ids, so its ids must mean what the target's mean."""
+    target_vocab, draft_vocab = tokenizer.get_vocab(), draft_tokenizer.get_vocab()
+    if target_vocab != draft_vocab:
+        differing = len(set(target_vocab.items()) ^ set(draft_vocab.items()))
+        raise ModelLoadError(
+            f"The draft model '{draft_source}' does not share the target's tokenizer "
+            f"({len(draft_vocab)} tokens against {len(target_vocab)}, {differing} entries differ); "
+            "a draft must use exactly the same vocabulary."
+        )
 
 
 def load_folder(folder: Path, dtype: torch.dtype):
