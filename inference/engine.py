@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from inference.protocol import SamplingParams
 
@@ -103,6 +104,19 @@ class Engine:
         config_max = getattr(model.config.get_text_config(), "max_position_embeddings", None)
         self.context_length = int(context_length or config_max or 2048)
         self.eos_ids = frozenset(_eos_ids(model, tokenizer))
+
+    @property
+    def supports_batching(self) -> bool:
+        """Whether `inference.batching` may run this engine's requests side by side.
+
+        The batched path re-implements `Engine.stream` over a left-padded KV cache, so
+        a subclass with its own `stream` must run alone, and so must a model with
+        sliding-window (or other non-plain) cache layers, whose dropped positions
+        left padding cannot follow.
+        """
+        if type(self).stream is not Engine.stream:
+            return False
+        return all(type(layer) is DynamicLayer for layer in DynamicCache(config=self.model.config).layers)
 
     @classmethod
     def from_loaded(cls, loaded) -> Engine:

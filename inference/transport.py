@@ -27,6 +27,12 @@ class GenerationEvents:
         self.stream_key = keys.stream(generation_id)
         self.cancel_key = keys.cancel(generation_id)
 
+    def via(self, pipe: redis.client.Pipeline) -> GenerationEvents:
+        """The same stream, written through `pipe` (many generations' events in one round trip)."""
+        events = object.__new__(GenerationEvents)
+        events.client, events.stream_key, events.cancel_key = pipe, self.stream_key, self.cancel_key
+        return events
+
     def cancel_requested(self) -> bool:
         return bool(self.client.exists(self.cancel_key))
 
@@ -90,6 +96,16 @@ class WorkerStatus:
         pipe = self.client.pipeline()
         pipe.hset(self.key, mapping={"in_flight": 0, "last_used": repr(time.time())})
         pipe.hincrby(self.key, "served", 1)
+        pipe.execute()
+
+    def set_in_flight(self, count: int) -> None:
+        """Running plus queued requests (a batching worker holds many at once)."""
+        self._set(in_flight=count)
+
+    def requests_finished(self, count: int, in_flight: int) -> None:
+        pipe = self.client.pipeline()
+        pipe.hset(self.key, mapping={"in_flight": in_flight, "last_used": repr(time.time())})
+        pipe.hincrby(self.key, "served", count)
         pipe.execute()
 
     def _set(self, **fields: Any) -> None:

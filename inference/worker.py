@@ -27,7 +27,10 @@ from inference.protocol import Job, Keys, ModelSpec
 from inference.transport import GenerationEvents, Heartbeat, WorkerStatus
 
 if TYPE_CHECKING:
+    from inference.batching import BatchScheduler
     from inference.scheduler import SingleJobScheduler
+
+    Scheduler = BatchScheduler | SingleJobScheduler
 
 log = logging.getLogger("inference.worker")
 
@@ -73,16 +76,14 @@ class Worker:
         log.info("Stopped")
         return EXIT_STOPPED
 
-    def _load(self) -> SingleJobScheduler | None:
+    def _load(self) -> Scheduler | None:
         """The scheduler around the loaded model, or None (state failed) if it did not load."""
         self._loading = True  # from here a stop request abandons the load at once
         try:
             # Imported here so the hash says "starting" and heartbeats flow during the
             # seconds that importing torch and transformers takes.
             configure_torch()
-            from inference.engines import build_engine
             from inference.loading import load
-            from inference.scheduler import SingleJobScheduler
 
             loaded = load(ModelSpec.from_json(self.spec_json))
         except Exception as exc:  # ModelLoadError, a malformed spec, a broken install: all reported
@@ -93,29 +94,49 @@ class Worker:
             self._loading = False
         log.info("Loaded %s in %.1f s on %s", loaded.model.__class__.__name__, loaded.load_s, loaded.device)
         self.status.ready(load_s=loaded.load_s, context_length=loaded.context_length, weight_bytes=loaded.weight_bytes)
-        return SingleJobScheduler(
-            build_engine(loaded), self.client, self.keys, self.status, self._stopping.is_set
-        )
+        return self._scheduler_for(loaded)
 
-    def _serve(self, scheduler: SingleJobScheduler) -> None:
+    def _scheduler_for(self, loaded) -> Scheduler:
+        """A batch scheduler when the engine can batch; otherwise one job at a time."""
+        from inference.engines import build_engine
+
+        engine = build_engine(loaded)
+        args = (engine, self.client, self.keys, self.status, self._stopping.is_set)
+        if getattr(engine, "supports_batching", False):
+            from inference.batching import BatchScheduler
+
+            max_batch, max_queue = _env_int("ARENA_WORKER_MAX_BATCH", 16), _env_int("ARENA_WORKER_MAX_QUEUE", 32)
+            log.info("Continuous batching: up to %d running, %d queued", max_batch, max_queue)
+            return BatchScheduler(*args, max_batch=max_batch, max_queue=max_queue)
+        from inference.scheduler import SingleJobScheduler
+
+        log.info("One job at a time (%s does not batch)", type(engine).__name__)
+        return SingleJobScheduler(*args)
+
+    def _serve(self, scheduler: Scheduler) -> None:
         jobs_key = self.keys.worker_jobs(self.worker_id)
-        while not self._stopping.is_set():
-            try:
-                item = self.jobs_client.blpop([jobs_key], timeout=JOB_WAIT_S)
-                if item is not None:
-                    self._handle(scheduler, item[1].decode("utf-8", errors="replace"))
-            except redis.RedisError as exc:  # keep serving once Redis is back
-                log.warning("Redis unavailable (%s); retrying", exc)
-                self._stopping.wait(1.0)
+        scheduler.start()
+        try:
+            while not self._stopping.is_set():
+                try:
+                    item = self.jobs_client.blpop([jobs_key], timeout=JOB_WAIT_S)
+                    if item is not None:
+                        self._handle(scheduler, item[1].decode("utf-8", errors="replace"))
+                except redis.RedisError as exc:  # keep serving once Redis is back
+                    log.warning("Redis unavailable (%s); retrying", exc)
+                    self._stopping.wait(1.0)
+        finally:
+            self._stopping.set()  # whatever ended the loop, the scheduler must cancel what it holds
+            scheduler.shutdown()
 
-    def _handle(self, scheduler: SingleJobScheduler, raw: str) -> None:
-        scheduled_at = time.time()
+    def _handle(self, scheduler: Scheduler, raw: str) -> None:
+        received_at = time.time()
         try:
             job = Job.from_json(raw)
         except Exception as exc:  # noqa: BLE001 - anything a client may have pushed: never crash on it
             self._reject(raw, exc)
             return
-        scheduler.run(job, scheduled_at)
+        scheduler.submit(job, received_at)
 
     def _reject(self, raw: str, exc: Exception) -> None:
         generation_id = _readable_generation_id(raw)
@@ -135,6 +156,15 @@ class Worker:
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        log.warning("Ignoring %s=%r: not a whole number", name, raw)
+        return default
 
 
 def _slug_of(spec_json: str) -> str:
