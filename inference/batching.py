@@ -250,6 +250,7 @@ class BatchScheduler:
         self.max_queue = max(0, max_queue)
         self.queue: collections.deque[Request] = collections.deque()
         self.running: dict[BatchRow, Request] = {}
+        self._starting: Request | None = None  # between the queue and the batch
         self._lock = threading.Condition()  # guards `queue` and in_flight writes; the loop owns the rest
         self._last_cancel_poll = 0.0
         self._thread = threading.Thread(target=self._loop, name="batch-scheduler", daemon=True)
@@ -305,11 +306,14 @@ class BatchScheduler:
             with self._lock:
                 if not self.queue:
                     return
-                request = self.queue[0]
-            self._start(request)
-            with self._lock:
-                self.queue.popleft()
-                self._publish_in_flight()
+                # Out of the queue at once (a queue slot frees up), still in flight while it starts.
+                self._starting = self.queue.popleft()
+            try:
+                self._start(self._starting)
+            finally:
+                with self._lock:
+                    self._starting = None
+                    self._publish_in_flight()
 
     def _start(self, request: Request) -> None:
         """Prefill `request` into the batch, or end it alone (cancelled, bad, too long, failed)."""
@@ -436,4 +440,4 @@ class BatchScheduler:
         self.status.set_in_flight(self._in_flight())
 
     def _in_flight(self) -> int:
-        return len(self.queue) + len(self.running)
+        return len(self.queue) + len(self.running) + (self._starting is not None)

@@ -109,10 +109,9 @@ def request_metrics(job: Job, scheduled_at: float | None, finish: Finish | None,
     gaps = sorted(b - a for a, b in itertools.pairwise(token_times))
     metrics["itl_mean_s"] = sum(gaps) / len(gaps) if gaps else None
     metrics["itl_p95_s"] = gaps[math.ceil(0.95 * len(gaps)) - 1] if gaps else None
-    proposed = getattr(finish, "proposed_tokens", None)
-    accepted = getattr(finish, "accepted_tokens", None)
-    if proposed is not None and accepted is not None:
-        metrics["spec_acceptance_rate"] = accepted / proposed if proposed else None
+    proposed = getattr(finish, "proposed_tokens", 0)
+    if proposed:  # only a speculative engine proposes tokens
+        metrics["spec_acceptance_rate"] = finish.accepted_tokens / proposed
     return metrics
 
 
