@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from inference.engine import Engine, Finish, TokenChunk  # noqa: E402
-from inference.loading import load  # noqa: E402
-from inference.protocol import ModelSpec, SamplingParams  # noqa: E402
-from inference.sources import PACKAGED_SMOLLM2  # noqa: E402
-from inference.speculative import SpeculativeEngine  # noqa: E402
+from inference.engine import Engine, Finish, TokenChunk
+from inference.loading import load
+from inference.protocol import ModelSpec, SamplingParams
+from inference.sources import PACKAGED_SMOLLM2
+from inference.speculative import SpeculativeEngine
 
 PARAGRAPH = (
     "The lighthouse keeper climbed the stairs every evening at dusk, carrying a small lamp and a "
@@ -35,9 +35,18 @@ PARAGRAPH = (
     "him politely, put the letter in a drawer, and went on climbing the stairs every evening, "
     "because he believed that a light should be kept by someone who was awake to see it."
 )
-TYPOS = {"lighthouse": "lighthosue", "weather": "wether", "passed": "pased", "single": "singel",
-         "scattered": "scatered", "villagers": "vilagers", "finally": "finaly", "believed": "beleived",
-         "because": "becuase", "politely": "politly"}
+TYPOS = {
+    "lighthouse": "lighthosue",
+    "weather": "wether",
+    "passed": "pased",
+    "single": "singel",
+    "scattered": "scatered",
+    "villagers": "vilagers",
+    "finally": "finaly",
+    "believed": "beleived",
+    "because": "becuase",
+    "politely": "politly",
+}
 
 
 def with_typos(text: str) -> str:
@@ -50,7 +59,15 @@ PROMPTS = {
     "rewrite": "Rewrite the following text, fixing typos:\n\n" + with_typos(PARAGRAPH),
     "summarise": "Summarise:\n\n" + PARAGRAPH,
 }
-LOOKUP_SETTINGS = [(4, 3, 1), (8, 3, 1), (12, 3, 1), (8, 3, 2), (16, 3, 1)]  # (k, max n-gram, min n-gram)
+LOOKUP_SETTINGS = [
+    (4, 3, 1),
+    (8, 3, 1),
+    (12, 3, 1),
+    (16, 3, 1),
+    (8, 3, 2),
+    (8, 4, 1),
+    (8, 2, 1),
+]  # (k, max n-gram, min n-gram)
 SPEC = ModelSpec(slug="smollm2-spec", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1], kind="speculative")
 SELF_DRAFT = ModelSpec(
     slug="smollm2-self-draft",
@@ -83,17 +100,23 @@ def main(max_new_tokens: int) -> None:
     for name, prompt in PROMPTS.items():
         input_ids = plain.encode([{"role": "user", "content": prompt}])
         run(plain, input_ids, SamplingParams(temperature=0.0, max_new_tokens=8))  # warm-up
-        reference, base = run(plain, input_ids, params)
-        base_rate = decode_rate(base)
-        print(f"{name}: {len(input_ids)} prompt tokens, plain {base.generated_tokens} tokens at {base_rate:.1f}/s")
+        print(f"{name}: {len(input_ids)} prompt tokens")
         for k, max_ngram, min_ngram in LOOKUP_SETTINGS:
             engine = SpeculativeEngine(
-                loaded.tokenizer, loaded.model, loaded.context_length,
-                num_speculative_tokens=k, max_ngram=max_ngram, min_ngram=min_ngram,
+                loaded.tokenizer,
+                loaded.model,
+                loaded.context_length,
+                num_speculative_tokens=k,
+                max_ngram=max_ngram,
+                min_ngram=min_ngram,
             )
+            # The plain run right before each speculative one: other load on the machine hits both alike.
+            reference, base = run(plain, input_ids, params)
             ids, finish = run(engine, input_ids, params)
-            results.append(report(name, f"lookup k={k} n={max_ngram}..{min_ngram}", base_rate, ids, reference, finish))
-        results.append(self_draft_run(name, input_ids, params, base_rate, reference))
+            label = f"lookup k={k} n={max_ngram}..{min_ngram}"
+            results.append(report(name, label, decode_rate(base), ids, reference, finish))
+        reference, base = run(plain, input_ids, params)
+        results.append(self_draft_run(name, input_ids, params, decode_rate(base), reference))
     print(json.dumps(results))
 
 
@@ -124,7 +147,7 @@ def report(prompt: str, method: str, base_rate: float, ids, reference, finish: F
         "identical": ids == reference,
     }
     print(
-        f"  {method:22s} {rate:6.1f} tok/s  x{row['ratio']:.2f}  acceptance {row['acceptance_rate']:.0%} "
+        f"  {method:22s} plain {base_rate:5.1f}  speculative {rate:6.1f} tok/s  x{row['ratio']:.2f}  acceptance {row['acceptance_rate']:.0%} "
         f"({finish.accepted_tokens}/{finish.proposed_tokens})  identical={row['identical']}"
     )
     return row

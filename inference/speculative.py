@@ -229,8 +229,7 @@ class SpeculativeEngine(Engine):
         proposer = self._proposer(params, generator)
         detokenizer = IncrementalDetokenizer(self.tokenizer)
         tokens = list(input_ids)
-        cache = new_cache(self.model)
-        self._prefill(tokens[:-1], cache)  # invariant: the cache holds all tokens but the last
+        cache = new_cache(self.model)  # holds a prefix of `tokens`; each pass feeds the rest
         generated = proposed = accepted = 0
         first_time = last_time = None
         reason = FINISH_LENGTH
@@ -240,12 +239,11 @@ class SpeculativeEngine(Engine):
                 break
             room = max_new_tokens - generated - 1  # the target adds one token of its own
             proposals, draft_probs = proposer.propose(tokens, min(self.num_speculative_tokens, room))
-            kept, next_token = self._verify(tokens[-1], proposals, draft_probs, cache, params, generator)
+            kept, next_token = self._verify(tokens, proposals, draft_probs, cache, params, generator)
             proposed += len(proposals)
             accepted += kept
-            before = len(tokens)
-            rollback(cache, before + kept)  # drop the rejected proposals; the new last token stays out
-            proposer.keep(before + kept)
+            rollback(cache, len(tokens) + kept)  # drop the rejected proposals' positions
+            proposer.keep(len(tokens) + kept)
             for index, token_id in enumerate([*proposals[:kept], next_token]):
                 if index > 0 and should_cancel():
                     reason = FINISH_CANCELLED
@@ -274,27 +272,21 @@ class SpeculativeEngine(Engine):
             return PromptLookupProposer(self.max_ngram, self.min_ngram)
         return DraftModelProposer(self.draft, params, generator, self.vocab_size)
 
-    @torch.inference_mode()
-    def _prefill(self, ids: list[int], cache: DynamicCache) -> None:
-        if ids:
-            input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
-            self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
-
     @torch.inference_mode()  # per step, so no grad-free mode leaks to the caller between yields
     def _verify(
         self,
-        last_token: int,
+        tokens: list[int],
         proposals: list[int],
         draft_probs: torch.Tensor | None,
         cache: DynamicCache,
         params: SamplingParams,
         generator: torch.Generator,
     ) -> tuple[int, int]:
-        """One target pass over the last token and the proposals: (proposals kept, next token)."""
-        step = [last_token, *proposals]
+        """One target pass over the tokens the cache lacks plus the proposals: (proposals kept, next token)."""
+        step = [*tokens[cache.get_seq_length() :], *proposals]
         input_ids = torch.tensor([step], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=len(step))
-        logits = out.logits[0]
+        keep = len(proposals) + 1  # rows that predict each proposal and the token after them
+        logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=keep).logits[0]
         if params.greedy:
             return accept_greedy(proposals, logits)
         return accept_sampled(proposals, draft_probs, target_probs(logits, params), generator)

@@ -79,8 +79,9 @@ def greedy_generate(model, input_ids, max_new_tokens):
 def test_prompt_lookup_greedy_is_the_targets_greedy_output(prompt, request, lookup, plain, tiny_model):
     input_ids = request.getfixturevalue(prompt)
     ids, finish = run(lookup, input_ids, GREEDY)
-    assert ids == greedy_generate(tiny_model, input_ids, GREEDY.max_new_tokens)
     assert ids == run(plain, input_ids, GREEDY)[0]
+    if prompt == "grounded_ids":  # generate() is slow; one prompt is enough to pin it
+        assert ids == greedy_generate(tiny_model, input_ids, GREEDY.max_new_tokens)
     assert finish.proposed_tokens > 0
 
 
@@ -99,7 +100,7 @@ def test_draft_model_greedy_is_the_targets_greedy_output(drafted, plain, tiny_mo
 def test_the_target_as_its_own_draft_is_always_accepted(tokenizer, tiny_model, plain, repeated_ids):
     engine = SpeculativeEngine(tokenizer, tiny_model, draft=tiny_model, num_speculative_tokens=4)
     for params in (GREEDY, SAMPLED):
-        ids, finish = run(engine, repeated_ids, params)
+        _, finish = run(engine, repeated_ids, params)
         assert finish.accepted_tokens == finish.proposed_tokens > 0
         # k + 1 tokens per verification: 4 proposals per 5 tokens, fewer only in the last step
         assert finish.proposed_tokens >= 4 * (finish.generated_tokens // 5)
