@@ -31,12 +31,12 @@ from inference.engine import (
     FINISH_CANCELLED,
     FINISH_LENGTH,
     FINISH_STOP,
+    NUCLEUS_FAST_K,
     Chunk,
     Engine,
     Finish,
     IncrementalDetokenizer,
     TokenChunk,
-    make_token_picker,
 )
 from inference.protocol import Job, Keys, SamplingParams
 from inference.scheduler import StopText, first_line, log_finish, prepare_prompt, request_metrics
@@ -52,7 +52,8 @@ class BatchRow:
         self.tag = tag  # the caller's handle for this request
         self.prompt_tokens = prompt_tokens
         self.max_new_tokens = engine.check_context(prompt_tokens, params)
-        self.pick = make_token_picker(params, engine.device)
+        self.params = params
+        self.generator = _generator_like_picker(params, engine.device)
         self.detokenizer = IncrementalDetokenizer(engine.tokenizer)
         self.stop_text = StopText(params.stop)
         self.length = prompt_tokens  # real (unpadded) tokens in this row's cache: its next position id
@@ -91,7 +92,7 @@ class BatchedDecoder:
         row = BatchRow(self.engine, len(input_ids), params, tag)
         cache = DynamicCache(config=self.engine.model.config)
         logits = self._prefill(input_ids, cache)
-        chunks = self._accept(row, row.pick(logits))
+        chunks = self._accept(row, pick_tokens(logits.unsqueeze(0), [row])[0])
         if not isinstance(chunks[-1], Finish):
             self._merge(row, cache)
         return row, chunks
@@ -100,10 +101,10 @@ class BatchedDecoder:
         """One forward pass for every row; finished rows leave the batch."""
         if not self.rows:
             return []
-        logits = self._decode()
+        tokens = pick_tokens(self._decode(), self.rows)
         out: list[tuple[BatchRow, Chunk]] = []
-        for index, row in enumerate(self.rows):
-            out.extend((row, chunk) for chunk in self._accept(row, row.pick(logits[index])))
+        for row, token_id in zip(self.rows, tokens, strict=True):
+            out.extend((row, chunk) for chunk in self._accept(row, token_id))
         self._drop({row for row, chunk in out if isinstance(chunk, Finish)})
         return out
 
@@ -188,6 +189,48 @@ class BatchedDecoder:
             layer.keys = layer.keys.index_select(0, index)[:, :, shared_padding:]
             layer.values = layer.values.index_select(0, index)[:, :, shared_padding:]
         self.mask = self.mask.index_select(0, index)[:, shared_padding:]
+
+
+def pick_tokens(logits: torch.Tensor, rows: Sequence[BatchRow]) -> list[int]:
+    """Each row's next token from logits [rows, vocab], as `make_token_picker` would pick it.
+
+    The softmax and top-k run once for all sampling rows (per row they cost more than
+    a small model's forward share on a CPU); each row then draws from its own generator.
+    """
+    picks = logits.argmax(dim=-1).tolist()
+    sampled = [i for i, row in enumerate(rows) if not row.params.greedy]
+    if not sampled:
+        return picks
+    index = torch.tensor(sampled, device=logits.device)
+    temperatures = torch.tensor([[rows[i].params.temperature] for i in sampled], device=logits.device)
+    probs = torch.softmax(logits.index_select(0, index).float() / temperatures, dim=-1)
+    top_probs, top_ids = torch.topk(probs, min(NUCLEUS_FAST_K, probs.shape[-1]))
+    for j, i in enumerate(sampled):
+        picks[i] = _draw(probs[j], top_probs[j], top_ids[j], rows[i])
+    return picks
+
+
+def _draw(probs: torch.Tensor, top_probs: torch.Tensor, top_ids: torch.Tensor, row: BatchRow) -> int:
+    """`make_token_picker`'s draw (and `nucleus`), given the row's precomputed top-k."""
+    top_p, generator = row.params.top_p, row.generator
+    if top_p >= 1.0:
+        return int(torch.multinomial(probs, 1, generator=generator))
+    if top_probs.numel() < probs.numel() and float(top_probs.sum()) < top_p:
+        top_probs, top_ids = torch.sort(probs, descending=True)  # a flat distribution: the full sort
+    outside = torch.cumsum(top_probs, dim=-1) - top_probs >= top_p
+    return int(top_ids[torch.multinomial(top_probs.masked_fill(outside, 0.0), 1, generator=generator)])
+
+
+def _generator_like_picker(params: SamplingParams, device: torch.device) -> torch.Generator | None:
+    """The generator `make_token_picker` would use, for the batched draws."""
+    if params.greedy:
+        return None
+    generator = torch.Generator(device=device)
+    if params.seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(params.seed)
+    return generator
 
 
 def _left_pad(tensor: torch.Tensor, length: int) -> torch.Tensor:

@@ -91,6 +91,18 @@ def test_every_row_of_a_batch_decodes_as_it_would_alone(engine, prompts):
         assert batch.finishes[tag].generated_tokens == p.max_new_tokens
 
 
+def test_seeded_sampling_draws_as_engine_stream_does(engine, prompts):
+    """A lone row (no padding, so the same logits): the batched draws replay Engine.stream's."""
+    for params in (
+        SamplingParams(temperature=0.9, top_p=0.9, seed=7, max_new_tokens=12),
+        SamplingParams(temperature=1.3, top_p=1.0, seed=8, max_new_tokens=12),
+    ):
+        batch = Collector(BatchedDecoder(engine))
+        batch.join("row", prompts[1], params)
+        batch.drain()
+        assert batch.tokens["row"] == alone(engine, prompts[1], params)
+
+
 def test_a_request_joins_a_running_batch(engine, prompts):
     batch = Collector(BatchedDecoder(engine))
     batch.join("first", prompts[1], GREEDY)
