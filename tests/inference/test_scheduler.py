@@ -84,3 +84,34 @@ def test_model_error_is_reported_as_engine_error(tokenizer, tiny_model, redis_cl
     assert events[-1]["code"] == protocol.ENGINE_ERROR
     assert events[-1]["reason"] == "The model failed while generating: simulated kernel failure"
     assert redis_client.hget(keys.worker("w1"), "in_flight") == "0"
+
+
+def test_stop_sequence_cuts_the_text_for_engines_that_run_alone(tokenizer, tiny_model, redis_client, keys, status):
+    """SingleJobScheduler (speculative engines run through it) applies stop sequences itself."""
+    engine = Engine(tokenizer, tiny_model)
+    full = [
+        c.text_delta for c in engine.stream(engine.encode(USER), SamplingParams(temperature=0.0, max_new_tokens=12))
+    ]
+    full_text = "".join(full)
+    stop = full_text[len(full_text) // 2 : len(full_text) // 2 + 3]
+    job = Job(
+        generation_id=uuid.uuid4().hex,
+        messages=USER,
+        params=SamplingParams(temperature=0.0, max_new_tokens=12, stop=(stop,)),
+    )
+    SingleJobScheduler(engine, redis_client, keys, status, lambda: False).run(job, scheduled_at=job.enqueued_at)
+    events = [protocol.parse_event(f) for _, f in redis_client.xrange(keys.stream(job.generation_id))]
+    done = events[-1]
+    assert done["type"] == "done" and done["finish_reason"] == "stop"
+    assert done["text"] == full_text[: full_text.index(stop)]
+    assert "".join(e["text"] for e in events if e["type"] == "token") == done["text"]
+    assert done["metrics"]["generated_tokens"] < 12 and done["metrics"]["itl_mean_s"] > 0
+
+
+def test_only_the_plain_engine_batches(tokenizer, tiny_model):
+    class OwnLoop(Engine):
+        def stream(self, input_ids, params, should_cancel=lambda: False):
+            yield from super().stream(input_ids, params, should_cancel)
+
+    assert Engine(tokenizer, tiny_model).supports_batching
+    assert not OwnLoop(tokenizer, tiny_model).supports_batching
