@@ -9,6 +9,7 @@ real tokens only, so a row computes what it computes alone; on this model and
 these prompts no fp32 rounding difference flips an argmax.
 """
 
+import signal
 import time
 import uuid
 
@@ -276,3 +277,20 @@ def wait_for(predicate, message, timeout=5.0):
             return
         time.sleep(0.02)
     raise AssertionError(message() if callable(message) else message)
+
+
+def test_sigterm_cancels_running_and_queued_requests(start_worker, tiny_model_dir, redis_prefix, redis_client):
+    keys = Keys(redis_prefix)
+    env = {"ARENA_WORKER_MAX_BATCH": "1", "ARENA_WORKER_MAX_QUEUE": "4"}
+    worker = start_worker(tiny_spec(tiny_model_dir), redis_prefix, env=env)
+    worker.wait_for_state(redis_client, keys.worker(worker.worker_id), {protocol.W_READY})
+    served = Served(worker, keys, redis_client)
+    running = served.push(params=LONG)
+    served.events(running, until={protocol.TOKEN})
+    queued = served.push(params=LONG)
+    wait_for(lambda: served.status().get("in_flight") == "2", "the second job never queued")
+    worker.proc.send_signal(signal.SIGTERM)
+    assert served.events(running)[-1]["type"] == protocol.CANCELLED
+    assert [e["type"] for e in served.events(queued)] == [protocol.CANCELLED]
+    assert worker.proc.wait(timeout=10) == 0
+    assert served.status()["state"] == protocol.W_STOPPED and served.status()["in_flight"] == "0"
