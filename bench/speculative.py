@@ -7,15 +7,18 @@ acceptance rate must be about 100%; it checks the machinery, not a speed-up). Ev
 also checks that the speculative output is token for token the plain engine's.
 
 Decode tokens/s is (generated - 1) / (last token time - first token time), as the
-worker reports it. Prints a table, then one JSON object as its last line.
+worker reports it; each engine's best of ROUNDS interleaved runs. Prints a table, then one JSON object as its last line.
 Usage: python bench/speculative.py [max_new_tokens]
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
+
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from inference.engine import Engine, Finish, TokenChunk
@@ -59,15 +62,12 @@ PROMPTS = {
     "rewrite": "Rewrite the following text, fixing typos:\n\n" + with_typos(PARAGRAPH),
     "summarise": "Summarise:\n\n" + PARAGRAPH,
 }
-LOOKUP_SETTINGS = [
-    (4, 3, 1),
-    (8, 3, 1),
-    (12, 3, 1),
-    (16, 3, 1),
-    (8, 3, 2),
-    (8, 4, 1),
-    (8, 2, 1),
-]  # (k, max n-gram, min n-gram)
+# (k, max n-gram, min n-gram); k=0 is the engine's default
+LOOKUP_SETTINGS = [(4, 3, 1), (8, 3, 1), (12, 3, 1)]
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+THREADS = int(
+    os.environ.get("BENCH_THREADS", "0")
+)  # 0: torch's default  # the machine is shared: each engine's best round counts
 SPEC = ModelSpec(slug="smollm2-spec", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1], kind="speculative")
 SELF_DRAFT = ModelSpec(
     slug="smollm2-self-draft",
@@ -93,43 +93,42 @@ def acceptance(finish: Finish) -> float | None:
 
 
 def main(max_new_tokens: int) -> None:
+    if THREADS:
+        torch.set_num_threads(THREADS)
     params = SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens)
     loaded = load(SPEC)
-    plain = Engine.from_loaded(loaded)
+    self_draft = load(SELF_DRAFT)
+    engines = {"plain": Engine.from_loaded(loaded)}
+    for k, max_ngram, min_ngram in LOOKUP_SETTINGS:
+        engine = SpeculativeEngine(
+            loaded.tokenizer,
+            loaded.model,
+            loaded.context_length,
+            num_speculative_tokens=k,
+            max_ngram=max_ngram,
+            min_ngram=min_ngram,
+        )
+        engines[f"lookup k={engine.num_speculative_tokens} n={max_ngram}..{min_ngram}"] = engine
+    engine = SpeculativeEngine.from_loaded(self_draft)
+    engines[f"self-draft k={engine.num_speculative_tokens}"] = engine
     results = []
     for name, prompt in PROMPTS.items():
-        input_ids = plain.encode([{"role": "user", "content": prompt}])
-        run(plain, input_ids, SamplingParams(temperature=0.0, max_new_tokens=8))  # warm-up
-        print(f"{name}: {len(input_ids)} prompt tokens")
-        for k, max_ngram, min_ngram in LOOKUP_SETTINGS:
-            engine = SpeculativeEngine(
-                loaded.tokenizer,
-                loaded.model,
-                loaded.context_length,
-                num_speculative_tokens=k,
-                max_ngram=max_ngram,
-                min_ngram=min_ngram,
-            )
-            # The plain run right before each speculative one: other load on the machine hits both alike.
-            reference, base = run(plain, input_ids, params)
-            ids, finish = run(engine, input_ids, params)
-            label = f"lookup k={k} n={max_ngram}..{min_ngram}"
-            results.append(report(name, label, decode_rate(base), ids, reference, finish))
-        reference, base = run(plain, input_ids, params)
-        results.append(self_draft_run(name, input_ids, params, decode_rate(base), reference))
+        input_ids = engines["plain"].encode([{"role": "user", "content": prompt}])
+        run(engines["plain"], input_ids, SamplingParams(temperature=0.0, max_new_tokens=8))  # warm-up
+        best: dict[str, tuple[float, list[int], Finish]] = {}
+        for _ in range(ROUNDS):  # interleaved, so a busy spell hits every engine alike
+            for label, engine in engines.items():
+                if label.startswith("self-draft") and name != "rewrite":
+                    continue  # a check of the machinery: one prompt is enough
+                ids, finish = run(engine, input_ids, params)
+                print(f"  {label}: {decode_rate(finish):.1f} tokens/s", flush=True)
+                if label not in best or decode_rate(finish) > best[label][0]:
+                    best[label] = (decode_rate(finish), ids, finish)
+        base_rate, reference, _ = best.pop("plain")
+        print(f"{name}: {len(input_ids)} prompt tokens, plain {len(reference)} tokens at {base_rate:.1f} tokens/s")
+        for label, (_, ids, finish) in best.items():
+            results.append(report(name, label, base_rate, ids, reference, finish))
     print(json.dumps(results))
-
-
-_self_draft = None
-
-
-def self_draft_run(name, input_ids, params, base_rate, reference) -> dict:
-    global _self_draft
-    if _self_draft is None:
-        _self_draft = load(SELF_DRAFT)
-    engine = SpeculativeEngine.from_loaded(_self_draft)
-    ids, finish = run(engine, input_ids, params)
-    return report(name, f"self-draft k={engine.num_speculative_tokens}", base_rate, ids, reference, finish)
 
 
 def report(prompt: str, method: str, base_rate: float, ids, reference, finish: Finish) -> dict:

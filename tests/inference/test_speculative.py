@@ -97,6 +97,15 @@ def test_draft_model_greedy_is_the_targets_greedy_output(drafted, plain, tiny_mo
     assert finish.proposed_tokens > 0
 
 
+def test_a_draft_with_a_differently_padded_vocabulary_works(tokenizer, tiny_model, plain, repeated_ids):
+    """Same tokenizer, more output rows (models pad their vocabulary to different sizes)."""
+    padded = build_tiny_model(len(tokenizer) + 64, seed=1)
+    engine = SpeculativeEngine(tokenizer, tiny_model, draft=padded, num_speculative_tokens=3)
+    assert run(engine, repeated_ids, GREEDY)[0] == run(plain, repeated_ids, GREEDY)[0]
+    _, finish = run(engine, repeated_ids, SAMPLED)  # sampling compares p and q row against row
+    assert finish.proposed_tokens > 0
+
+
 def test_the_target_as_its_own_draft_is_always_accepted(tokenizer, tiny_model, plain, repeated_ids):
     engine = SpeculativeEngine(tokenizer, tiny_model, draft=tiny_model, num_speculative_tokens=4)
     for params in (GREEDY, SAMPLED):
