@@ -153,6 +153,14 @@ def load_speculative(spec: ModelSpec, weights: Path, device: torch.device, dtype
     return tokenizer, model, draft
 
 
+@register_adapter("awq")
+def load_awq(spec: ModelSpec, weights: Path, device: torch.device, dtype: torch.dtype):
+    """AWQ 4-bit (inference/awq.py), imported here so this module works without GPTQModel."""
+    from inference.awq import load_awq as load_awq_weights
+
+    return load_awq_weights(spec, weights, device, dtype)
+
+
 def check_same_vocabulary(tokenizer, draft_tokenizer, draft_source: str) -> None:
     """A draft proposes token ids, so its ids must mean what the target's mean."""
     target_vocab, draft_vocab = tokenizer.get_vocab(), draft_tokenizer.get_vocab()

@@ -1,0 +1,95 @@
+"""AWQ 4-bit against full precision and round-to-nearest 4-bit, on the packaged SmolLM2-135M-Instruct.
+
+Needs GPTQModel (see inference/awq.py). Reports: the AWQ load on this run (a
+quantisation when the cache was empty), a cached load, greedy decode tokens/s of AWQ
+and fp32 through `Engine` (best of ROUNDS interleaved runs; (generated - 1) / decode
+time, as the worker reports it), weight bytes, and perplexity on the shipped
+evaluation text (not the calibration text) of fp32, AWQ, and RTN with the same bits
+and group size (asymmetric and symmetric min-max). Prints a table, then one JSON
+object as its last line.
+Usage: python bench/awq.py [max_new_tokens]
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from inference.awq import AwqSettings
+from inference.engine import Engine, Finish
+from inference.loading import load
+from inference.protocol import ModelSpec, SamplingParams
+from inference.quality import EVALUATION_TEXT, perplexity, rtn_quantize_
+from inference.sources import PACKAGED_SMOLLM2
+
+ROUNDS = 3
+PROMPT = "Explain in a few paragraphs why the sky is blue, and why sunsets are red."
+
+
+def decode_rate(loaded, max_new_tokens: int) -> float:
+    engine = Engine.from_loaded(loaded)
+    ids = engine.encode([{"role": "user", "content": PROMPT}])
+    params = SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens)
+    finish = [c for c in engine.stream(ids, params) if isinstance(c, Finish)][0]
+    return (finish.generated_tokens - 1) / (finish.last_token_time - finish.first_token_time)
+
+
+def timed_load(spec: ModelSpec):
+    started = time.perf_counter()
+    loaded = load(spec)
+    return loaded, time.perf_counter() - started
+
+
+def main(max_new_tokens: int = 128) -> dict:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    source, gguf = PACKAGED_SMOLLM2
+    settings = AwqSettings.from_env()
+    full, full_load_s = timed_load(ModelSpec(slug="smollm2", source=source, gguf_file=gguf))
+    awq_spec = ModelSpec(slug="smollm2-awq", source=source, gguf_file=gguf, kind="awq")
+    _, first_awq_load_s = timed_load(awq_spec)  # quantises when the cache is empty
+    awq, cached_load_s = timed_load(awq_spec)
+
+    rates: dict[str, list[float]] = {"fp32": [], "awq": []}
+    for _ in range(ROUNDS):
+        rates["fp32"].append(decode_rate(full, max_new_tokens))
+        rates["awq"].append(decode_rate(awq, max_new_tokens))
+
+    text = EVALUATION_TEXT.read_text()
+    ppl = {"fp32": perplexity(full.model, full.tokenizer, text), "awq": perplexity(awq.model, awq.tokenizer, text)}
+    for symmetric in (False, True):
+        rtn = copy.deepcopy(full.model)
+        rtn_quantize_(rtn, settings.bits, settings.group_size, symmetric=symmetric)
+        ppl["rtn_sym" if symmetric else "rtn_asym"] = perplexity(rtn, full.tokenizer, text)
+        del rtn
+
+    result = {
+        "bits": settings.bits,
+        "group_size": settings.group_size,
+        "full_load_s": full_load_s,
+        "first_awq_load_s": first_awq_load_s,
+        "cached_awq_load_s": cached_load_s,
+        "decode_tokens_per_s": {k: max(v) for k, v in rates.items()},
+        "awq_speedup": max(rates["awq"]) / max(rates["fp32"]),
+        "weight_bytes": {"fp32": full.weight_bytes, "awq": awq.weight_bytes},
+        "perplexity": ppl,
+        "evaluation_text": EVALUATION_TEXT.name,
+        "max_new_tokens": max_new_tokens,
+    }
+    print(f"first AWQ load {first_awq_load_s:.1f} s (a quantisation if the cache was empty), cached {cached_load_s:.1f} s")
+    print(f"{'':10} {'tok/s':>8} {'weights MB':>11} {'perplexity':>11}")
+    for name in ("fp32", "awq"):
+        rate, size = result["decode_tokens_per_s"][name], result["weight_bytes"][name] / 1e6
+        print(f"{name:10} {rate:8.1f} {size:11.1f} {ppl[name]:11.3f}")
+    for name in ("rtn_asym", "rtn_sym"):
+        print(f"{name:10} {'':8} {'':11} {ppl[name]:11.3f}")
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 128)

@@ -1,0 +1,173 @@
+"""The "awq" worker kind (inference/awq.py).
+
+Tests that need GPTQModel skip when it is not installed (the project venv does not
+have it yet: it needs torch>=2.14.1); the others run everywhere. The real-quantiser
+tests quantise a tiny random Llama whose layer widths suit AWQ (multiples of 64),
+in a temporary model cache, in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import torch
+
+from inference import awq
+from inference.awq import AwqSettings, calibration_samples, is_awq_checkpoint
+from inference.engine import Engine, TokenChunk
+from inference.loading import ModelLoadError, load
+from inference.protocol import ModelSpec, SamplingParams
+from inference.quality import EVALUATION_TEXT
+
+
+@pytest.fixture
+def gptqmodel():
+    return pytest.importorskip("gptqmodel")
+
+
+@pytest.fixture
+def model_cache(tmp_path, monkeypatch):
+    root = tmp_path / "model-cache"
+    monkeypatch.setenv("ARENA_MODEL_CACHE", str(root))
+    return root
+
+
+@pytest.fixture
+def progress_lines():
+    lines: list[str] = []
+    awq.set_progress_hook(lines.append)
+    yield lines
+    awq.set_progress_hook(None)
+
+
+@pytest.fixture(scope="module")
+def awq_sized_model_dir(tmp_path_factory, tokenizer):
+    """A random 2-layer Llama whose linear layers AWQ accepts (in and out widths multiples of 64)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=4096,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=2,
+        tie_word_embeddings=False,
+    )
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        model.lm_head.weight[2].zero_()  # never predict EOS: greedy runs reach max_new_tokens
+    folder = tmp_path_factory.mktemp("awq-sized-llama")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def awq_spec(folder) -> ModelSpec:
+    return ModelSpec(slug="tiny-awq", source=str(folder), kind="awq")
+
+
+def greedy_ids(loaded, prompt: str = "Hello there", tokens: int = 8) -> list[int]:
+    engine = Engine.from_loaded(loaded)
+    ids = engine.encode([{"role": "user", "content": prompt}])
+    params = SamplingParams(temperature=0.0, max_new_tokens=tokens)
+    return [c.token_id for c in engine.stream(ids, params) if isinstance(c, TokenChunk)]
+
+
+def test_without_gptqmodel_loading_fails_readably(tiny_model_dir, monkeypatch):
+    monkeypatch.setitem(sys.modules, "gptqmodel", None)  # makes `import gptqmodel` raise ImportError
+    with pytest.raises(ModelLoadError, match="AWQ needs GPTQModel, which is not installed"):
+        load(awq_spec(tiny_model_dir))
+
+
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        ({"quantize_config.json": {"bits": 4, "group_size": 64, "quant_method": "awq"}}, True),
+        ({"config.json": {"quantization_config": {"quant_method": "awq", "bits": 4}}}, True),
+        ({"config.json": {"quantization_config": {"quant_method": "gptq", "bits": 4}}}, False),
+        ({"config.json": {"model_type": "llama"}}, False),
+        ({}, False),
+    ],
+)
+def test_recognises_awq_checkpoints(tmp_path, files, expected):
+    for name, content in files.items():
+        (tmp_path / name).write_text(json.dumps(content))
+    assert is_awq_checkpoint(tmp_path) is expected
+
+
+def test_calibration_is_shipped_text_in_windows(tokenizer):
+    settings = AwqSettings(sample_tokens=128, max_samples=10)
+    samples = calibration_samples(tokenizer, settings)
+    assert len(samples) == 10
+    assert all(len(s["input_ids"]) == 128 and s["attention_mask"] == [1] * 128 for s in samples)
+    assert "GNU GENERAL PUBLIC LICENSE" in tokenizer.decode(samples[0]["input_ids"])
+    # Perplexity is measured on a different text than the quantiser saw.
+    assert settings.calibration_text.read_text() != EVALUATION_TEXT.read_text()
+
+
+def test_calibration_refuses_a_text_too_short(tokenizer, tmp_path):
+    short = tmp_path / "short.txt"
+    short.write_text("tiny")
+    with pytest.raises(ModelLoadError, match="too short"):
+        calibration_samples(tokenizer, AwqSettings(calibration_text=short))
+
+
+def test_cache_key_follows_settings_and_source(gptqmodel, awq_sized_model_dir, tmp_path):
+    key = awq.awq_cache_key(awq_sized_model_dir, AwqSettings())
+    assert key == awq.awq_cache_key(awq_sized_model_dir, AwqSettings())
+    assert "w4g64" in key
+    assert key != awq.awq_cache_key(awq_sized_model_dir, AwqSettings(group_size=128))
+    assert key != awq.awq_cache_key(awq_sized_model_dir, AwqSettings(bits=8))
+    other = tmp_path / "other.txt"
+    other.write_text("other calibration text " * 100)
+    assert key != awq.awq_cache_key(awq_sized_model_dir, AwqSettings(calibration_text=other))
+
+
+def test_quantises_once_then_loads_the_cache(gptqmodel, awq_sized_model_dir, model_cache, progress_lines):
+    full = load(ModelSpec(slug="tiny", source=str(awq_sized_model_dir)))
+    first = load(awq_spec(awq_sized_model_dir))
+
+    entries = list((model_cache / "awq").iterdir())
+    assert len(entries) == 1 and is_awq_checkpoint(entries[0])  # no tmp folder left behind
+    assert "AWQ: quantised layer 1/2 (50%)" in progress_lines
+    assert "AWQ: quantised layer 2/2 (100%)" in progress_lines
+    assert first.kind == "awq"
+    q_proj = first.model.model.layers[0].self_attn.q_proj
+    assert not isinstance(q_proj, torch.nn.Linear) and q_proj.qweight.dtype == torch.int32
+    assert first.weight_bytes < full.weight_bytes
+
+    progress_lines.clear()
+    second = load(awq_spec(awq_sized_model_dir))
+    assert not any("quantis" in line for line in progress_lines)
+    assert greedy_ids(second) == greedy_ids(first)
+
+
+def test_quantised_model_computes_nearly_what_the_full_one_does(gptqmodel, awq_sized_model_dir, model_cache):
+    full = load(ModelSpec(slug="tiny", source=str(awq_sized_model_dir)))
+    quantised = load(awq_spec(awq_sized_model_dir))
+    ids = full.tokenizer("The quick brown fox jumps over the lazy dog", return_tensors="pt").input_ids
+    with torch.no_grad():
+        want = full.model(input_ids=ids).logits.flatten()
+        got = quantised.model(input_ids=ids).logits.float().flatten()
+    assert torch.nn.functional.cosine_similarity(want, got, dim=0) > 0.9
+    assert not torch.equal(want, got)
+
+
+def test_an_awq_checkpoint_source_loads_without_quantising(
+    gptqmodel, awq_sized_model_dir, model_cache, progress_lines
+):
+    load(awq_spec(awq_sized_model_dir))
+    (entry,) = (model_cache / "awq").iterdir()
+    progress_lines.clear()
+    direct = load(awq_spec(entry))
+    assert progress_lines == []
+    assert list((model_cache / "awq").iterdir()) == [entry]  # nothing quantised into a new entry
+    assert len(greedy_ids(direct, tokens=4)) == 4
