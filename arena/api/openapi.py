@@ -59,6 +59,7 @@ GENERATION = {
         "finish_reason": {"type": "string"},
         "failure_reason": {"type": "string"},
         "metrics": {"type": "object"},
+        "request_metrics": {"type": "object"},
         "created_at": {"type": "string", "format": "date-time"},
         "finished_at": {"type": ["string", "null"], "format": "date-time"},
         "url": {"type": "string"},

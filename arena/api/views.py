@@ -47,6 +47,9 @@ def generation_json(gen: Generation) -> dict:
             "tokens_per_s": gen.tokens_per_s,
             "load_wait_s": gen.load_wait_s,
         },
+        # Everything the worker measured, in the shape of vLLM's per-request metrics
+        # (queue time, inter-token latency mean/p95, speculative acceptance rate, ...).
+        "request_metrics": gen.metrics,
         "created_at": gen.created_at.isoformat(),
         "finished_at": gen.finished_at.isoformat() if gen.finished_at else None,
         "url": gen.get_absolute_url(),

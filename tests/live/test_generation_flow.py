@@ -76,3 +76,20 @@ def test_the_packaged_gemma_base_model_serves_too(live_app, token):
     body = live_app.wait_generation(token, response.json()["id"], timeout=400)
     assert body["status"] == "done", body
     assert "Paris" in body["text"] and "\n\n" not in body["text"]
+
+
+def test_the_speculative_variant_matches_the_plain_models_greedy_answer(live_app, token):
+    """The same prompt, greedy, on SmolLM2 and on its prompt-lookup speculative variant."""
+    prompt = ("Repeat this sentence exactly: The quick brown fox jumps over the lazy dog "
+              "while the cat watches from the warm windowsill.")
+    answers = {}
+    for slug in ("smollm2-135m", "smollm2-135m-spec"):
+        response = live_app.api(token, "post", "/api/v1/generations", json={
+            "model": slug, "prompt": prompt, "params": {"temperature": 0, "max_new_tokens": 40}})
+        body = live_app.wait_generation(token, response.json()["id"], timeout=300)
+        assert body["status"] == "done", body
+        answers[slug] = body
+    assert answers["smollm2-135m-spec"]["text"] == answers["smollm2-135m"]["text"]
+    assert "fox" in answers["smollm2-135m"]["text"]
+    rate = answers["smollm2-135m-spec"]["request_metrics"]["spec_acceptance_rate"]
+    assert 0 < rate <= 1
