@@ -46,7 +46,7 @@ def test_default_dtype_is_fp32_on_cpu():
     assert pick_dtype("fp16", torch.device("cpu")) == torch.float16
 
 
-@pytest.mark.parametrize("kind", ["awq", "speculative"])
+@pytest.mark.parametrize("kind", ["awq"])
 def test_kinds_without_an_adapter_yet_fail_readably(tiny_model_dir, kind):
     with pytest.raises(ModelLoadError, match=f"Model kind '{kind}' is not supported by this worker yet"):
         load(spec_for(tiny_model_dir, kind=kind))
