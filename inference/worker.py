@@ -5,6 +5,12 @@
 It reports itself in its Redis hash and heartbeat, loads the model, then takes jobs
 from its own list until SIGTERM/SIGINT. Exit codes: 0 stopped, 3 the model failed
 to load (the reason is in the hash's `error`), 2 bad command line.
+
+An engine that supports batching runs its jobs in a continuous batch
+(`inference.batching`): this process's main thread keeps taking jobs into a queue
+of at most ARENA_WORKER_MAX_QUEUE (default 32; a job beyond it fails at once with
+code "busy") while a scheduler thread runs up to ARENA_WORKER_MAX_BATCH (default
+16) of them side by side. Other engines run one job at a time.
 """
 
 from __future__ import annotations
