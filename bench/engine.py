@@ -1,0 +1,223 @@
+"""The inference engine against its anchors, measured side by side in one run.
+
+On the packaged SmolLM2-135M-Instruct (fp32 on this CPU) and a fixed prompt set:
+- ours_vs_hf_generate: single-stream decode tokens/s of our Engine over plain
+  transformers `generate()` (greedy, the same prompts, best of interleaved rounds);
+- spec_vs_full_decode / spec_greedy_identical: prompt-lookup speculative decoding over
+  the plain Engine on input-grounded prompts (rewrite / summarise a given text);
+- batch16_vs_batch1_throughput: aggregate tokens/s of 16 requests decoded together by
+  the continuous-batching decoder over the same 16 run one at a time;
+- awq_*: AWQ 4-bit (GPTQModel) against fp32 and round-to-nearest 4-bit, when
+  GPTQModel is installed (bench/awq.py measures them); null with the reason otherwise;
+- ours_vs_llamacpp: our best kind over llama-cpp-python on the same GGUF file, when
+  llama-cpp-python is installed; null with the reason otherwise.
+
+Decode tokens/s is (tokens - 1) / (last token time - first token time), as the worker
+reports it. Prints a table, then one JSON object as its last line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.speculative import PROMPTS as GROUNDED_PROMPTS  # noqa: E402
+from inference.batching import BatchedDecoder  # noqa: E402
+from inference.engine import Engine, Finish, TokenChunk  # noqa: E402
+from inference.loading import load  # noqa: E402
+from inference.protocol import ModelSpec, SamplingParams  # noqa: E402
+from inference.sources import PACKAGED_SMOLLM2, resolve_source  # noqa: E402
+from inference.speculative import SpeculativeEngine  # noqa: E402
+
+ROUNDS = 3
+NEW_TOKENS = 128
+OPEN_PROMPTS = [
+    "Write a short story about a robot who learns to paint.",
+    "Explain how a refrigerator works, step by step.",
+    "Describe a walk through a forest in autumn.",
+]
+BATCH = 16
+BATCH_TOKENS = 64
+FULL = ModelSpec(slug="smollm2", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1])
+
+
+def chat(engine, prompt: str) -> list[int]:
+    return engine.encode([{"role": "user", "content": prompt}])
+
+
+def engine_run(engine, ids, params) -> tuple[list[int], Finish]:
+    tokens, finish = [], None
+    for chunk in engine.stream(ids, params, lambda: False):
+        if isinstance(chunk, TokenChunk):
+            tokens.append(chunk.token_id)
+        else:
+            finish = chunk
+    return tokens, finish
+
+
+def rate(count: int, first: float, last: float) -> float:
+    return (count - 1) / (last - first) if count > 1 and last > first else 0.0
+
+
+class _TokenTimes:
+    """A generate() streamer that only notes when each new token arrives."""
+
+    def __init__(self):
+        self.times: list[float] = []
+        self._prompt_seen = False
+
+    def put(self, value):
+        if self._prompt_seen:
+            self.times.append(time.time())
+        self._prompt_seen = True
+
+    def end(self):
+        pass
+
+
+def hf_rate(model, ids: list[int], max_new_tokens: int) -> float:
+    streamer = _TokenTimes()
+    with torch.inference_mode():
+        model.generate(torch.tensor([ids]), max_new_tokens=max_new_tokens, do_sample=False, streamer=streamer)
+    return rate(len(streamer.times), streamer.times[0], streamer.times[-1])
+
+
+def ours_vs_hf(engine: Engine) -> dict:
+    params = SamplingParams(temperature=0.0, max_new_tokens=NEW_TOKENS)
+    ours, theirs = [], []
+    for prompt in OPEN_PROMPTS:
+        ids = chat(engine, prompt)
+        best_ours = best_hf = 0.0
+        for _ in range(ROUNDS):  # interleaved: both see the same machine load
+            _, finish = engine_run(engine, ids, params)
+            best_ours = max(best_ours, rate(finish.generated_tokens, finish.first_token_time, finish.last_token_time))
+            best_hf = max(best_hf, hf_rate(engine.model, ids, NEW_TOKENS))
+        ours.append(best_ours)
+        theirs.append(best_hf)
+    return {"ours": statistics.mean(ours), "hf": statistics.mean(theirs)}
+
+
+def speculative_vs_full(engine: Engine, spec_engine: SpeculativeEngine) -> dict:
+    params = SamplingParams(temperature=0.0, max_new_tokens=NEW_TOKENS)
+    full_rates, spec_rates, identical, acceptance = [], [], True, []
+    for prompt in GROUNDED_PROMPTS.values():
+        ids = chat(engine, prompt)
+        best_full = best_spec = 0.0
+        for _ in range(ROUNDS):
+            ref, finish = engine_run(engine, ids, params)
+            best_full = max(best_full, rate(finish.generated_tokens, finish.first_token_time, finish.last_token_time))
+            got, sfin = engine_run(spec_engine, ids, params)
+            best_spec = max(best_spec, rate(sfin.generated_tokens, sfin.first_token_time, sfin.last_token_time))
+            identical = identical and got == ref
+            if sfin.proposed_tokens:
+                acceptance.append(sfin.accepted_tokens / sfin.proposed_tokens)
+        full_rates.append(best_full)
+        spec_rates.append(best_spec)
+    return {"full": statistics.mean(full_rates), "spec": statistics.mean(spec_rates), "identical": identical,
+            "acceptance": statistics.mean(acceptance) if acceptance else None}
+
+
+def batch_throughput(engine: Engine) -> dict:
+    prompts = [f"Tell me fact number {i + 1} about the ocean, in a few sentences." for i in range(BATCH)]
+    inputs = [chat(engine, p) for p in prompts]
+    params = [SamplingParams(temperature=0.8, top_p=0.95, max_new_tokens=BATCH_TOKENS, seed=i) for i in range(BATCH)]
+    started = time.perf_counter()
+    one_at_a_time = sum(engine_run(engine, ids, p)[1].generated_tokens for ids, p in zip(inputs, params))
+    single_rate = one_at_a_time / (time.perf_counter() - started)
+    started = time.perf_counter()
+    decoder, together = BatchedDecoder(engine), 0
+    for ids, p in zip(inputs, params):
+        _row, chunks = decoder.join(ids, p)
+        together += sum(isinstance(c, TokenChunk) for c in chunks)
+    while len(decoder):
+        together += sum(isinstance(chunk, TokenChunk) for _row, chunk in decoder.step())
+    batch_rate = together / (time.perf_counter() - started)
+    return {"batch1": single_rate, "batch16": batch_rate}
+
+
+def awq_figures() -> dict:
+    if importlib.util.find_spec("gptqmodel") is None:
+        return {"reason": "GPTQModel is not installed in this environment (see bench/awq.py and the README)"}
+    from bench import awq as awq_bench
+
+    result = awq_bench.main(NEW_TOKENS)
+    ppl, weights, rates = result["perplexity"], result["weight_bytes"], result["decode_tokens_per_s"]
+    return {
+        "awq_vs_full_decode": round(result["awq_speedup"], 3),
+        "awq_vs_full_weight_bytes": round(weights["awq"] / weights["fp32"], 3),
+        # RTN at the same bits and group size, asymmetric min-max like AWQ's zero points
+        "awq_vs_rtn_perplexity": round(ppl["awq"] / ppl["rtn_asym"], 3),
+        "full_perplexity": round(ppl["fp32"], 3),
+        "awq_decode_tokens_per_s": rates["awq"],
+    }
+
+
+def llamacpp_rate(engine: Engine) -> dict:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return {"reason": "llama-cpp-python is not installed (pip install llama-cpp-python builds it from source)"}
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(resolve_source(*PACKAGED_SMOLLM2)), n_ctx=2048, verbose=False)
+    rates = []
+    for prompt in OPEN_PROMPTS:
+        times = []
+        for _ in llm.create_chat_completion([{"role": "user", "content": prompt}], max_tokens=NEW_TOKENS,
+                                           temperature=0.0, stream=True):
+            times.append(time.time())
+        rates.append(rate(len(times), times[0], times[-1]))
+    return {"rate": statistics.mean(rates)}
+
+
+def ratio(a, b):
+    return round(a / b, 3) if a and b else None
+
+
+def main() -> None:
+    loaded = load(FULL)
+    engine = Engine.from_loaded(loaded)
+    spec_engine = SpeculativeEngine(loaded.tokenizer, loaded.model, context_length=loaded.context_length)
+    hf = ours_vs_hf(engine)
+    spec = speculative_vs_full(engine, spec_engine)
+    batch = batch_throughput(engine)
+    awq = awq_figures()
+    cpp = llamacpp_rate(engine)
+    best_ours = max(hf["ours"], awq.get("awq_decode_tokens_per_s") or 0)
+    rows = [
+        ("decode tok/s, our Engine (full fp32, greedy)", f"{hf['ours']:.2f}"),
+        ("decode tok/s, transformers generate()", f"{hf['hf']:.2f}"),
+        ("decode tok/s, full on input-grounded prompts", f"{spec['full']:.2f}"),
+        ("decode tok/s, prompt-lookup speculative", f"{spec['spec']:.2f}"),
+        ("speculative acceptance rate", f"{spec['acceptance']:.2f}" if spec["acceptance"] else "-"),
+        ("aggregate tok/s, 16 requests one at a time", f"{batch['batch1']:.2f}"),
+        ("aggregate tok/s, 16 requests batched", f"{batch['batch16']:.2f}"),
+        ("AWQ", json.dumps(awq)),
+        ("llama.cpp decode tok/s", f"{cpp['rate']:.2f}" if "rate" in cpp else cpp["reason"]),
+    ]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    print(json.dumps({
+        "awq_vs_full_decode": awq.get("awq_vs_full_decode"),
+        "awq_vs_full_weight_bytes": awq.get("awq_vs_full_weight_bytes"),
+        "awq_vs_rtn_perplexity": awq.get("awq_vs_rtn_perplexity"),
+        "full_perplexity": awq.get("full_perplexity"),
+        "awq_unavailable": awq.get("reason"),
+        "spec_vs_full_decode": ratio(spec["spec"], spec["full"]),
+        "spec_greedy_identical": spec["identical"],
+        "spec_acceptance_rate": round(spec["acceptance"], 3) if spec["acceptance"] else None,
+        "batch16_vs_batch1_throughput": ratio(batch["batch16"], batch["batch1"]),
+        "ours_vs_hf_generate": ratio(hf["ours"], hf["hf"]),
+        "ours_vs_llamacpp": ratio(best_ours, cpp.get("rate")),
+        "llamacpp_unavailable": cpp.get("reason"),
+    }))
+
+
+if __name__ == "__main__":
+    main()
