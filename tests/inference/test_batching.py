@@ -247,6 +247,24 @@ def test_full_queue_refuses_at_once_and_cancels_are_per_request(batching_worker)
     served.wait_idle()
 
 
+def test_a_job_that_cannot_run_fails_alone(batching_worker):
+    served = batching_worker
+    running = served.push(params=LONG)
+    served.events(running, until={protocol.TOKEN})
+    too_long = served.push(messages=[{"role": "user", "content": "word " * 5000}])
+    assert [(e["type"], e.get("code")) for e in served.events(too_long)] == [
+        (protocol.FAILED, protocol.PROMPT_TOO_LONG)
+    ]
+    tokens_so_far = len(served.client.xrange(served.keys.stream(running.generation_id)))
+    wait_for(
+        lambda: served.client.xlen(served.keys.stream(running.generation_id)) > tokens_so_far + 5,
+        "the running job stalled",
+    )
+    cancel(served, running)
+    assert served.events(running)[-1]["type"] == protocol.CANCELLED
+    served.wait_idle()
+
+
 def test_stop_sequence_and_metrics_through_the_worker(batching_worker, engine, tokenizer):
     served = batching_worker
     full_text = tokenizer.decode(alone(engine, engine.encode(USER), GREEDY), skip_special_tokens=True)
