@@ -44,7 +44,7 @@ LOOKUP_MAX_NGRAM = 3
 LOOKUP_MIN_NGRAM = 1
 
 
-def target_probs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+def sampling_probs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
     """The distribution `Engine` samples from: temperature, then top-p, renormalised.
 
     `logits` is (..., vocab); the result has the same shape.
@@ -157,7 +157,7 @@ class DraftModelProposer:
             if self.params.greedy:
                 token = int(torch.argmax(logits))
             else:
-                q = target_probs(logits, self.params)
+                q = sampling_probs(logits, self.params)
                 token = int(torch.multinomial(q, 1, generator=self.generator))
                 rows.append(q)
             proposals.append(token)
@@ -289,7 +289,7 @@ class SpeculativeEngine(Engine):
         logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=keep).logits[0]
         if params.greedy:
             return accept_greedy(proposals, logits)
-        return accept_sampled(proposals, draft_probs, target_probs(logits, params), generator)
+        return accept_sampled(proposals, draft_probs, sampling_probs(logits, params), generator)
 
 
 def new_cache(model: torch.nn.Module) -> DynamicCache:
