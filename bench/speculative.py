@@ -63,7 +63,7 @@ PROMPTS = {
     "summarise": "Summarise:\n\n" + PARAGRAPH,
 }
 # (k, max n-gram, min n-gram); k=0 is the engine's default
-LOOKUP_SETTINGS = [(4, 3, 1), (8, 3, 1), (12, 3, 1)]
+LOOKUP_SETTINGS = [(4, 3, 1), (8, 3, 1), (12, 3, 1), (16, 3, 1)]
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 THREADS = int(
     os.environ.get("BENCH_THREADS", "0")
