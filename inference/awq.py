@@ -21,6 +21,7 @@ import os
 import shutil
 import time
 import uuid
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,13 +118,16 @@ def load_checkpoint(folder: Path, device: torch.device, dtype: torch.dtype):
     # On CPU the fused kernel; on a GPU GPTQModel picks the best kernel for the card.
     backend = CPU_BACKEND if device.type == "cpu" else "auto"
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(
-        folder,
-        quantization_config=AwqConfig(backend=backend),
-        dtype=dtype,
-        device_map=str(device),
-        local_files_only=True,
-    )
+    with warnings.catch_warnings():
+        # Overriding the checkpoint's backend is the point; transformers warns that it happens.
+        warnings.filterwarnings("ignore", message="You passed `quantization_config`")
+        model = AutoModelForCausalLM.from_pretrained(
+            folder,
+            quantization_config=AwqConfig(backend=backend),
+            dtype=dtype,
+            device_map=str(device),
+            local_files_only=True,
+        )
     return tokenizer, model.eval()
 
 
@@ -186,15 +190,16 @@ def quantize_into(full: Path, entry: Path, settings: AwqSettings, device: torch.
 
     tokenizer = AutoTokenizer.from_pretrained(full, local_files_only=True)
     samples = calibration_samples(tokenizer, settings)
-    config = AWQConfig(bits=settings.bits, group_size=settings.group_size)
-    model = GPTQModel.load(str(full), config, device=str(device))
-    model.layer_callback = _layer_reporter(model.model.config.get_text_config().num_hidden_layers, report)
-    report(f"AWQ: calibrating on {len(samples)} samples of up to {settings.sample_tokens} tokens")
-    model.quantize(samples, batch_size=1)
-
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = entry.parent / f".tmp-{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    # GPTQModel offloads finished layers to disk; its own temporary folder outlives the process.
+    offload = tmp.with_name(f"{tmp.name}-offload")
     try:
+        config = AWQConfig(bits=settings.bits, group_size=settings.group_size, offload_to_disk_path=str(offload))
+        model = GPTQModel.load(str(full), config, device=str(device))
+        model.layer_callback = _layer_reporter(model.model.config.get_text_config().num_hidden_layers, report)
+        report(f"AWQ: calibrating on {len(samples)} samples of up to {settings.sample_tokens} tokens")
+        model.quantize(samples, batch_size=1)
         model.save(str(tmp))
         tokenizer.save_pretrained(tmp)
         try:
@@ -204,6 +209,7 @@ def quantize_into(full: Path, entry: Path, settings: AwqSettings, device: torch.
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(offload, ignore_errors=True)
 
 
 def calibration_samples(tokenizer, settings: AwqSettings) -> list[dict[str, list[int]]]:

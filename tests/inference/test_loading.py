@@ -5,9 +5,8 @@ model, so the cache's own logic runs in milliseconds; test_smollm2.py covers a r
 GGUF end to end.
 """
 
-import os
-
 import importlib.util
+import os
 
 import pytest
 import torch
