@@ -50,6 +50,7 @@ _progress_hook: Progress | None = None
 class AwqSettings:
     bits: int = 4
     group_size: int = 64
+    sym: bool = False  # False: a zero point per group (AutoAWQ's zero_point=True), as AWQ is usually run
     calibration_text: Path = CALIBRATION_TEXT
     sample_tokens: int = 512  # the calibration text is cut into windows of this many tokens
     max_samples: int = 128
@@ -167,6 +168,7 @@ def awq_cache_key(weights: Path, settings: AwqSettings) -> str:
             source_identity(weights),
             f"bits {settings.bits}",
             f"group {settings.group_size}",
+            f"sym {settings.sym}",
             f"samples {settings.sample_tokens}x{settings.max_samples}",
             f"calibration {calibration}",
             f"gptqmodel {quantizer}",
@@ -195,7 +197,9 @@ def quantize_into(full: Path, entry: Path, settings: AwqSettings, device: torch.
     # GPTQModel offloads finished layers to disk; its own temporary folder outlives the process.
     offload = tmp.with_name(f"{tmp.name}-offload")
     try:
-        config = AWQConfig(bits=settings.bits, group_size=settings.group_size, offload_to_disk_path=str(offload))
+        config = AWQConfig(
+            bits=settings.bits, group_size=settings.group_size, sym=settings.sym, offload_to_disk_path=str(offload)
+        )
         model = GPTQModel.load(str(full), config, device=str(device))
         model.layer_callback = _layer_reporter(model.model.config.get_text_config().num_hidden_layers, report)
         report(f"AWQ: calibrating on {len(samples)} samples of up to {settings.sample_tokens} tokens")

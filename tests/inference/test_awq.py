@@ -126,6 +126,7 @@ def test_cache_key_follows_settings_and_source(gptqmodel, awq_sized_model_dir, t
     assert "w4g64" in key
     assert key != awq.awq_cache_key(awq_sized_model_dir, AwqSettings(group_size=128))
     assert key != awq.awq_cache_key(awq_sized_model_dir, AwqSettings(bits=8))
+    assert key != awq.awq_cache_key(awq_sized_model_dir, AwqSettings(sym=True))
     other = tmp_path / "other.txt"
     other.write_text("other calibration text " * 100)
     assert key != awq.awq_cache_key(awq_sized_model_dir, AwqSettings(calibration_text=other))
