@@ -37,6 +37,7 @@ from inference.engine import (
     Finish,
     IncrementalDetokenizer,
     TokenChunk,
+    sampling_generator,
 )
 from inference.protocol import Job, Keys, SamplingParams
 from inference.scheduler import StopText, first_line, log_finish, prepare_prompt, request_metrics
@@ -53,7 +54,7 @@ class BatchRow:
         self.prompt_tokens = prompt_tokens
         self.max_new_tokens = engine.check_context(prompt_tokens, params)
         self.params = params
-        self.generator = _generator_like_picker(params, engine.device)
+        self.generator = None if params.greedy else sampling_generator(params, engine.device)
         self.detokenizer = IncrementalDetokenizer(engine.tokenizer)
         self.stop_text = StopText(params.stop)
         self.length = prompt_tokens  # real (unpadded) tokens in this row's cache: its next position id
@@ -219,18 +220,6 @@ def _draw(probs: torch.Tensor, top_probs: torch.Tensor, top_ids: torch.Tensor, r
         top_probs, top_ids = torch.sort(probs, descending=True)  # a flat distribution: the full sort
     outside = torch.cumsum(top_probs, dim=-1) - top_probs >= top_p
     return int(top_ids[torch.multinomial(top_probs.masked_fill(outside, 0.0), 1, generator=generator)])
-
-
-def _generator_like_picker(params: SamplingParams, device: torch.device) -> torch.Generator | None:
-    """The generator `make_token_picker` would use, for the batched draws."""
-    if params.greedy:
-        return None
-    generator = torch.Generator(device=device)
-    if params.seed is None:
-        generator.seed()
-    else:
-        generator.manual_seed(params.seed)
-    return generator
 
 
 def _left_pad(tensor: torch.Tensor, length: int) -> torch.Tensor:

@@ -195,11 +195,7 @@ def make_token_picker(params: SamplingParams, device: torch.device) -> Callable[
     """
     if params.greedy:
         return lambda logits: int(torch.argmax(logits))
-    generator = torch.Generator(device=device)
-    if params.seed is None:
-        generator.seed()  # a fresh random seed; the default one is a constant
-    else:
-        generator.manual_seed(params.seed)
+    generator = sampling_generator(params, device)
     temperature, top_p = params.temperature, params.top_p
 
     def sample(logits: torch.Tensor) -> int:
@@ -210,6 +206,17 @@ def make_token_picker(params: SamplingParams, device: torch.device) -> Callable[
         return int(token_ids[torch.multinomial(kept, 1, generator=generator)])
 
     return sample
+
+
+def sampling_generator(params: SamplingParams, device: torch.device) -> torch.Generator:
+    """The random source of one request: seeded from `params.seed`, so a seeded request
+    is reproducible; else freshly seeded (a new Generator's default seed is a constant)."""
+    generator = torch.Generator(device=device)
+    if params.seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(params.seed)
+    return generator
 
 
 NUCLEUS_FAST_K = 256

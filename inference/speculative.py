@@ -35,6 +35,7 @@ from inference.engine import (
     TokenChunk,
     _never,
     nucleus,
+    sampling_generator,
 )
 from inference.protocol import SamplingParams
 
@@ -225,7 +226,7 @@ class SpeculativeEngine(Engine):
             raise ValueError("The prompt is empty.")
         prompt_tokens = len(input_ids)
         max_new_tokens = self.check_context(prompt_tokens, params)
-        generator = _generator(params, self.device)
+        generator = sampling_generator(params, self.device)
         proposer = self._proposer(params, generator)
         detokenizer = IncrementalDetokenizer(self.tokenizer)
         tokens = list(input_ids)
@@ -304,13 +305,3 @@ def rollback(cache: DynamicCache, length: int) -> None:
     """Keep the first `length` positions. Called after every verification, even with
     nothing to drop, because that is also when sliding-window layers trim themselves."""
     cache.crop(min(0, length - cache.get_seq_length()))  # crop takes minus the count to remove
-
-
-def _generator(params: SamplingParams, device: torch.device) -> torch.Generator:
-    """Seeded from `params.seed` so a seeded request is reproducible, as in `Engine`."""
-    generator = torch.Generator(device=device)
-    if params.seed is None:
-        generator.seed()
-    else:
-        generator.manual_seed(params.seed)
-    return generator
