@@ -28,11 +28,10 @@ import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from inference.protocol import KINDS, PRECISIONS, ModelSpec
-from inference.sources import ModelSourceError, resolve_source
+from inference.sources import ModelSourceError, model_cache_root, resolve_source
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CACHE_DIR = Path("~/.cache/llm-arena/models")
 FALLBACK_CONTEXT_LENGTH = 2048
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -235,10 +234,6 @@ def save_converted(tokenizer, gguf_model: torch.nn.Module, entry: Path) -> None:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def model_cache_root() -> Path:
-    return Path(os.environ.get("ARENA_MODEL_CACHE") or DEFAULT_CACHE_DIR).expanduser()
 
 
 def cache_key(gguf_path: Path) -> str:

@@ -94,9 +94,13 @@ def _assembled_gguf(package: str, folder: Path, gguf_file: str) -> Path:
         raise ModelSourceError(f"Could not assemble '{gguf_file}' from package '{package}': {exc}") from exc
 
 
+def model_cache_root() -> Path:
+    """Where converted, quantised and assembled models are kept (ARENA_MODEL_CACHE)."""
+    return Path(os.environ.get("ARENA_MODEL_CACHE") or "~/.cache/llm-arena/models").expanduser()
+
+
 def assembled_root() -> Path:
-    cache = os.environ.get("ARENA_MODEL_CACHE") or "~/.cache/llm-arena/models"
-    return Path(cache).expanduser() / "assembled"
+    return model_cache_root() / "assembled"
 
 
 def _local_or_cached(source: str, hf_cache_dir: str | Path | None) -> Path:
