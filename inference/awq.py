@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CALIBRATION_TEXT = DATA_DIR / "calibration.txt"
-CPU_BACKEND = "torch_fused_awq"  # measured ~1.8x fp32 decode; the default CPU kernel JIT-compiles for a minute
+CPU_BACKEND = "torch_fused_awq"  # the fused CPU kernel; the default one JIT-compiles for a minute, torch_awq crawls
 NOT_INSTALLED = (
     "AWQ needs GPTQModel, which is not installed in this worker's environment "
     "(pip install gptqmodel, which needs torch>=2.14.1); choose the 'full' kind meanwhile."
