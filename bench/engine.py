@@ -176,6 +176,12 @@ def llamacpp_rate(engine: Engine) -> dict:
     return {"rate": statistics.mean(rates)}
 
 
+def progress(section: str, figures: dict) -> dict:
+    """Each section's raw figures as soon as they are known (a long run is still useful if cut short)."""
+    print(f"# {section}: {json.dumps(figures)}", flush=True)
+    return figures
+
+
 def ratio(a, b):
     return round(a / b, 3) if a and b else None
 
@@ -184,11 +190,11 @@ def main() -> None:
     loaded = load(FULL)
     engine = Engine.from_loaded(loaded)
     spec_engine = SpeculativeEngine(loaded.tokenizer, loaded.model, context_length=loaded.context_length)
-    hf = ours_vs_hf(engine)
-    spec = speculative_vs_full(engine, spec_engine)
-    batch = batch_throughput(engine)
-    awq = awq_figures()
-    cpp = llamacpp_rate(engine)
+    hf = progress("generate", ours_vs_hf(engine))
+    spec = progress("speculative", speculative_vs_full(engine, spec_engine))
+    batch = progress("batching", batch_throughput(engine))
+    awq = progress("awq", awq_figures())
+    cpp = progress("llama.cpp", llamacpp_rate(engine))
     best_ours = max(hf["ours"], awq.get("awq_decode_tokens_per_s") or 0)
     rows = [
         ("decode tok/s, our Engine (full fp32, greedy)", f"{hf['ours']:.2f}"),
