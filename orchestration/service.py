@@ -31,7 +31,7 @@ class Recorder(Protocol):
 
 class NullRecorder:
     def transition(self, worker_id, slug, state, at, **fields):
-        pass
+        """Remembers nothing: for an orchestrator run without a database (tests, tools)."""
 
 
 class Orchestrator:

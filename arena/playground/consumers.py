@@ -48,7 +48,7 @@ class GenerationConsumer(AsyncWebsocketConsumer):
             try:
                 await self.pump
             except (asyncio.CancelledError, Exception):
-                pass
+                pass  # the pump logs its own failures; closing must not raise
         if getattr(self, "redis", None):
             await self._viewer_left()
             await self.redis.aclose()
