@@ -44,7 +44,8 @@ def tokenizer(smollm2_tokenizer_dir):
     return AutoTokenizer.from_pretrained(smollm2_tokenizer_dir)
 
 
-def build_tiny_model(vocab_size: int, seed: int = 0):
+def build_tiny_model(vocab_size: int, seed: int = 0, hidden_size: int = 32, intermediate_size: int = 64,
+                     num_key_value_heads: int = 2):
     """A random 2-layer Llama whose end-of-sequence token (2) is never the most likely.
 
     With the EOS row of the LM head at zero, its logit is 0 while the maximum over
@@ -56,11 +57,11 @@ def build_tiny_model(vocab_size: int, seed: int = 0):
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=vocab_size,
-        hidden_size=32,
-        intermediate_size=64,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
         num_hidden_layers=2,
         num_attention_heads=4,
-        num_key_value_heads=2,
+        num_key_value_heads=num_key_value_heads,
         max_position_embeddings=TINY_CONTEXT,
         bos_token_id=1,
         eos_token_id=2,

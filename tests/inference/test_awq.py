@@ -21,6 +21,8 @@ from inference.loading import ModelLoadError, load
 from inference.protocol import ModelSpec, SamplingParams
 from inference.quality import EVALUATION_TEXT
 
+from .conftest import build_tiny_model
+
 
 @pytest.fixture
 def gptqmodel():
@@ -45,25 +47,8 @@ def progress_lines():
 @pytest.fixture(scope="module")
 def awq_sized_model_dir(tmp_path_factory, tokenizer):
     """A random 2-layer Llama whose linear layers AWQ accepts (in and out widths multiples of 64)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=4096,
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=2,
-        tie_word_embeddings=False,
-    )
-    model = LlamaForCausalLM(config).eval()
-    with torch.no_grad():
-        model.lm_head.weight[2].zero_()  # never predict EOS: greedy runs reach max_new_tokens
+    # EOS never predicted, so greedy runs reach max_new_tokens (see build_tiny_model)
+    model = build_tiny_model(len(tokenizer), hidden_size=64, intermediate_size=128, num_key_value_heads=4)
     folder = tmp_path_factory.mktemp("awq-sized-llama")
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)

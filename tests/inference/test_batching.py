@@ -11,10 +11,8 @@ these prompts no fp32 rounding difference flips an argmax.
 
 import signal
 import time
-import uuid
 
 import pytest
-import redis
 
 from inference import protocol
 from inference.batching import BatchedDecoder, busy_reason
@@ -22,8 +20,7 @@ from inference.engine import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Engin
 from inference.protocol import Job, Keys, SamplingParams
 from inference.scheduler import StopText, request_metrics
 
-from .conftest import WorkerProcess
-from .test_worker import Served, read_events, tiny_spec
+from .test_worker import Served, read_events, serve_tiny_worker, tiny_spec
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=16)
 TOPICS = ["Hi", "Tell me a long story about dragons, castles and the sea, please.", "What is 2+2?", "Name a colour."]
@@ -194,20 +191,9 @@ USER = [{"role": "user", "content": "Say something."}]
 
 @pytest.fixture(scope="module")
 def batching_worker(tiny_model_dir, redis_url, tmp_path_factory):
-    prefix = f"arena-test-{uuid.uuid4().hex[:12]}"
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    log = tmp_path_factory.mktemp("batching-worker") / "worker.log"
     env = {"ARENA_WORKER_MAX_BATCH": "2", "ARENA_WORKER_MAX_QUEUE": "1"}
-    worker = WorkerProcess(f"w-{uuid.uuid4().hex[:8]}", tiny_spec(tiny_model_dir), redis_url, prefix, log, env)
-    try:
-        keys = Keys(prefix)
-        worker.wait_for_state(client, keys.worker(worker.worker_id), {protocol.W_READY})
-        yield Served(worker, keys, client)
-    finally:
-        worker.stop()
-        for key in client.scan_iter(match=f"{prefix}:*", count=500):
-            client.delete(key)
-        client.close()
+    with serve_tiny_worker(tiny_model_dir, redis_url, tmp_path_factory.mktemp("batching-worker"), env) as served:
+        yield served
 
 
 def cancel(served, job):

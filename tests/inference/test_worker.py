@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 
 import pytest
 import redis
@@ -82,13 +83,13 @@ class Served:
         wait_until(lambda: self.status().get("in_flight") == "0", 5, f"worker stayed busy: {self.status()}")
 
 
-@pytest.fixture(scope="module")
-def served(tiny_model_dir, redis_url, tmp_path_factory):
-    """One ready tiny-model worker under a prefix of its own, stopped and cleaned afterwards."""
+@contextmanager
+def serve_tiny_worker(tiny_model_dir, redis_url, log_dir, env=None):
+    """A real worker serving the tiny model under a fresh prefix; stopped and cleaned up after."""
     prefix = f"arena-test-{uuid.uuid4().hex[:12]}"
     client = redis.Redis.from_url(redis_url, decode_responses=True)
-    log = tmp_path_factory.mktemp("served-worker") / "worker.log"
-    worker = WorkerProcess(f"w-{uuid.uuid4().hex[:8]}", tiny_spec(tiny_model_dir), redis_url, prefix, log)
+    worker = WorkerProcess(f"w-{uuid.uuid4().hex[:8]}", tiny_spec(tiny_model_dir), redis_url, prefix,
+                           log_dir / "worker.log", env)
     try:
         keys = Keys(prefix)
         worker.wait_for_state(client, keys.worker(worker.worker_id), {protocol.W_READY})
@@ -98,6 +99,12 @@ def served(tiny_model_dir, redis_url, tmp_path_factory):
         for key in client.scan_iter(match=f"{prefix}:*", count=500):
             client.delete(key)
         client.close()
+
+
+@pytest.fixture(scope="module")
+def served(tiny_model_dir, redis_url, tmp_path_factory):
+    with serve_tiny_worker(tiny_model_dir, redis_url, tmp_path_factory.mktemp("served-worker")) as served:
+        yield served
 
 
 def test_ready_worker_describes_itself(served, tiny_model_dir):

@@ -156,6 +156,6 @@ def _wait_healthy(url: str, proc: subprocess.Popen, log_path: Path, timeout: flo
             if requests.get(url + "healthz", timeout=3).status_code == 200:
                 return
         except requests.RequestException:
-            pass
+            pass  # not listening yet
         time.sleep(0.5)
     raise RuntimeError(f"the application did not become healthy:\n{log_path.read_text()[-3000:]}")
