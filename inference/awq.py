@@ -6,7 +6,7 @@ checkpoint is loaded as it is. Any other source (a folder, or a GGUF file by way
 loading.py's converted-model cache) is quantised once, with the calibration text
 shipped in inference/data, into `model_cache_root()/awq/<key>`, and that entry is
 loaded from then on. Quantising a 135M model takes minutes on two CPU cores, so
-progress goes to the log and to an optional hook the worker can forward.
+progress goes through loading.report_progress (the log, and the worker's status).
 
 GPTQModel is optional: this module imports without it, and loading an awq spec
 without it fails with a readable ModelLoadError.
@@ -22,14 +22,13 @@ import shutil
 import time
 import uuid
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from inference.loading import ModelLoadError, cache_key, load_gguf_cached, model_cache_root
+from inference.loading import ModelLoadError, Progress, cache_key, load_gguf_cached, model_cache_root, report_progress
 from inference.protocol import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -41,9 +40,6 @@ NOT_INSTALLED = (
     "AWQ needs GPTQModel, which is not installed in this worker's environment "
     "(pip install gptqmodel, which needs torch>=2.14.1); choose the 'full' kind meanwhile."
 )
-
-Progress = Callable[[str], None]
-_progress_hook: Progress | None = None
 
 
 @dataclass(frozen=True)
@@ -64,12 +60,6 @@ class AwqSettings:
         )
 
 
-def set_progress_hook(hook: Progress | None) -> None:
-    """Where quantisation progress lines go besides the log (e.g. the worker's status)."""
-    global _progress_hook
-    _progress_hook = hook
-
-
 def load_awq(
     spec: ModelSpec,
     weights: Path,
@@ -81,7 +71,7 @@ def load_awq(
 ):
     """The loading adapter: (tokenizer, model) with AWQ 4-bit linear layers."""
     require_gptqmodel()
-    report = _reporter(progress or _progress_hook)
+    report = progress or report_progress
     if weights.is_dir() and is_awq_checkpoint(weights):
         folder = weights
     else:
@@ -233,15 +223,3 @@ def _layer_reporter(layers: int, report: Progress):
             report(f"AWQ: quantised layer {done}/{layers} ({100 * done // layers}%)")
 
     return layer_complete
-
-
-def _reporter(hook: Progress | None) -> Progress:
-    def report(line: str) -> None:
-        log.info("%s", line)
-        if hook is not None:
-            try:
-                hook(line)
-            except Exception:  # noqa: BLE001 - a broken progress sink must not fail the load
-                log.exception("AWQ progress hook failed")
-
-    return report

@@ -54,6 +54,26 @@ class LoadedModel:
     num_speculative_tokens: int = 0  # 0: the engine's default
 
 
+# Where slow one-time steps (GGUF conversion, AWQ quantisation) say how far they are,
+# besides the log: a worker forwards these lines to its status so users see them.
+Progress = Callable[[str], None]
+_progress_hook: Progress | None = None
+
+
+def set_progress_hook(hook: Progress | None) -> None:
+    global _progress_hook
+    _progress_hook = hook
+
+
+def report_progress(line: str) -> None:
+    log.info("%s", line)
+    if _progress_hook is not None:
+        try:
+            _progress_hook(line)
+        except Exception:  # noqa: BLE001 - a broken progress sink must not fail the load
+            log.exception("Progress hook failed")
+
+
 # kind -> function(spec, weights path, device, dtype) -> (tokenizer, model), or
 # (tokenizer, model, draft) for a kind that also loads a draft model.
 Adapter = Callable[[ModelSpec, Path, torch.device, torch.dtype], tuple[Any, ...]]
@@ -188,6 +208,7 @@ def load_gguf_cached(gguf_path: Path, dtype: torch.dtype):
         except Exception as exc:  # noqa: BLE001 - a damaged entry must not keep the model from loading
             log.warning("Discarding unreadable model cache entry %s: %s", entry, exc)
             shutil.rmtree(entry, ignore_errors=True)
+    report_progress(f"Converting {gguf_path.name} once; later starts load the converted copy")
     tokenizer, model = load_gguf(gguf_path)
     try:
         save_converted(tokenizer, model, entry)

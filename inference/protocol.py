@@ -28,7 +28,7 @@ HEARTBEAT_TTL_S = 5
 
 # Event types written to a generation's stream.
 QUEUED = "queued"  # accepted; waiting for a worker
-LOADING = "loading"  # a worker for the model is starting: {"elapsed_s"}
+LOADING = "loading"  # a worker for the model is starting: {"elapsed_s", "model", "progress"}
 STARTED = "started"  # a worker took the job: {"prompt_tokens", "queue_s"}
 TOKEN = "token"  # {"text": the new text, "n": generated tokens so far}
 DONE = "done"  # {"text", "finish_reason": "stop"|"length", "metrics"}

@@ -70,6 +70,10 @@ class WorkerStatus:
     def starting(self, slug: str, pid: int) -> None:
         self._set(state=protocol.W_STARTING, slug=slug, pid=pid, started_at=time.time())
 
+    def progress(self, line: str) -> None:
+        """How far a slow load is; `progress_at` tells the orchestrator the load still moves."""
+        self._set(progress=line[:300], progress_at=time.time())
+
     def ready(self, *, load_s: float, context_length: int, weight_bytes: int) -> None:
         now = time.time()
         self._set(

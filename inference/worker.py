@@ -89,8 +89,9 @@ class Worker:
             # Imported here so the hash says "starting" and heartbeats flow during the
             # seconds that importing torch and transformers takes.
             configure_torch()
-            from inference.loading import load
+            from inference.loading import load, set_progress_hook
 
+            set_progress_hook(self.status.progress)
             loaded = load(ModelSpec.from_json(self.spec_json))
         except Exception as exc:  # ModelLoadError, a malformed spec, a broken install: all reported
             log.exception("Model failed to load")

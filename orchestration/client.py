@@ -56,19 +56,34 @@ def worker_failure(client: redis.Redis, keys: Keys, worker_id: str) -> str | Non
 
 
 def wait_for_worker(client, keys, spec, *, timeout_s: float, on_wait=None, should_cancel=None, poll_s=0.25) -> str:
-    """Block until a worker serves `spec`; call `on_wait(elapsed)` about once a second."""
+    """Block until a worker serves `spec`; call `on_wait(elapsed, progress)` about once a second.
+
+    `progress` is what a slow load last said of itself ("AWQ: quantised layer 3/30"),
+    or "". A load that keeps reporting progress is waited for past `timeout_s`.
+    """
     since = time.time()
     last_report = 0.0
     while True:
         worker_id = ready_worker(client, keys, spec, since)
         if worker_id:
             return worker_id
-        elapsed = time.time() - since
-        if elapsed > timeout_s:
+        progress, progress_at = load_progress(client, keys, spec.slug)
+        now = time.time()
+        elapsed = now - since
+        if now - max(since, progress_at) > timeout_s:
             raise WorkerUnavailable(f"The model did not become ready within {timeout_s:.0f} s.")
         if should_cancel and should_cancel():
             raise WorkerUnavailable("cancelled")
         if on_wait and elapsed - last_report >= 1.0:
-            on_wait(elapsed)
+            on_wait(elapsed, progress)
             last_report = elapsed
         time.sleep(poll_s)
+
+
+def load_progress(client: redis.Redis, keys: Keys, slug: str) -> tuple[str, float]:
+    """The starting worker's last progress line for `slug` and when it came ("", 0 if none)."""
+    worker_id = placement(client, keys, slug).get("worker_id")
+    if not worker_id:
+        return "", 0.0
+    line, at = client.hmget(keys.worker(worker_id), ["progress", "progress_at"])
+    return (line or b"").decode(), float(at or 0)

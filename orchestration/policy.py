@@ -44,6 +44,7 @@ class WorkerView:
     queued: int = 0
     exit_code: int | None = None  # set once the process has exited
     error: str = ""  # what the worker said about itself (e.g. its load error)
+    progress_at: float | None = None  # when a slow load (AWQ quantisation) last reported progress
 
     @property
     def idle(self) -> bool:
@@ -90,8 +91,13 @@ def _failure(worker: WorkerView, now: float, config: Config) -> str | None:
         if worker.error:
             return worker.error
         return f"The model worker {describe_exit(worker.exit_code)}."
-    if worker.state == STARTING and now - worker.started_at > config.start_timeout_s:
-        return f"The model did not finish loading within {config.start_timeout_s:.0f} s."
+    if worker.state == STARTING:
+        # A load that keeps reporting progress (a one-time quantisation) may take longer
+        # than the timeout; the timeout then counts from its last progress report.
+        if worker.progress_at is None and now - worker.started_at > config.start_timeout_s:
+            return f"The model did not finish loading within {config.start_timeout_s:.0f} s."
+        if worker.progress_at is not None and now - max(worker.progress_at, worker.started_at) > config.start_timeout_s:
+            return f"The model's loading made no progress for {config.start_timeout_s:.0f} s."
     if worker.state == READY and worker.last_heartbeat is not None:
         silent = now - worker.last_heartbeat
         if silent > config.heartbeat_grace_s:

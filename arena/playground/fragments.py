@@ -67,7 +67,8 @@ def for_event(ev: dict, created_at: float) -> str:
     if kind == p.TOKEN:
         return output_append(ev.get("text", ""))
     if kind == p.LOADING:
-        return status("loading", f"{ev.get('model', '')} — {ev.get('elapsed_s', 0):.0f} s")
+        progress = f" — {ev['progress']}" if ev.get("progress") else ""
+        return status("loading", f"{ev.get('model', '')} — {ev.get('elapsed_s', 0):.0f} s{progress}")
     if kind == p.STARTED:
         return status("running")
     if kind in p.TERMINAL_EVENTS:

@@ -64,7 +64,9 @@ class GenerationRun:
         worker_id = orch.wait_for_worker(
             self.redis, self.keys, spec,
             timeout_s=settings.ARENA_LOAD_TIMEOUT_S,
-            on_wait=lambda elapsed: self._emit(p.LOADING, elapsed_s=round(elapsed, 1), model=self.gen.model.name),
+            on_wait=lambda elapsed, progress: self._emit(
+                p.LOADING, elapsed_s=round(elapsed, 1), model=self.gen.model.name, progress=progress
+            ),
             should_cancel=self._cancel_requested,
         )
         self.gen.load_wait_s = time.time() - started

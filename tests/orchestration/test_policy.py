@@ -44,6 +44,15 @@ def test_a_worker_that_takes_too_long_to_load_fails():
     assert len(actions) == 1 and isinstance(actions[0], Fail) and "30 s" in actions[0].reason
 
 
+def test_a_load_that_reports_progress_may_outlast_the_timeout_but_not_stall():
+    quantising = dict(state="starting", last_heartbeat=None)
+    # Still loading after 100 s, but it reported progress 20 s ago: keep waiting.
+    assert plan([worker(**quantising, progress_at=80.0)], set(), now=100.0, config=CFG) == []
+    # The last report is older than the timeout: the load has stalled.
+    actions = plan([worker(**quantising, progress_at=60.0)], set(), now=100.0, config=CFG)
+    assert actions == [Fail("w1", "The model's loading made no progress for 30 s.")]
+
+
 def test_a_ready_worker_that_stops_heartbeating_has_hung():
     assert plan([worker(last_heartbeat=10.0)], set(), now=14.0, config=CFG) == []
     actions = plan([worker(last_heartbeat=10.0)], set(), now=16.0, config=CFG)
