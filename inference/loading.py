@@ -258,12 +258,20 @@ def save_converted(tokenizer, gguf_model: torch.nn.Module, entry: Path) -> None:
 
 
 def cache_key(gguf_path: Path) -> str:
-    """Names one converted file: any change to the file (or the converter) misses."""
-    stat = gguf_path.stat()
+    """Names one converted file by its content: any change to the file (or the converter) misses.
+
+    Content, not path and mtime, so a reinstall of the same package (a new venv, a
+    CI clone) finds the work done before: hashing ~100 MB costs a fraction of a second.
+    """
     converter = ".".join(transformers.__version__.split(".")[:2])
-    identity = f"{gguf_path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{gguf_path.name}|transformers {converter}"
+    identity = f"{file_digest(gguf_path)}|{gguf_path.name}|transformers {converter}"
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     return f"{gguf_path.stem}-{digest}"
+
+
+def file_digest(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def context_length_of(spec: ModelSpec, model: torch.nn.Module, tokenizer) -> int:
