@@ -6,7 +6,8 @@ carries out the actions it returns. Tests drive it with a fake clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 # Worker states as the orchestrator sees them.
 STARTING = "starting"
@@ -15,6 +16,8 @@ STOPPING = "stopping"
 STOPPED = "stopped"
 FAILED = "failed"
 ALIVE = frozenset({STARTING, READY})
+HOLDS_MEMORY = frozenset({STARTING, READY, STOPPING})  # a stopping process still holds its memory
+LOCAL_NODE = "local"
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,8 @@ class Config:
     want_ttl_s: float = 5.0  # a request keeps its model wanted this long after it was last renewed
     retry_base_s: float = 2.0  # a variant that failed waits this, doubling per failure, before a retry
     retry_max_s: float = 60.0
+    max_workers: int | None = None  # optional cap on loaded workers, across nodes
+    max_queue: int = 32  # waiting requests beyond this are refused as busy
 
     def retry_delay(self, failures: int) -> float:
         return 0.0 if failures <= 0 else min(self.retry_max_s, self.retry_base_s * 2 ** (failures - 1))
@@ -45,10 +50,38 @@ class WorkerView:
     exit_code: int | None = None  # set once the process has exited
     error: str = ""  # what the worker said about itself (e.g. its load error)
     progress_at: float | None = None  # when a slow load (AWQ quantisation) last reported progress
+    node_id: str = LOCAL_NODE
+    memory_mb: float | None = None  # measured once loaded; until then the variant's estimate counts
+    leases: int = 0  # granted requests (battles) holding this worker
+    pinned: bool = False  # an admin keeps it loaded
 
     @property
     def idle(self) -> bool:
-        return self.in_flight == 0 and self.queued == 0
+        return self.in_flight == 0 and self.queued == 0 and self.leases == 0
+
+
+@dataclass(frozen=True)
+class Node:
+    """A machine workers run on, and the memory they may reserve there."""
+
+    node_id: str = LOCAL_NODE
+    budget_mb: float = math.inf
+    alive: bool = True
+
+
+@dataclass(frozen=True)
+class Request:
+    """Variants one caller needs at the same time: both models of a battle, or one.
+
+    Granted only when every one is ready (all or nothing, so two battles can never
+    each hold half of what the other needs). A prewarm request (the next match of a
+    tournament) only uses free memory: it never evicts and never blocks anyone.
+    """
+
+    request_id: str
+    slugs: tuple[str, ...]
+    arrived_at: float
+    prewarm: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,8 +93,25 @@ class Failures:
 
 
 @dataclass(frozen=True)
+class Cluster:
+    """Everything the policy sees in one tick."""
+
+    workers: tuple[WorkerView, ...] = ()
+    requests: tuple[Request, ...] = ()  # waiting ones; granted requests count as worker leases
+    nodes: tuple[Node, ...] = (Node(),)
+    estimates_mb: dict[str, float] = field(default_factory=dict)  # slug -> weights + KV reservation
+    failures: dict[str, Failures] = field(default_factory=dict)
+
+    def reservation(self, worker: WorkerView) -> float:
+        if worker.memory_mb is not None:
+            return worker.memory_mb
+        return self.estimates_mb.get(worker.slug, 0.0)
+
+
+@dataclass(frozen=True)
 class Spawn:
     slug: str
+    node_id: str = LOCAL_NODE
 
 
 @dataclass(frozen=True)
@@ -76,7 +126,21 @@ class Fail:
     reason: str
 
 
-Action = Spawn | Stop | Fail
+@dataclass(frozen=True)
+class Grant:
+    """Every variant of the request is ready: slug -> worker, in the request's order."""
+
+    request_id: str
+    workers: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Refuse:
+    request_id: str
+    reason: str
+
+
+Action = Spawn | Stop | Fail | Grant | Refuse
 
 
 def describe_exit(code: int) -> str:
@@ -105,34 +169,205 @@ def _failure(worker: WorkerView, now: float, config: Config) -> str | None:
     return None
 
 
-def plan(
-    workers: list[WorkerView],
-    wanted: set[str],
-    now: float,
-    config: Config,
-    failures: dict[str, Failures] | None = None,
-) -> list[Action]:
-    """Decide this tick's actions: fail the dead and hung, start what is wanted and
-    not served (a variant that keeps failing only after a growing back-off), stop
-    what has been idle past the keep-alive."""
-    failures = failures or {}
+def plan(cluster: Cluster, now: float, config: Config) -> list[Action]:
+    """Decide this tick's actions.
+
+    1. Fail the dead and the hung.
+    2. Serve waiting requests first come, first served: grant those whose variants
+       are all ready; start the missing variants of the others where memory allows,
+       evicting idle workers (least recently used first) when it must. A request
+       that cannot fit blocks every later one from taking memory (strict order:
+       no starvation, no deadlock); a variant that keeps failing waits out its back-off.
+    3. Stop workers idle past the keep-alive that nobody waits for.
+    """
     actions: list[Action] = []
-    serving: set[str] = set()
-    failing: set[str] = set()
-    for worker in workers:
+    healthy: list[WorkerView] = []
+    failing: set[str] = set()  # not restarted in the tick they fail in: waiting requesters must see it
+    dead_nodes = {n.node_id for n in cluster.nodes if not n.alive}
+    for worker in cluster.workers:
         if worker.state not in ALIVE:
+            healthy.append(worker)  # stopping: still holds memory until it exits
             continue
-        reason = _failure(worker, now, config)
+        reason = "The node running this worker stopped responding." if worker.node_id in dead_nodes else None
+        reason = reason or _failure(worker, now, config)
         if reason:
             actions.append(Fail(worker.worker_id, reason))
             failing.add(worker.slug)
+        else:
+            healthy.append(worker)
+    ledger = Ledger(cluster, healthy)
+    actions += _serve_requests(cluster, ledger, now, config, failing)
+    actions += _stop_idle(ledger, cluster, now, config)
+    return actions
+
+
+class Ledger:
+    """This tick's memory bookkeeping: what each node has reserved, and who may be evicted."""
+
+    def __init__(self, cluster: Cluster, workers: list[WorkerView]):
+        self.cluster = cluster
+        self.workers = {w.worker_id: w for w in workers if w.exit_code is None}
+        self.nodes = {n.node_id: n for n in cluster.nodes if n.alive}
+        self.reserved = {node_id: 0.0 for node_id in self.nodes}
+        for worker in self.workers.values():
+            if worker.state in HOLDS_MEMORY and worker.node_id in self.reserved:
+                self.reserved[worker.node_id] += cluster.reservation(worker)
+        self.evicted: set[str] = set()
+        self.spawned: list[tuple[str, str]] = []  # (slug, node) started this tick
+
+    def serving(self, slug: str) -> list[WorkerView]:
+        return [w for w in self.workers.values() if w.slug == slug and w.state in ALIVE and w.worker_id not in self.evicted]
+
+    def ready_worker(self, slug: str) -> WorkerView | None:
+        ready = [w for w in self.serving(slug) if w.state == READY]
+        return min(ready, key=lambda w: w.in_flight + w.queued) if ready else None
+
+    def loaded_count(self) -> int:
+        alive = sum(1 for w in self.workers.values() if w.state in ALIVE and w.worker_id not in self.evicted)
+        return alive + len(self.spawned)
+
+    def free(self, node_id: str) -> float:
+        return self.nodes[node_id].budget_mb - self.reserved[node_id]
+
+    def evictable(self, node_id: str | None, protected: set[str]) -> list[WorkerView]:
+        """Idle, unpinned, ready workers nobody earlier in the queue needs: LRU first, larger first on ties."""
+        candidates = [
+            w for w in self.workers.values()
+            if w.state == READY and w.idle and not w.pinned and w.slug not in protected
+            and w.worker_id not in self.evicted and (node_id is None or w.node_id == node_id)
+        ]
+        return sorted(candidates, key=lambda w: (w.last_used, -self.cluster.reservation(w)))
+
+    def snapshot(self):
+        return dict(self.reserved), set(self.evicted), list(self.spawned)
+
+    def restore(self, snapshot) -> None:
+        self.reserved, self.evicted, self.spawned = dict(snapshot[0]), set(snapshot[1]), list(snapshot[2])
+
+    def evict(self, worker: WorkerView) -> None:
+        self.evicted.add(worker.worker_id)
+        self.reserved[worker.node_id] -= self.cluster.reservation(worker)
+
+    def place(self, slug: str, node_id: str) -> None:
+        self.spawned.append((slug, node_id))
+        self.reserved[node_id] += self.cluster.estimates_mb.get(slug, 0.0)
+
+
+def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config, failing: set[str]) -> list[Action]:
+    actions: list[Action] = []
+    ordered = sorted(cluster.requests, key=lambda r: (r.prewarm, r.arrived_at, r.request_id))
+    protected: set[str] = set()  # variants of requests already considered: later ones may not evict them
+    blocked = False
+    waiting = 0
+    for request in ordered:
+        protected.update(request.slugs)
+        too_big = _never_fits(cluster, request)
+        if too_big:
+            actions.append(Refuse(request.request_id, too_big))
             continue
-        serving.add(worker.slug)
+        ready = [ledger.ready_worker(slug) for slug in request.slugs]
+        if all(ready):
+            actions.append(Grant(request.request_id, tuple((w.slug, w.worker_id) for w in ready)))
+            continue
+        if not request.prewarm:
+            waiting += 1
+            if waiting > config.max_queue:
+                actions.append(Refuse(request.request_id, "busy"))
+                continue
+        missing = [s for s in dict.fromkeys(request.slugs) if not ledger.serving(s)]
+        if not missing or any(s in failing or _backing_off(cluster, s, now, config) for s in missing):
+            continue  # loading, or waiting out a failure's back-off
+        if blocked:
+            continue
+        placed = _place_all(ledger, missing, protected, allow_eviction=not request.prewarm, config=config)
+        if placed is None:
+            blocked = not request.prewarm
+            continue
+        actions += placed
+    return actions
+
+
+def _never_fits(cluster: Cluster, request: Request) -> str | None:
+    largest = max((n.budget_mb for n in cluster.nodes if n.alive), default=0.0)
+    for slug in request.slugs:
+        need = cluster.estimates_mb.get(slug, 0.0)
+        if need > largest:
+            return f"The model {slug} needs about {need:.0f} MB; the largest node has {largest:.0f} MB."
+    need = sum(cluster.estimates_mb.get(slug, 0.0) for slug in set(request.slugs))
+    if len(cluster.nodes) == 1 and need > largest:
+        return f"These models need about {need:.0f} MB together; this machine has {largest:.0f} MB for models."
+    return None
+
+
+def _backing_off(cluster: Cluster, slug: str, now: float, config: Config) -> bool:
+    failed = cluster.failures.get(slug)
+    return failed is not None and now < failed.last_at + config.retry_delay(failed.count)
+
+
+def _place_all(ledger: Ledger, slugs: list[str], protected: set[str], *, allow_eviction: bool,
+               config: Config) -> list[Action] | None:
+    """Spawn every one of `slugs` (evicting as needed), or nothing at all (None)."""
+    snapshot = ledger.snapshot()
+    actions: list[Action] = []
+    for slug in sorted(slugs, key=lambda s: -ledger.cluster.estimates_mb.get(s, 0.0)):  # largest first
+        step = _place_one(ledger, slug, protected, allow_eviction, config)
+        if step is None:
+            ledger.restore(snapshot)
+            return None
+        actions += step
+    return actions
+
+
+def _place_one(ledger: Ledger, slug: str, protected: set[str], allow_eviction: bool,
+               config: Config) -> list[Action] | None:
+    need = ledger.cluster.estimates_mb.get(slug, 0.0)
+    actions: list[Action] = []
+    if config.max_workers is not None and ledger.loaded_count() >= config.max_workers:
+        victims = ledger.evictable(None, protected) if allow_eviction else []
+        if not victims:
+            return None
+        ledger.evict(victims[0])
+        actions.append(Stop(victims[0].worker_id, f"evicted: at most {config.max_workers} loaded models"))
+    # A node where it fits as things are, the fullest such (best fit) ...
+    fitting = [n for n in ledger.nodes if ledger.free(n) >= need]
+    if fitting:
+        node_id = min(fitting, key=lambda n: (ledger.free(n), n))
+    elif allow_eviction:
+        # ... else the node where evicting idle workers frees enough, evicting the fewest.
+        node_id, victims = _cheapest_eviction(ledger, need, protected)
+        if node_id is None:
+            return None
+        for victim in victims:
+            ledger.evict(victim)
+            actions.append(Stop(victim.worker_id, f"evicted to make room for {slug}"))
+    else:
+        return None
+    ledger.place(slug, node_id)
+    actions.append(Spawn(slug, node_id))
+    return actions
+
+
+def _cheapest_eviction(ledger: Ledger, need: float, protected: set[str]) -> tuple[str | None, list[WorkerView]]:
+    best: tuple[str | None, list[WorkerView]] = (None, [])
+    for node_id in sorted(ledger.nodes):
+        freed, victims = ledger.free(node_id), []
+        for candidate in ledger.evictable(node_id, protected):
+            if freed >= need:
+                break
+            victims.append(candidate)
+            freed += ledger.cluster.reservation(candidate)
+        if freed >= need and (best[0] is None or len(victims) < len(best[1])):
+            best = (node_id, victims)
+    return best
+
+
+def _stop_idle(ledger: Ledger, cluster: Cluster, now: float, config: Config) -> list[Action]:
+    wanted = {slug for request in cluster.requests for slug in request.slugs}
+    actions: list[Action] = []
+    for worker in ledger.workers.values():
+        if worker.worker_id in ledger.evicted or worker.state != READY or not worker.idle or worker.pinned:
+            continue
         idle_for = now - worker.last_used
-        if worker.state == READY and worker.idle and worker.slug not in wanted and idle_for > config.keep_alive_s:
+        if worker.slug not in wanted and idle_for > config.keep_alive_s:
             actions.append(Stop(worker.worker_id, f"idle for {idle_for:.0f} s"))
-    for slug in sorted(wanted - serving - failing):
-        failed = failures.get(slug)
-        if failed is None or now >= failed.last_at + config.retry_delay(failed.count):
-            actions.append(Spawn(slug))
     return actions

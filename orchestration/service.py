@@ -20,7 +20,7 @@ from inference import protocol as p
 from inference.protocol import Keys, ModelSpec
 
 from . import policy
-from .policy import Config, Fail, Failures, Spawn, Stop, WorkerView
+from .policy import Cluster, Config, Fail, Failures, Node, Request, Spawn, Stop, WorkerView
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,7 @@ class Orchestrator:
         self.clock = clock
         self.specs: dict[str, ModelSpec] = {}
         self.wanted_until: dict[str, float] = {}
+        self.wanted_since: dict[str, float] = {}  # first ask of the current want: the queue order
         self.workers: dict[str, dict] = {}  # worker_id -> {slug, state, started_at}
         self.failures: dict[str, Failures] = {}  # slug -> failures in a row
 
@@ -61,8 +62,7 @@ class Orchestrator:
         self._read_inbox(now)
         views = [self._observe(worker_id, now) for worker_id in list(self.workers)]
         self._note_ready(views, now)
-        wanted = {slug for slug, until in self.wanted_until.items() if until >= now}
-        for action in policy.plan(views, wanted, now, self.config, self.failures):
+        for action in policy.plan(self._cluster(views, now), now, self.config):
             self._apply(action, now)
         self._reap(now)
         self.redis.set(self.keys.orchestrator_heartbeat(), repr(now), ex=p.HEARTBEAT_TTL_S)
@@ -96,7 +96,18 @@ class Orchestrator:
                 continue
             if msg.get("op") == "ensure":
                 self.specs[spec.slug] = spec
+                if self.wanted_until.get(spec.slug, 0.0) < now:
+                    self.wanted_since[spec.slug] = now
                 self.wanted_until[spec.slug] = now + self.config.want_ttl_s
+
+    def _cluster(self, views: list[WorkerView], now: float) -> Cluster:
+        requests = tuple(
+            Request(f"ensure:{slug}", (slug,), arrived_at=self.wanted_since.get(slug, now))
+            for slug, until in self.wanted_until.items()
+            if until >= now
+        )
+        return Cluster(workers=tuple(views), requests=requests, nodes=(Node(self.backend.node),),
+                       failures=self.failures)
 
     def _observe(self, worker_id: str, now: float) -> WorkerView:
         info = self.workers[worker_id]
@@ -133,6 +144,8 @@ class Orchestrator:
 
     # --- actions ------------------------------------------------------------------
     def _apply(self, action, now: float) -> None:
+        if isinstance(action, (policy.Grant, policy.Refuse)):
+            return  # single-model requests read the placement; battle leases come with the tournaments
         if isinstance(action, Spawn):
             self._spawn(action.slug, now)
         elif isinstance(action, Fail):

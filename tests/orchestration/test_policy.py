@@ -1,6 +1,7 @@
 """The orchestrator's pure policy, driven with a fake clock (plain numbers)."""
 
-from orchestration.policy import Config, Fail, Failures, Spawn, Stop, WorkerView, plan
+from orchestration import policy
+from orchestration.policy import Cluster, Config, Fail, Failures, Spawn, Stop, WorkerView
 
 CFG = Config(keep_alive_s=60, start_timeout_s=30, heartbeat_grace_s=5)
 
@@ -8,6 +9,13 @@ CFG = Config(keep_alive_s=60, start_timeout_s=30, heartbeat_grace_s=5)
 def worker(**kw) -> WorkerView:
     base = dict(worker_id="w1", slug="m", state="ready", started_at=0.0, last_used=0.0, last_heartbeat=0.0)
     return WorkerView(**{**base, **kw})
+
+
+def plan(workers, wanted, now, config, failures=None):
+    """One single-model request per wanted variant, on one node without a memory limit."""
+    requests = tuple(policy.Request(f"r-{slug}", (slug,), arrived_at=0.0) for slug in sorted(wanted))
+    cluster = Cluster(workers=tuple(workers), requests=requests, failures=failures or {})
+    return [a for a in policy.plan(cluster, now, config) if not isinstance(a, policy.Grant)]
 
 
 def test_a_wanted_model_without_a_worker_is_spawned():
