@@ -202,16 +202,25 @@ def plan(cluster: Cluster, now: float, config: Config) -> list[Action]:
 
 
 class Ledger:
-    """This tick's memory bookkeeping: what each node has reserved, and who may be evicted."""
+    """This tick's memory bookkeeping per node.
+
+    `reserved` is what live processes hold, stopping ones included: an evicted
+    worker's memory is only free once its process has exited, so what eviction
+    frees is tracked apart (`freeing`) and a variant waits for it rather than
+    starting on top of it.
+    """
 
     def __init__(self, cluster: Cluster, workers: list[WorkerView]):
         self.cluster = cluster
         self.workers = {w.worker_id: w for w in workers if w.exit_code is None}
         self.nodes = {n.node_id: n for n in cluster.nodes if n.alive}
         self.reserved = {node_id: 0.0 for node_id in self.nodes}
+        self.freeing = {node_id: 0.0 for node_id in self.nodes}
         for worker in self.workers.values():
             if worker.state in HOLDS_MEMORY and worker.node_id in self.reserved:
                 self.reserved[worker.node_id] += cluster.reservation(worker)
+                if worker.state == STOPPING:
+                    self.freeing[worker.node_id] += cluster.reservation(worker)
         self.evicted: set[str] = set()
         self.spawned: list[tuple[str, str]] = []  # (slug, node) started this tick
 
@@ -229,6 +238,10 @@ class Ledger:
     def free(self, node_id: str) -> float:
         return self.nodes[node_id].budget_mb - self.reserved[node_id]
 
+    def free_soon(self, node_id: str) -> float:
+        """Free once the stopping workers have exited (minus what waiting variants claimed)."""
+        return self.free(node_id) + self.freeing[node_id]
+
     def evictable(self, node_id: str | None, protected: set[str]) -> list[WorkerView]:
         """Idle, unpinned, ready workers nobody earlier in the queue needs: LRU first, larger first on ties."""
         candidates = [
@@ -239,18 +252,23 @@ class Ledger:
         return sorted(candidates, key=lambda w: (w.last_used, -self.cluster.reservation(w)))
 
     def snapshot(self):
-        return dict(self.reserved), set(self.evicted), list(self.spawned)
+        return dict(self.reserved), dict(self.freeing), set(self.evicted), list(self.spawned)
 
     def restore(self, snapshot) -> None:
-        self.reserved, self.evicted, self.spawned = dict(snapshot[0]), set(snapshot[1]), list(snapshot[2])
+        reserved, freeing, evicted, spawned = snapshot
+        self.reserved, self.freeing, self.evicted, self.spawned = dict(reserved), dict(freeing), set(evicted), list(spawned)
 
     def evict(self, worker: WorkerView) -> None:
         self.evicted.add(worker.worker_id)
-        self.reserved[worker.node_id] -= self.cluster.reservation(worker)
+        self.freeing[worker.node_id] += self.cluster.reservation(worker)
 
     def place(self, slug: str, node_id: str) -> None:
         self.spawned.append((slug, node_id))
         self.reserved[node_id] += self.cluster.estimates_mb.get(slug, 0.0)
+
+    def claim(self, node_id: str, need: float) -> None:
+        """Memory a waiting variant will take once it is freed."""
+        self.freeing[node_id] -= need
 
 
 def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config, failing: set[str]) -> list[Action]:
@@ -280,10 +298,11 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
         if blocked:
             continue
         placed = _place_all(ledger, missing, protected, allow_eviction=not request.prewarm, config=config)
-        if placed is None:
-            blocked = not request.prewarm
-            continue
-        actions += placed
+        if placed is None or not placed[1]:
+            # It cannot fit yet, or waits for evicted workers to exit: nobody behind it may take memory.
+            blocked = blocked or not request.prewarm
+        if placed is not None:
+            actions += placed[0]
     return actions
 
 
@@ -305,21 +324,28 @@ def _backing_off(cluster: Cluster, slug: str, now: float, config: Config) -> boo
 
 
 def _place_all(ledger: Ledger, slugs: list[str], protected: set[str], *, allow_eviction: bool,
-               config: Config) -> list[Action] | None:
-    """Spawn every one of `slugs` (evicting as needed), or nothing at all (None)."""
+               config: Config) -> tuple[list[Action], bool] | None:
+    """Make room for every one of `slugs` or for none (None).
+
+    Returns the actions and whether every variant was started; a variant that needs
+    evicted workers to exit first starts on a later tick, its memory claimed meanwhile.
+    """
     snapshot = ledger.snapshot()
     actions: list[Action] = []
+    all_started = True
     for slug in sorted(slugs, key=lambda s: -ledger.cluster.estimates_mb.get(s, 0.0)):  # largest first
         step = _place_one(ledger, slug, protected, allow_eviction, config)
         if step is None:
             ledger.restore(snapshot)
             return None
         actions += step
-    return actions
+        all_started = all_started and bool(step) and isinstance(step[-1], Spawn)
+    return actions, all_started
 
 
 def _place_one(ledger: Ledger, slug: str, protected: set[str], allow_eviction: bool,
                config: Config) -> list[Action] | None:
+    """Spawn `slug` where it fits now; else claim memory being freed; else evict (Stops only)."""
     need = ledger.cluster.estimates_mb.get(slug, 0.0)
     actions: list[Action] = []
     if config.max_workers is not None and ledger.loaded_count() >= config.max_workers:
@@ -328,29 +354,28 @@ def _place_one(ledger: Ledger, slug: str, protected: set[str], allow_eviction: b
             return None
         ledger.evict(victims[0])
         actions.append(Stop(victims[0].worker_id, f"evicted: at most {config.max_workers} loaded models"))
-    # A node where it fits as things are, the fullest such (best fit) ...
     fitting = [n for n in ledger.nodes if ledger.free(n) >= need]
     if fitting:
-        node_id = min(fitting, key=lambda n: (ledger.free(n), n))
-    elif allow_eviction:
-        # ... else the node where evicting idle workers frees enough, evicting the fewest.
-        node_id, victims = _cheapest_eviction(ledger, need, protected)
-        if node_id is None:
-            return None
-        for victim in victims:
-            ledger.evict(victim)
-            actions.append(Stop(victim.worker_id, f"evicted to make room for {slug}"))
-    else:
+        node_id = min(fitting, key=lambda n: (ledger.free(n), n))  # the fullest node it fits on: best fit
+        ledger.place(slug, node_id)
+        return actions + [Spawn(slug, node_id)]
+    if not allow_eviction:
         return None
-    ledger.place(slug, node_id)
-    actions.append(Spawn(slug, node_id))
+    node_id, victims = _cheapest_eviction(ledger, need, protected)
+    if node_id is None:
+        return None
+    for victim in victims:
+        ledger.evict(victim)
+        actions.append(Stop(victim.worker_id, f"evicted to make room for {slug}"))
+    ledger.claim(node_id, need)
     return actions
 
 
 def _cheapest_eviction(ledger: Ledger, need: float, protected: set[str]) -> tuple[str | None, list[WorkerView]]:
+    """The node where the fewest idle workers must go (none, if stopping ones free enough)."""
     best: tuple[str | None, list[WorkerView]] = (None, [])
     for node_id in sorted(ledger.nodes):
-        freed, victims = ledger.free(node_id), []
+        freed, victims = ledger.free_soon(node_id), []
         for candidate in ledger.evictable(node_id, protected):
             if freed >= need:
                 break

@@ -1,0 +1,155 @@
+"""The policy's memory, lease and eviction rules, with a fake clock (plain numbers)."""
+
+from orchestration.policy import (
+    Cluster,
+    Config,
+    Failures,
+    Grant,
+    Node,
+    Refuse,
+    Request,
+    Spawn,
+    Stop,
+    WorkerView,
+    plan,
+)
+
+CFG = Config(keep_alive_s=600, start_timeout_s=300, heartbeat_grace_s=30)
+SIZES = {"a": 400.0, "b": 400.0, "c": 400.0, "big": 700.0}
+ONE_NODE = (Node("n1", budget_mb=1000),)
+
+
+def ready(worker_id, slug, last_used=0.0, node_id="n1", **kw) -> WorkerView:
+    return WorkerView(worker_id, slug, "ready", started_at=0.0, last_used=last_used, last_heartbeat=100.0,
+                      node_id=node_id, **kw)
+
+
+def ask(request_id, *slugs, at=0.0, prewarm=False) -> Request:
+    return Request(request_id, slugs, arrived_at=at, prewarm=prewarm)
+
+
+def decide(workers=(), requests=(), nodes=ONE_NODE, config=CFG, **kw):
+    cluster = Cluster(workers=tuple(workers), requests=tuple(requests), nodes=nodes, estimates_mb=SIZES, **kw)
+    return plan(cluster, now=100.0, config=config)
+
+
+def test_a_battle_gets_both_models_started_at_once_then_granted():
+    assert decide(requests=[ask("battle", "a", "b")]) == [Spawn("a", "n1"), Spawn("b", "n1")]
+    granted = decide([ready("wa", "a"), ready("wb", "b")], [ask("battle", "a", "b")])
+    assert granted == [Grant("battle", (("a", "wa"), ("b", "wb")))]
+
+
+def test_a_battle_that_does_not_fit_yet_starts_nothing():
+    # A busy worker holds 400 of 1000 MB: starting one of the two would only hold memory the other needs.
+    assert decide([ready("wc", "c", in_flight=1)], [ask("battle", "a", "b")]) == []
+
+
+def test_models_that_can_never_fit_are_refused_with_the_reason():
+    (refusal,) = decide(requests=[ask("huge", "big")], nodes=(Node("n1", budget_mb=500),))
+    assert isinstance(refusal, Refuse) and "needs about 700 MB" in refusal.reason
+    (refusal,) = decide(requests=[ask("battle", "a", "big")])
+    assert isinstance(refusal, Refuse) and "1100 MB together" in refusal.reason
+
+
+def test_idle_workers_are_evicted_least_recently_used_first():
+    workers = [ready("wa", "a", last_used=50.0), ready("wb", "b", last_used=10.0)]
+    assert decide(workers, [ask("r", "c")]) == [Stop("wb", "evicted to make room for c")]
+    # The evicted worker holds its memory until it has exited: c starts after that, nothing else is evicted.
+    stopping = WorkerView("wb", "b", "stopping", started_at=0.0, last_used=10.0, node_id="n1")
+    assert decide([workers[0], stopping], [ask("r", "c")]) == []
+    assert decide([workers[0]], [ask("r", "c")]) == [Spawn("c", "n1")]
+
+
+def test_busy_leased_loading_and_pinned_workers_are_never_evicted():
+    for blocker in (
+        ready("wb", "b", in_flight=1),
+        ready("wb", "b", queued=1),
+        ready("wb", "b", leases=1),
+        ready("wb", "b", pinned=True),
+        WorkerView("wb", "b", "starting", started_at=90.0, last_used=90.0, node_id="n1"),
+    ):
+        busy_a = ready("wa", "a", in_flight=1)
+        assert decide([busy_a, blocker], [ask("r", "c")]) == [], blocker
+
+
+def test_a_stopping_worker_still_holds_its_memory():
+    stopping = WorkerView("wa", "a", "stopping", started_at=0.0, last_used=0.0, node_id="n1")
+    busy = ready("wb", "b", in_flight=1)
+    assert decide([stopping, busy], [ask("r", "c")]) == []
+
+
+def test_the_measured_memory_replaces_the_estimate():
+    small = ready("wa", "a", memory_mb=100.0, in_flight=1)
+    assert decide([small], [ask("r", "big")]) == [Spawn("big", "n1")]  # 100 + 700 fits; 400 + 700 would not
+
+
+def test_requests_are_served_in_arrival_order_and_a_blocked_one_holds_later_ones_back():
+    busy = ready("wa", "a", in_flight=1)
+    first = ask("first", "big", at=1.0)  # needs the busy worker's memory: waits
+    second = ask("second", "b", at=2.0)  # would fit now, but must not overtake
+    assert decide([busy], [second, first]) == []
+    # Once the busy worker is idle, the first is served (evicting it), the second waits its turn.
+    assert decide([ready("wa", "a")], [second, first]) == [Stop("wa", "evicted to make room for big")]
+    assert decide([], [second, first]) == [Spawn("big", "n1")]
+
+
+def test_a_request_served_by_ready_workers_is_granted_even_behind_a_blocked_one():
+    workers = [ready("wa", "a", in_flight=1), ready("wb", "b", memory_mb=100.0, in_flight=1)]
+    actions = decide(workers, [ask("blocked", "big", at=1.0), ask("chat", "b", at=2.0)])
+    assert actions == [Grant("chat", (("b", "wb"),))]
+
+
+def test_two_battles_wanting_each_others_models_do_not_deadlock():
+    nodes = (Node("n1", budget_mb=800),)
+    requests = [ask("ab", "a", "b", at=1.0), ask("bc", "b", "c", at=2.0)]
+    # First tick: the earlier battle gets both models; the later one waits whole.
+    assert decide([], requests, nodes=nodes) == [Spawn("a", "n1"), Spawn("b", "n1")]
+    # Its battle over (no lease, idle), the later battle evicts what it does not share.
+    workers = [ready("wa", "a", last_used=90.0), ready("wb", "b", last_used=90.0)]
+    assert decide(workers, requests[1:], nodes=nodes) == [Stop("wa", "evicted to make room for c")]
+    assert decide(workers[1:], requests[1:], nodes=nodes) == [Spawn("c", "n1")]
+
+
+def test_prewarm_uses_free_memory_only_and_never_evicts():
+    idle = ready("wa", "a")
+    assert decide([idle], [ask("next", "b", prewarm=True)]) == [Spawn("b", "n1")]
+    assert decide([idle, ready("wb", "b")], [ask("next", "c", prewarm=True)]) == []
+
+
+def test_prewarm_never_delays_a_real_request():
+    actions = decide([], [ask("next", "big", at=1.0, prewarm=True), ask("now", "a", "b", at=2.0)])
+    assert actions == [Spawn("a", "n1"), Spawn("b", "n1")]
+
+
+def test_the_queue_is_bounded():
+    config = Config(max_queue=1)
+    busy = ready("wa", "a", in_flight=1, memory_mb=1000.0)
+    actions = decide([busy], [ask("r1", "b", at=1.0), ask("r2", "c", at=2.0)], config=config)
+    assert actions == [Refuse("r2", "busy")]
+
+
+def test_the_loaded_worker_cap_evicts_the_least_recently_used():
+    config = Config(max_workers=2)
+    nodes = (Node("n1", budget_mb=10_000),)
+    workers = [ready("wa", "a", last_used=5.0), ready("wb", "b", last_used=1.0)]
+    assert decide(workers, [ask("r", "c")], nodes=nodes, config=config) == [
+        Stop("wb", "evicted: at most 2 loaded models"), Spawn("c", "n1")]
+
+
+def test_a_variant_goes_to_the_node_with_room_best_fit():
+    nodes = (Node("small", budget_mb=500), Node("large", budget_mb=2000))
+    assert decide([], [ask("r", "a")], nodes=nodes) == [Spawn("a", "small")]
+    assert decide([], [ask("r", "big")], nodes=nodes) == [Spawn("big", "large")]
+
+
+def test_workers_on_a_lost_node_fail_and_nothing_is_placed_there():
+    nodes = (Node("n1", budget_mb=1000, alive=False), Node("n2", budget_mb=1000))
+    actions = decide([ready("wa", "a", node_id="n1")], [ask("r", "b")], nodes=nodes)
+    assert actions[0].worker_id == "wa" and "node" in actions[0].reason
+    assert actions[1:] == [Spawn("b", "n2")]
+
+
+def test_a_failed_variant_waits_out_its_back_off():
+    # 4 s of back-off after the second failure in a row
+    assert decide([], [ask("r", "a")], failures={"a": Failures(count=2, last_at=97.0)}) == []
+    assert decide([], [ask("r", "a")], failures={"a": Failures(count=2, last_at=96.0)}) == [Spawn("a", "n1")]

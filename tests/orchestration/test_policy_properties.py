@@ -1,0 +1,177 @@
+"""Properties of the orchestration policy over random request / release / crash sequences.
+
+A small simulated world carries out the policy's actions tick by tick (a fake clock:
+one tick is one second): spawned workers load after two ticks, stopped ones exit
+on the next, granted requests hold leases until released. Hypothesis drives it and
+checks, after every tick, that:
+- no node's reservations exceed its budget;
+- no busy, leased, loading or pinned worker is ever stopped;
+and, once the random events end and every lease is released, that every request
+ends granted or refused: nothing waits forever (no deadlock, no starvation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orchestration import policy
+from orchestration.policy import Cluster, Config, Failures, Node, Request, WorkerView
+
+SIZES = {"a": 300.0, "b": 450.0, "c": 600.0, "d": 700.0}
+CONFIG = Config(keep_alive_s=30, start_timeout_s=60, heartbeat_grace_s=5, max_queue=6)
+LOAD_TICKS = 2
+
+
+class World:
+    def __init__(self, budgets: list[float], max_workers: int | None):
+        self.nodes = tuple(Node(f"n{i}", budget) for i, budget in enumerate(budgets))
+        self.config = dataclasses.replace(CONFIG, max_workers=max_workers)
+        self.now = 0.0
+        self.workers: dict[str, WorkerView] = {}
+        self.requests: dict[str, Request] = {}
+        self.leases: dict[str, list[str]] = {}  # request -> workers it holds
+        self.failures: dict[str, Failures] = {}
+        self.ended: set[str] = set()
+        self._ids = 0
+
+    # --- events ---------------------------------------------------------------------
+    def request(self, slugs: tuple[str, ...], prewarm: bool) -> None:
+        request_id = self._new_id("r")
+        self.requests[request_id] = Request(request_id, slugs, arrived_at=self.now, prewarm=prewarm)
+
+    def release(self, index: int) -> None:
+        if self.leases:
+            request_id = sorted(self.leases)[index % len(self.leases)]
+            for worker_id in self.leases.pop(request_id):
+                if worker_id in self.workers:
+                    worker = self.workers[worker_id]
+                    self._update(worker, leases=worker.leases - 1, last_used=self.now)
+
+    def crash(self, index: int) -> None:
+        alive = sorted(w for w, v in self.workers.items() if v.exit_code is None)
+        if alive:
+            self._update(self.workers[alive[index % len(alive)]], exit_code=-9)
+
+    def toggle_busy(self, index: int) -> None:
+        ready = sorted(w for w, v in self.workers.items() if v.state == "ready" and v.exit_code is None)
+        if ready:
+            worker = self.workers[ready[index % len(ready)]]
+            self._update(worker, in_flight=1 - worker.in_flight, last_used=self.now)
+
+    # --- the tick ---------------------------------------------------------------------
+    def tick(self) -> None:
+        self.now += 1.0
+        self._progress_workers()
+        cluster = Cluster(
+            workers=tuple(self.workers.values()),
+            requests=tuple(self.requests.values()),
+            nodes=self.nodes,
+            estimates_mb=SIZES,
+            failures=dict(self.failures),
+        )
+        for action in policy.plan(cluster, self.now, self.config):
+            self._apply(action)
+        self._check_budgets()
+
+    def _apply(self, action) -> None:
+        if isinstance(action, policy.Spawn):
+            worker_id = self._new_id(f"w-{action.slug}")
+            self.workers[worker_id] = WorkerView(worker_id, action.slug, "starting", started_at=self.now,
+                                                 last_used=self.now, node_id=action.node_id)
+        elif isinstance(action, policy.Stop):
+            worker = self.workers[action.worker_id]
+            assert worker.state == "ready", f"stopped a {worker.state} worker: {action}"
+            assert worker.in_flight == 0 and worker.leases == 0 and not worker.pinned, f"stopped a busy worker: {worker}"
+            self._update(worker, state="stopping")
+        elif isinstance(action, policy.Fail):
+            slug = self.workers.pop(action.worker_id).slug
+            previous = self.failures.get(slug)
+            self.failures[slug] = Failures((previous.count if previous else 0) + 1, self.now)
+        elif isinstance(action, policy.Grant):
+            request = self.requests.pop(action.request_id)
+            assert {slug for slug, _ in action.workers} == set(request.slugs)
+            self.ended.add(request.request_id)
+            if not request.prewarm:
+                held = [worker_id for _, worker_id in action.workers]
+                for worker_id in held:
+                    self._update(self.workers[worker_id], leases=self.workers[worker_id].leases + 1)
+                self.leases[request.request_id] = held
+        elif isinstance(action, policy.Refuse):
+            self.requests.pop(action.request_id)
+            self.ended.add(action.request_id)
+
+    def _progress_workers(self) -> None:
+        for worker in list(self.workers.values()):
+            if worker.state == "stopping":
+                del self.workers[worker.worker_id]
+            elif worker.exit_code is not None:
+                continue
+            elif worker.state == "starting" and self.now - worker.started_at >= LOAD_TICKS:
+                # Measured memory comes in under the estimate (the estimate includes headroom).
+                self._update(worker, state="ready", memory_mb=SIZES[worker.slug] * 0.9, last_heartbeat=self.now)
+                self.failures.pop(worker.slug, None)
+            elif worker.state == "ready":
+                self._update(worker, last_heartbeat=self.now)
+
+    def _check_budgets(self) -> None:
+        for node in self.nodes:
+            held = sum(
+                w.memory_mb if w.memory_mb is not None else SIZES[w.slug]
+                for w in self.workers.values()
+                if w.node_id == node.node_id and w.state in policy.HOLDS_MEMORY
+            )
+            assert held <= node.budget_mb, f"{node.node_id}: {held} MB reserved of {node.budget_mb}"
+
+    def _update(self, worker: WorkerView, **changes) -> None:
+        self.workers[worker.worker_id] = dataclasses.replace(worker, **changes)
+
+    def _new_id(self, prefix: str) -> str:
+        self._ids += 1
+        return f"{prefix}-{self._ids}"
+
+
+variant_sets = st.lists(st.sampled_from(sorted(SIZES)), min_size=1, max_size=2, unique=True).map(tuple)
+events = st.lists(
+    st.one_of(
+        st.tuples(st.just("request"), variant_sets, st.booleans()),
+        st.tuples(st.just("release"), st.integers(0, 20)),
+        st.tuples(st.just("crash"), st.integers(0, 20)),
+        st.tuples(st.just("busy"), st.integers(0, 20)),
+        st.tuples(st.just("tick")),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    budgets=st.lists(st.sampled_from([800.0, 1200.0, 2000.0]), min_size=1, max_size=2),
+    max_workers=st.sampled_from([None, 2, 3]),
+    script=events,
+)
+def test_budgets_hold_busy_workers_survive_and_every_request_ends(budgets, max_workers, script):
+    world = World(budgets, max_workers)
+    for event in script:
+        if event[0] == "request":
+            world.request(event[1], prewarm=event[2])
+        elif event[0] == "release":
+            world.release(event[1])
+        elif event[0] == "crash":
+            world.crash(event[1])
+        elif event[0] == "busy":
+            world.toggle_busy(event[1])
+        world.tick()
+    # Events over: requests finish their work and release their leases.
+    for _ in range(300):
+        while world.leases:
+            world.release(0)
+        for worker in list(world.workers.values()):
+            if worker.in_flight:
+                world._update(worker, in_flight=0)
+        if not world.requests:
+            break
+        world.tick()
+    assert not world.requests, f"still waiting after 300 ticks: {world.requests}, workers {world.workers}"
