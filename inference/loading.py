@@ -286,6 +286,30 @@ def context_length_of(spec: ModelSpec, model: torch.nn.Module, tokenizer) -> int
     return int(model_max)
 
 
+KV_RESERVE_TOKENS = 8192  # cached tokens a worker reserves room for, across its batch (ARENA_KV_RESERVE_TOKENS)
+
+
+def memory_footprint_mb(loaded: LoadedModel) -> float:
+    """What this worker holds once loaded, plus room for its KV cache: the orchestrator's measured figure.
+
+    Resident memory on a CPU (weights, libraries, buffers), reserved CUDA memory on a GPU.
+    """
+    if loaded.device.type == "cuda":
+        held = torch.cuda.memory_reserved(loaded.device) / 2**20
+    else:
+        with open("/proc/self/statm") as statm:
+            held = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    tokens = int(os.environ.get("ARENA_KV_RESERVE_TOKENS", KV_RESERVE_TOKENS))
+    return held + kv_bytes_per_token(loaded.model, loaded.dtype) * tokens / 2**20
+
+
+def kv_bytes_per_token(model: torch.nn.Module, dtype: torch.dtype) -> int:
+    config = model.config.get_text_config()
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    return 2 * config.num_hidden_layers * heads * head_dim * torch.finfo(dtype).bits // 8
+
+
 def weight_bytes_of(model: torch.nn.Module) -> int:
     tensors = list(model.parameters()) + list(model.buffers())
     return sum(t.numel() * t.element_size() for t in tensors)

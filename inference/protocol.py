@@ -156,6 +156,7 @@ class ModelSpec:
     draft_gguf_file: str = ""
     draft_kind: str = "full"
     num_speculative_tokens: int = 0
+    memory_mb: float = 0  # the orchestrator reserves this much until the worker reports its measured figure
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -226,6 +227,10 @@ class Keys:
 
     def orchestrator_inbox(self) -> str:
         return f"{self.prefix}:orchestrator:inbox"
+
+    def orchestrator_queue(self) -> str:
+        """Hash: variant slug -> JSON {"position", "reason"} while its request waits for memory."""
+        return f"{self.prefix}:orchestrator:queue"
 
     def orchestrator_heartbeat(self) -> str:
         return f"{self.prefix}:orchestrator:heartbeat"

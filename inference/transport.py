@@ -74,7 +74,7 @@ class WorkerStatus:
         """How far a slow load is; `progress_at` tells the orchestrator the load still moves."""
         self._set(progress=line[:300], progress_at=time.time())
 
-    def ready(self, *, load_s: float, context_length: int, weight_bytes: int) -> None:
+    def ready(self, *, load_s: float, context_length: int, weight_bytes: int, memory_mb: float) -> None:
         now = time.time()
         self._set(
             state=protocol.W_READY,
@@ -82,6 +82,7 @@ class WorkerStatus:
             load_s=round(load_s, 3),
             context_length=context_length,
             weight_bytes=weight_bytes,
+            memory_mb=round(memory_mb, 1),
             in_flight=0,
             last_used=now,
             served=0,

@@ -89,7 +89,7 @@ class Worker:
             # Imported here so the hash says "starting" and heartbeats flow during the
             # seconds that importing torch and transformers takes.
             configure_torch()
-            from inference.loading import load, set_progress_hook
+            from inference.loading import load, memory_footprint_mb, set_progress_hook
 
             set_progress_hook(self.status.progress)
             loaded = load(ModelSpec.from_json(self.spec_json))
@@ -100,7 +100,8 @@ class Worker:
         finally:
             self._loading = False
         log.info("Loaded %s in %.1f s on %s", loaded.model.__class__.__name__, loaded.load_s, loaded.device)
-        self.status.ready(load_s=loaded.load_s, context_length=loaded.context_length, weight_bytes=loaded.weight_bytes)
+        self.status.ready(load_s=loaded.load_s, context_length=loaded.context_length, weight_bytes=loaded.weight_bytes,
+                          memory_mb=memory_footprint_mb(loaded))
         return self._scheduler_for(loaded)
 
     def _scheduler_for(self, loaded) -> Scheduler:

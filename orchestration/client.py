@@ -81,9 +81,23 @@ def wait_for_worker(client, keys, spec, *, timeout_s: float, on_wait=None, shoul
 
 
 def load_progress(client: redis.Redis, keys: Keys, slug: str) -> tuple[str, float]:
-    """The starting worker's last progress line for `slug` and when it came ("", 0 if none)."""
+    """What the start of `slug` is doing now, and when that was last said ("", 0 if nothing).
+
+    The starting worker's own progress line ("AWQ: quantised layer 3/30"), or, while
+    no worker has started yet, the variant's place in the orchestrator's queue.
+    """
     worker_id = placement(client, keys, slug).get("worker_id")
-    if not worker_id:
-        return "", 0.0
-    line, at = client.hmget(keys.worker(worker_id), ["progress", "progress_at"])
-    return (line or b"").decode(), float(at or 0)
+    if worker_id:
+        line, at = client.hmget(keys.worker(worker_id), ["progress", "progress_at"])
+        if line:
+            return line.decode(), float(at or 0)
+    queued = client.hget(keys.orchestrator_queue(), slug)
+    if queued:
+        entry = json.loads(queued)
+        return f"{entry['reason']} ({_ordinal(entry['position'])} in line)", 0.0
+    return "", 0.0
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

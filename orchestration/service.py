@@ -60,11 +60,14 @@ class Orchestrator:
     def tick(self) -> None:
         now = self.clock()
         self._read_inbox(now)
+        self._reap(now)  # first: an exited worker's memory is free for this tick's decisions
         views = [self._observe(worker_id, now) for worker_id in list(self.workers)]
         self._note_ready(views, now)
-        for action in policy.plan(self._cluster(views, now), now, self.config):
+        cluster = self._cluster(views, now)
+        actions = policy.plan(cluster, now, self.config)
+        for action in actions:
             self._apply(action, now)
-        self._reap(now)
+        self._publish_queue(cluster, actions, now)
         self.redis.set(self.keys.orchestrator_heartbeat(), repr(now), ex=p.HEARTBEAT_TTL_S)
 
     def run(self, should_stop: Callable[[], bool], interval_s: float = 0.2) -> None:
@@ -106,7 +109,9 @@ class Orchestrator:
             for slug, until in self.wanted_until.items()
             if until >= now
         )
-        return Cluster(workers=tuple(views), requests=requests, nodes=(Node(self.backend.node),),
+        estimates = {slug: float(spec.memory_mb) for slug, spec in self.specs.items()}
+        node = Node(self.backend.node, budget_mb=self.backend.budget_mb)
+        return Cluster(workers=tuple(views), requests=requests, nodes=(node,), estimates_mb=estimates,
                        failures=self.failures)
 
     def _observe(self, worker_id: str, now: float) -> WorkerView:
@@ -128,6 +133,8 @@ class Orchestrator:
             exit_code=self.backend.poll(worker_id),
             error=get("error") if get("state") == p.W_FAILED else "",
             progress_at=float(get("progress_at")) if get("progress_at") else None,
+            node_id=self.backend.node,
+            memory_mb=float(get("memory_mb")) if get("memory_mb") else None,
         )
 
     def _note_ready(self, views: list[WorkerView], now: float) -> None:
@@ -144,9 +151,11 @@ class Orchestrator:
 
     # --- actions ------------------------------------------------------------------
     def _apply(self, action, now: float) -> None:
-        if isinstance(action, (policy.Grant, policy.Refuse)):
+        if isinstance(action, policy.Grant):
             return  # single-model requests read the placement; battle leases come with the tournaments
-        if isinstance(action, Spawn):
+        if isinstance(action, policy.Refuse):
+            self._refuse(action, now)
+        elif isinstance(action, Spawn):
             self._spawn(action.slug, now)
         elif isinstance(action, Fail):
             info = self.workers[action.worker_id]
@@ -165,6 +174,30 @@ class Orchestrator:
             log.info("Stopping worker %s for %s: %s", action.worker_id, info["slug"], action.reason)
             self.backend.stop(action.worker_id)
             self._set_state(action.worker_id, info["slug"], policy.STOPPING, now, reason=action.reason)
+
+    def _refuse(self, action: policy.Refuse, now: float) -> None:
+        """Tell the requesters of a variant that cannot be served now (or ever) why."""
+        slug = action.request_id.removeprefix("ensure:")
+        reason = action.reason
+        if reason == "busy":
+            reason = "Too many models are waiting for memory right now; try again in a minute."
+        self.redis.hset(self.keys.variant(slug), mapping={"last_error": reason, "last_error_at": repr(now)})
+        self.wanted_until.pop(slug, None)
+
+    def _publish_queue(self, cluster: Cluster, actions: list, now: float) -> None:
+        """Where each variant still waiting to start stands in line, for the waiting users."""
+        started = {a.slug for a in actions if isinstance(a, Spawn)}
+        serving = {w.slug for w in cluster.workers if w.state in policy.ALIVE}
+        waiting = [r for r in sorted(cluster.requests, key=lambda r: r.arrived_at)
+                   if not r.prewarm and not set(r.slugs) <= serving | started]
+        pipe = self.redis.pipeline()
+        pipe.delete(self.keys.orchestrator_queue())
+        for position, request in enumerate(waiting, start=1):
+            for slug in request.slugs:
+                why = "retrying after a failure" if slug in cluster.failures else "waiting for memory"
+                entry = {"position": position, "since": request.arrived_at, "reason": why}
+                pipe.hset(self.keys.orchestrator_queue(), slug, json.dumps(entry))
+        pipe.execute()
 
     def _spawn(self, slug: str, now: float) -> None:
         spec = self.specs[slug]

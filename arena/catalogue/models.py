@@ -95,6 +95,7 @@ class ModelEntry(models.Model):
             draft_source=draft.source if draft else "",
             draft_gguf_file=draft.gguf_file if draft else "",
             draft_kind=draft.kind if draft else "full",
+            memory_mb=self.memory_estimate_mb or 0,
         )
 
     def params_with_defaults(self, overrides: dict | None = None) -> SamplingParams:

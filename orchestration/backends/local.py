@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inference.protocol import ModelSpec
+from orchestration.resources import node_budget_mb
 
 STOP_GRACE_S = 10.0
 
@@ -27,8 +28,10 @@ class LocalBackend:
 
     node = "local"
 
-    def __init__(self, redis_url: str, prefix: str, log_dir: Path, env: dict[str, str] | None = None):
+    def __init__(self, redis_url: str, prefix: str, log_dir: Path, env: dict[str, str] | None = None,
+                 budget_mb: float | None = None):
         self.redis_url = redis_url
+        self.budget_mb = node_budget_mb() if budget_mb is None else budget_mb
         self.prefix = prefix
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ def keys(redis_prefix):
 @pytest.fixture
 def status(redis_client, keys):
     status = WorkerStatus(redis_client, keys, "w1")
-    status.ready(load_s=0.1, context_length=4096, weight_bytes=1)
+    status.ready(load_s=0.1, context_length=4096, weight_bytes=1, memory_mb=1.0)
     return status
 
 

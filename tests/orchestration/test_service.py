@@ -29,8 +29,9 @@ class Recorder:
 def make_orchestrator(redis_url, redis_prefix, tmp_path):
     made = []
 
-    def make(**config):
-        backend = LocalBackend(redis_url, redis_prefix, tmp_path / "logs", env={"ARENA_WORKER_THREADS": "1"})
+    def make(budget_mb=None, **config):
+        backend = LocalBackend(redis_url, redis_prefix, tmp_path / "logs", env={"ARENA_WORKER_THREADS": "1"},
+                               budget_mb=budget_mb)
         recorder = Recorder()
         orchestrator = Orchestrator(backend, redis.Redis.from_url(redis_url), Keys(redis_prefix),
                                     Config(**config), recorder=recorder)
@@ -102,3 +103,47 @@ def test_shutdown_stops_every_worker(make_orchestrator, tiny_model_dir):
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_an_idle_model_is_evicted_when_the_next_one_needs_its_memory(make_orchestrator, tiny_model_dir):
+    # Each estimate fits the budget alone; the first one's measured memory plus the second's estimate does not.
+    orchestrator, recorder = make_orchestrator(budget_mb=700, want_ttl_s=0.5, keep_alive_s=600)
+    first = ModelSpec(slug="first", source=str(tiny_model_dir), memory_mb=600)
+    second = ModelSpec(slug="second", source=str(tiny_model_dir), memory_mb=600)
+    ensure(orchestrator, first)
+    run_until(orchestrator, lambda: placement(orchestrator, "first").get("state") == "ready")
+    (first_worker,) = orchestrator.workers
+    measured = float(orchestrator.redis.hget(orchestrator.keys.worker(first_worker), "memory_mb"))
+    assert measured > 100  # resident memory of a worker process with torch, plus its KV reservation
+
+    def second_ready():
+        ensure(orchestrator, second)
+        return placement(orchestrator, "second").get("state") == "ready"
+
+    run_until(orchestrator, second_ready)
+    states = [(slug, state) for slug, state, _ in recorder.transitions]
+    # The first worker was gone before the second one started: never both in memory.
+    assert states.index(("first", "stopped")) < states.index(("second", "starting"))
+    assert ("first", "stopping", "evicted to make room for second") in recorder.transitions
+
+
+def test_a_model_waiting_for_memory_sees_its_place_in_line(make_orchestrator, tiny_model_dir):
+    orchestrator, _ = make_orchestrator(budget_mb=700, want_ttl_s=60)
+    busy = ModelSpec(slug="busy", source=str(tiny_model_dir), memory_mb=600)
+    ensure(orchestrator, busy)  # wanted for 60 s: not evictable meanwhile
+    run_until(orchestrator, lambda: placement(orchestrator, "busy").get("state") == "ready")
+    ensure(orchestrator, ModelSpec(slug="waiting", source=str(tiny_model_dir), memory_mb=600))
+    orchestrator.tick()
+    assert orch.load_progress(orchestrator.redis, orchestrator.keys, "waiting") == (
+        "waiting for memory (1st in line)", 0.0)
+    assert "waiting" not in {info["slug"] for info in orchestrator.workers.values()}
+
+
+def test_a_model_that_can_never_fit_is_refused_with_the_reason(make_orchestrator, tiny_model_dir):
+    orchestrator, _ = make_orchestrator(budget_mb=500)
+    spec = ModelSpec(slug="huge", source=str(tiny_model_dir), memory_mb=4000)
+    since = time.time() - 1
+    ensure(orchestrator, spec)
+    orchestrator.tick()
+    with pytest.raises(orch.WorkerUnavailable, match="needs about 4000 MB; the largest node has 500 MB"):
+        orch.ready_worker(orchestrator.redis, orchestrator.keys, spec, since)
