@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 from arena.api import views as api
 from arena.health import healthz
 from arena.playground import views as playground
+from orchestration import views as orchestration
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="playground", permanent=False)),
@@ -13,10 +14,12 @@ urlpatterns = [
     path("g/<uuid:generation_id>/", playground.generation_detail, name="generation-detail"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("status/", orchestration.status_page, name="status"),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
     path("api/v1/openapi.json", api.openapi, name="api-openapi"),
     path("api/v1/models", api.models, name="api-models"),
     path("api/v1/generations", api.create_generation, name="api-generations"),
     path("api/v1/generations/<uuid:generation_id>", api.generation, name="api-generation"),
+    path("api/v1/workers", api.workers, name="api-workers"),
 ]

@@ -232,6 +232,10 @@ class Keys:
         """Hash: variant slug -> JSON {"position", "reason"} while its request waits for memory."""
         return f"{self.prefix}:orchestrator:queue"
 
+    def orchestrator_status(self) -> str:
+        """JSON: the orchestrator's view of nodes, workers and queue, rewritten every tick."""
+        return f"{self.prefix}:orchestrator:status"
+
     def orchestrator_heartbeat(self) -> str:
         return f"{self.prefix}:orchestrator:heartbeat"
 

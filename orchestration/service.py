@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import uuid
 from typing import Callable, Protocol
@@ -68,6 +69,7 @@ class Orchestrator:
         for action in actions:
             self._apply(action, now)
         self._publish_queue(cluster, actions, now)
+        self._publish_status(now)
         self.redis.set(self.keys.orchestrator_heartbeat(), repr(now), ex=p.HEARTBEAT_TTL_S)
 
     def run(self, should_stop: Callable[[], bool], interval_s: float = 0.2) -> None:
@@ -145,6 +147,7 @@ class Orchestrator:
             status = self.redis.hget(self.keys.worker(view.worker_id), "state")
             if status and status.decode() == p.W_READY:
                 cold = now - view.started_at
+                self.workers[view.worker_id].update(ready_at=now, cold_start_s=round(cold, 2))
                 self.failures.pop(view.slug, None)
                 self._set_state(view.worker_id, view.slug, policy.READY, now, cold_start_s=cold)
                 log.info("Worker %s for %s ready after %.1f s", view.worker_id, view.slug, cold)
@@ -198,6 +201,41 @@ class Orchestrator:
                 entry = {"position": position, "since": request.arrived_at, "reason": why}
                 pipe.hset(self.keys.orchestrator_queue(), slug, json.dumps(entry))
         pipe.execute()
+
+    def _publish_status(self, now: float) -> None:
+        """The snapshot the staff status page and GET /api/v1/workers show (kept a few ticks)."""
+        views = [self._observe(worker_id, now) for worker_id in self.workers]
+        cluster = self._cluster(views, now)
+        status = {
+            "at": now,
+            "nodes": [
+                {
+                    "node": node.node_id,
+                    "budget_mb": node.budget_mb if math.isfinite(node.budget_mb) else None,
+                    "reserved_mb": sum(cluster.reservation(w) for w in views if w.state in policy.HOLDS_MEMORY),
+                }
+                for node in cluster.nodes
+            ],
+            "workers": [self._worker_status(view, cluster) for view in views],
+        }
+        self.redis.set(self.keys.orchestrator_status(), json.dumps(status), ex=10)
+
+    def _worker_status(self, view: WorkerView, cluster: Cluster) -> dict:
+        info = self.workers[view.worker_id]
+        return {
+            "worker_id": view.worker_id,
+            "slug": view.slug,
+            "node": view.node_id,
+            "state": view.state,
+            "reserved_mb": cluster.reservation(view),
+            "estimate_mb": cluster.estimates_mb.get(view.slug),
+            "measured_mb": view.memory_mb,
+            "in_flight": view.in_flight + view.queued,
+            "started_at": view.started_at,
+            "ready_at": info.get("ready_at"),
+            "last_used": view.last_used,
+            "cold_start_s": info.get("cold_start_s"),
+        }
 
     def _spawn(self, slug: str, now: float) -> None:
         spec = self.specs[slug]

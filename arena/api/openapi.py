@@ -137,5 +137,32 @@ SPEC = {
                 },
             }
         },
+        "/api/v1/workers": {
+            "get": {
+                "operationId": "listWorkers",
+                "summary": "Staff: the model workers the orchestrator runs, with memory and cold starts",
+                "responses": {
+                    "200": {"description": "Nodes and workers", **_json({
+                        "type": "object",
+                        "properties": {
+                            "orchestrator_running": {"type": "boolean"},
+                            "nodes": {"type": "array", "items": {"type": "object"}},
+                            "workers": {"type": "array", "items": {"type": "object", "properties": {
+                                "worker_id": {"type": "string"}, "slug": {"type": "string"},
+                                "node": {"type": "string"}, "state": {"type": "string"},
+                                "reserved_mb": {"type": "number"},
+                                "estimate_mb": {"type": ["number", "null"]},
+                                "measured_mb": {"type": ["number", "null"]},
+                                "in_flight": {"type": "integer"}, "last_used": {"type": "number"},
+                                "cold_start_s": {"type": ["number", "null"]},
+                                "uptime_s": {"type": ["number", "null"]},
+                            }}},
+                        },
+                    })},
+                    "401": _err("Missing or invalid token"),
+                    "403": _err("Not a staff token"),
+                },
+            }
+        },
     },
 }

@@ -9,6 +9,9 @@ from arena.playground.models import Generation
 from arena.playground.services import start_generation
 from inference.protocol import ParamError, SamplingParams
 
+from arena import streams
+from orchestration.status import snapshot
+
 from .auth import error, json_body, token_required
 from .openapi import SPEC
 
@@ -100,3 +103,19 @@ def generation(request, generation_id):
     if gen is None:
         return error(404, "No such generation.")
     return JsonResponse(generation_json(gen))
+
+
+@require_GET
+@token_required
+def workers(request):
+    """Staff only: every worker the orchestrator runs, with memory and cold-start figures."""
+    if not request.user.is_staff:
+        return error(403, "Listing workers needs a staff token (manage.py arena_token USERNAME --staff).")
+    status = snapshot(streams.client(), streams.keys())
+    fields = ("worker_id", "slug", "node", "state", "reserved_mb", "estimate_mb", "measured_mb", "in_flight",
+              "last_used", "cold_start_s", "uptime_s")
+    return JsonResponse({
+        "orchestrator_running": status["running"],
+        "nodes": status["nodes"],
+        "workers": [{name: worker.get(name) for name in fields} for worker in status["workers"]],
+    })

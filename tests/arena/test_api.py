@@ -89,4 +89,39 @@ def test_only_the_owner_can_read_a_generation(client, owner, outsider, smollm, t
 def test_openapi_describes_every_route(client):
     spec = client.get("/api/v1/openapi.json").json()
     assert spec["openapi"].startswith("3.")
-    assert set(spec["paths"]) == {"/api/v1/models", "/api/v1/generations", "/api/v1/generations/{id}"}
+    assert set(spec["paths"]) == {"/api/v1/models", "/api/v1/generations", "/api/v1/generations/{id}",
+                                  "/api/v1/workers"}
+
+
+@pytest.fixture
+def orchestrator_ticked(settings, tmp_path):
+    """A real orchestrator (no workers yet) that has published one status snapshot."""
+    from arena import streams
+    from orchestration.backends.local import LocalBackend
+    from orchestration.service import Orchestrator
+
+    backend = LocalBackend(settings.REDIS_URL, settings.ARENA_REDIS_PREFIX, tmp_path / "logs", budget_mb=3000)
+    orchestrator = Orchestrator(backend, streams.client(), streams.keys())
+    orchestrator.tick()
+    yield orchestrator
+    streams.client().delete(streams.keys().orchestrator_status())
+
+
+def test_workers_needs_a_staff_token(client, owner, token, orchestrator_ticked):
+    response = api(client, "get", "/api/v1/workers", token)
+    assert response.status_code == 403 and "staff" in response.json()["error"]["message"]
+    owner.is_staff = True
+    owner.save()
+    body = api(client, "get", "/api/v1/workers", token).json()
+    assert body["orchestrator_running"] is True
+    assert body["nodes"] == [{"node": "local", "budget_mb": 3000, "reserved_mb": 0, "used_pct": 0}]
+    assert body["workers"] == []
+
+
+def test_the_status_page_is_for_staff(client, owner, orchestrator_ticked):
+    client.force_login(owner)
+    assert client.get("/status/").status_code == 302  # to the admin login
+    owner.is_staff = True
+    owner.save()
+    page = client.get("/status/").content.decode()
+    assert 'ws-connect="/ws/status/"' in page and "3000 MB" in page and "No model is loaded." in page

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -98,3 +99,35 @@ async def test_viewers_are_counted_and_leaving_is_recorded(gen, owner):
     await comm.disconnect()
     assert streams.client().hget(key, "count") == b"0"
     assert streams.client().hget(key, "left_at") is not None
+
+
+async def status_socket(user):
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/status/")
+    comm.scope["user"] = user
+    connected, code = await comm.connect()
+    return comm, connected, code
+
+
+async def test_the_status_socket_is_for_staff_and_streams_the_orchestrators_snapshot(owner):
+    for user in (AnonymousUser(), owner):
+        _, connected, code = await status_socket(user)
+        assert not connected and code == 4403
+    owner.is_staff = True
+    client, keys = streams.client(), streams.keys()
+    snapshot = {"at": time.time(), "nodes": [{"node": "local", "budget_mb": 2000, "reserved_mb": 900}],
+                "workers": [{"worker_id": "w-1", "slug": "smollm2-135m", "node": "local", "state": "ready",
+                             "reserved_mb": 900, "measured_mb": 900, "in_flight": 2, "ready_at": None,
+                             "cold_start_s": 4.2}]}
+    client.set(keys.orchestrator_status(), json.dumps(snapshot))
+    try:
+        comm, connected, _ = await status_socket(owner)
+        assert connected
+        html = await comm.receive_from()
+        assert 'hx-swap-oob="true"' in html and 'data-worker="w-1"' in html and "900 MB measured" in html
+        assert 'value="45"' in html  # 900 of 2000 MB reserved
+        snapshot["workers"][0]["state"] = "stopping"
+        client.set(keys.orchestrator_status(), json.dumps(snapshot))
+        assert 'data-state="stopping"' in await comm.receive_from(timeout=3)
+        await comm.disconnect()
+    finally:
+        client.delete(keys.orchestrator_status())
