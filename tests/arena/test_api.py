@@ -104,7 +104,8 @@ def orchestrator_ticked(settings, tmp_path):
     orchestrator = Orchestrator(backend, streams.client(), streams.keys())
     orchestrator.tick()
     yield orchestrator
-    streams.client().delete(streams.keys().orchestrator_status())
+    keys = streams.keys()
+    streams.client().delete(keys.orchestrator_status(), keys.orchestrator_heartbeat(), keys.orchestrator_queue())
 
 
 def test_workers_needs_a_staff_token(client, owner, token, orchestrator_ticked):
