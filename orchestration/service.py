@@ -73,7 +73,7 @@ class Orchestrator:
         self.redis.set(self.keys.orchestrator_heartbeat(), repr(now), ex=p.HEARTBEAT_TTL_S)
 
     def run(self, should_stop: Callable[[], bool], interval_s: float = 0.2) -> None:
-        self._clear_stale_placements()
+        self.recover()
         while not should_stop():
             try:
                 self.tick()
@@ -276,7 +276,22 @@ class Orchestrator:
             self.redis.hset(key, mapping={"last_error": reason, "last_error_at": repr(now)})
             self.redis.hset(self.keys.worker(worker_id), mapping={"state": p.W_FAILED, "error": reason})
 
-    def _clear_stale_placements(self) -> None:
-        """Placements left by an earlier orchestrator point at workers that died with it."""
+    def recover(self) -> None:
+        """Start clean after an earlier orchestrator (a restart, a crash).
+
+        Its workers are not this process's children, so they cannot be watched:
+        each one still alive is stopped (never two workers for one variant), and
+        the placements that pointed at them are cleared.
+        """
+        prefix = self.keys.worker("")
+        for key in self.redis.scan_iter(match=self.keys.worker("*"), count=200):
+            worker_id = key.decode().removeprefix(prefix)
+            if ":" in worker_id:  # the worker's job list or heartbeat, not its status hash
+                continue
+            status = {k.decode(): v.decode() for k, v in self.redis.hgetall(key).items()}
+            if status.get("state") in (p.W_STARTING, p.W_READY) and worker_id not in self.workers:
+                stopped = self.backend.stop_orphan(int(status.get("pid") or 0))
+                log.warning("Stopped worker %s left by an earlier orchestrator (%s)", worker_id, stopped)
+                self.redis.hset(key, mapping={"state": p.W_STOPPED, "error": "stopped: the orchestrator restarted"})
         for key in self.redis.scan_iter(match=self.keys.variant("*"), count=200):
             self.redis.delete(key)

@@ -75,6 +75,19 @@ class LocalBackend:
         text = proc.log_path.read_text(errors="replace").strip().splitlines()
         return "\n".join(text[-lines:])
 
+    def stop_orphan(self, pid: int) -> str:
+        """Stop a worker process another orchestrator started (SIGTERM, then SIGKILL); say how it went."""
+        if pid <= 0 or not _is_worker(pid):
+            return "already gone"
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < deadline:
+            if not _is_worker(pid):
+                return "stopped"
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
+        return "killed"
+
     def stop(self, worker_id: str) -> None:
         """Ask politely (SIGTERM); `poll` escalates to SIGKILL after a grace period."""
         proc = self._procs.get(worker_id)
@@ -107,3 +120,15 @@ class LocalBackend:
                 proc.popen.kill()
                 proc.popen.wait(timeout=5)
         self._procs.clear()
+
+
+def _is_worker(pid: int) -> bool:
+    """Whether `pid` is a live inference worker (not a recycled pid of something else)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return b"inference.worker" in cmdline and state != "Z"

@@ -147,3 +147,27 @@ def test_a_model_that_can_never_fit_is_refused_with_the_reason(make_orchestrator
     orchestrator.tick()
     with pytest.raises(orch.WorkerUnavailable, match="needs about 4000 MB; the largest node has 500 MB"):
         orch.ready_worker(orchestrator.redis, orchestrator.keys, spec, since)
+
+
+def test_a_restarted_orchestrator_stops_the_workers_it_finds_then_serves_with_one(make_orchestrator, tiny_model_dir):
+    spec = ModelSpec(slug="tiny", source=str(tiny_model_dir))
+    previous, _ = make_orchestrator(want_ttl_s=60)
+    ensure(previous, spec)
+    run_until(previous, lambda: placement(previous, "tiny").get("state") == "ready")
+    (orphan,) = previous.workers
+    orphan_pid = previous.backend.pid(orphan)
+
+    restarted, _ = make_orchestrator(want_ttl_s=60)  # same Redis prefix: what a restart sees
+    restarted.recover()
+    assert not _alive_worker(orphan_pid)
+    assert orch.worker_failure(restarted.redis, restarted.keys, orphan) == "stopped: the orchestrator restarted"
+    assert placement(restarted, "tiny") == {}
+    ensure(restarted, spec)
+    run_until(restarted, lambda: placement(restarted, "tiny").get("state") == "ready")
+    assert len(restarted.workers) == 1 and placement(restarted, "tiny")["worker_id"] != orphan
+
+
+def _alive_worker(pid: int) -> bool:
+    from orchestration.backends.local import _is_worker
+
+    return _is_worker(pid)
