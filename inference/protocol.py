@@ -228,8 +228,12 @@ class Keys:
     def orchestrator_inbox(self) -> str:
         return f"{self.prefix}:orchestrator:inbox"
 
+    def lease(self, request_id: str) -> str:
+        """Hash: state (waiting|granted|refused), workers (JSON slug -> worker id), reason."""
+        return f"{self.prefix}:lease:{request_id}"
+
     def orchestrator_queue(self) -> str:
-        """Hash: variant slug -> JSON {"position", "reason"} while its request waits for memory."""
+        """Hash: variant slug or lease id -> JSON {"position", "reason"} while it waits for memory."""
         return f"{self.prefix}:orchestrator:queue"
 
     def orchestrator_status(self) -> str:

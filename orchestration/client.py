@@ -21,6 +21,69 @@ def ensure(client: redis.Redis, keys: Keys, spec: ModelSpec) -> None:
     client.rpush(keys.orchestrator_inbox(), json.dumps({"op": "ensure", "spec": asdict(spec)}))
 
 
+def request_lease(client: redis.Redis, keys: Keys, request_id: str, specs: list[ModelSpec], prewarm: bool = False) -> None:
+    """Ask for (or renew) a lease on `specs` together: granted when every one is ready.
+
+    A holder renews it every few seconds while it uses the workers (a battle in
+    progress); an unrenewed lease lapses after the orchestrator's lease TTL. A
+    prewarm lease only starts what fits in free memory, and ends once they are ready.
+    """
+    message = {"op": "lease", "request_id": request_id, "specs": [asdict(s) for s in specs], "prewarm": prewarm}
+    client.rpush(keys.orchestrator_inbox(), json.dumps(message))
+
+
+def release_lease(client: redis.Redis, keys: Keys, request_id: str) -> None:
+    client.rpush(keys.orchestrator_inbox(), json.dumps({"op": "release", "request_id": request_id}))
+
+
+def acquire(client, keys, request_id: str, specs: list[ModelSpec], *, timeout_s: float, on_wait=None,
+            should_cancel=None, poll_s: float = 0.25) -> dict[str, str]:
+    """Block until a lease on every one of `specs` is granted; returns slug -> worker id.
+
+    `on_wait(elapsed, progress)` hears the place in line or the loading progress
+    about once a second. Raises WorkerUnavailable when refused, when a model fails
+    to load, or when nothing moves for `timeout_s`.
+    """
+    since = last_renewal = time.time()
+    last_report = 0.0
+    request_lease(client, keys, request_id, specs)
+    while True:
+        lease = {k.decode(): v.decode() for k, v in client.hgetall(keys.lease(request_id)).items()}
+        if lease.get("state") == "granted" and lease.get("workers"):
+            return json.loads(lease["workers"])
+        if lease.get("state") == "refused":
+            raise WorkerUnavailable(lease.get("reason") or "The orchestrator refused the request.")
+        for spec in specs:
+            failed = placement(client, keys, spec.slug)
+            if float(failed.get("last_error_at") or 0) >= since:
+                raise WorkerUnavailable(failed.get("last_error") or f"The model {spec.slug} failed to load.")
+        now = time.time()
+        progress, progress_at = lease_progress(client, keys, request_id, specs)
+        if now - max(since, progress_at) > timeout_s:
+            raise WorkerUnavailable(f"The models did not become ready within {timeout_s:.0f} s.")
+        if should_cancel and should_cancel():
+            release_lease(client, keys, request_id)
+            raise WorkerUnavailable("cancelled")
+        if now - last_renewal >= 1.0:
+            request_lease(client, keys, request_id, specs)
+            last_renewal = now
+        if on_wait and now - since - last_report >= 1.0:
+            on_wait(now - since, progress)
+            last_report = now - since
+        time.sleep(poll_s)
+
+
+def lease_progress(client, keys, request_id: str, specs: list[ModelSpec]) -> tuple[str, float]:
+    """The lease's place in line, else the slowest-moving loading progress among its models."""
+    queued = client.hget(keys.orchestrator_queue(), request_id)
+    if queued:
+        entry = json.loads(queued)
+        return f"{entry['reason']} ({_ordinal(entry['position'])} in line)", 0.0
+    reports = [load_progress(client, keys, spec.slug) for spec in specs]
+    reports = [r for r in reports if r[0]]
+    return min(reports, key=lambda r: r[1]) if reports else ("", 0.0)
+
+
 def placement(client: redis.Redis, keys: Keys, slug: str) -> dict[str, str]:
     raw = client.hgetall(keys.variant(slug))
     return {k.decode(): v.decode() for k, v in raw.items()}

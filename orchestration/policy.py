@@ -26,6 +26,7 @@ class Config:
     start_timeout_s: float = 300.0  # a worker not ready by then has failed to load
     heartbeat_grace_s: float = 6.0  # a ready worker silent for this long has hung
     want_ttl_s: float = 5.0  # a request keeps its model wanted this long after it was last renewed
+    lease_ttl_s: float = 30.0  # a lease (a battle's models) lapses this long after its holder last renewed it
     retry_base_s: float = 2.0  # a variant that failed waits this, doubling per failure, before a retry
     retry_max_s: float = 60.0
     max_workers: int | None = None  # optional cap on loaded workers, across nodes

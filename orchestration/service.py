@@ -13,6 +13,7 @@ import logging
 import math
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import redis
@@ -33,6 +34,18 @@ class Recorder(Protocol):
 class NullRecorder:
     def transition(self, worker_id, slug, state, at, **fields):
         """Remembers nothing: for an orchestrator run without a database (tests, tools)."""
+
+
+@dataclass
+class Lease:
+    """Variants one caller holds together (a battle's models), renewed while in use."""
+
+    request_id: str
+    slugs: tuple[str, ...]
+    since: float
+    until: float
+    prewarm: bool = False
+    workers: dict[str, str] | None = None  # once granted: slug -> worker id
 
 
 class Orchestrator:
@@ -56,12 +69,14 @@ class Orchestrator:
         self.wanted_since: dict[str, float] = {}  # first ask of the current want: the queue order
         self.workers: dict[str, dict] = {}  # worker_id -> {slug, state, started_at}
         self.failures: dict[str, Failures] = {}  # slug -> failures in a row
+        self.leases: dict[str, Lease] = {}
 
     # --- the loop -----------------------------------------------------------------
     def tick(self) -> None:
         now = self.clock()
         self._read_inbox(now)
         self._reap(now)  # first: an exited worker's memory is free for this tick's decisions
+        self._check_leases(now)
         views = [self._observe(worker_id, now) for worker_id in list(self.workers)]
         self._note_ready(views, now)
         cluster = self._cluster(views, now)
@@ -95,21 +110,54 @@ class Orchestrator:
         while raw := self.redis.lpop(self.keys.orchestrator_inbox()):
             try:
                 msg = json.loads(raw)
-                spec = ModelSpec(**msg["spec"])
+                op = msg["op"]
+                specs = [ModelSpec(**spec) for spec in msg.get("specs") or [msg["spec"]]] if op != "release" else []
             except (ValueError, KeyError, TypeError) as exc:
                 log.warning("Ignoring a malformed orchestrator request %r: %s", raw[:200], exc)
                 continue
-            if msg.get("op") == "ensure":
+            for spec in specs:
                 self.specs[spec.slug] = spec
-                if self.wanted_until.get(spec.slug, 0.0) < now:
-                    self.wanted_since[spec.slug] = now
-                self.wanted_until[spec.slug] = now + self.config.want_ttl_s
+            if op == "ensure":
+                slug = specs[0].slug
+                if self.wanted_until.get(slug, 0.0) < now:
+                    self.wanted_since[slug] = now
+                self.wanted_until[slug] = now + self.config.want_ttl_s
+            elif op == "lease":
+                self._renew_lease(str(msg["request_id"]), tuple(s.slug for s in specs), bool(msg.get("prewarm")), now)
+            elif op == "release":
+                self._end_lease(str(msg.get("request_id")), "released")
+
+    def _renew_lease(self, request_id: str, slugs: tuple[str, ...], prewarm: bool, now: float) -> None:
+        lease = self.leases.get(request_id)
+        if lease is None:
+            lease = self.leases[request_id] = Lease(request_id, slugs, since=now, until=now, prewarm=prewarm)
+            self.redis.hset(self.keys.lease(request_id), mapping={"state": "waiting"})
+        lease.until = now + self.config.lease_ttl_s
+        self.redis.expire(self.keys.lease(request_id), int(self.config.lease_ttl_s) + 5)
+
+    def _end_lease(self, request_id: str, why: str) -> None:
+        if self.leases.pop(request_id, None) is not None:
+            log.info("Lease %s %s", request_id, why)
+        self.redis.delete(self.keys.lease(request_id))
+
+    def _check_leases(self, now: float) -> None:
+        """Lapse the unrenewed; a granted lease whose worker has gone waits to be granted again."""
+        for lease in list(self.leases.values()):
+            if lease.until < now:
+                self._end_lease(lease.request_id, "lapsed")
+            elif lease.workers and any(w not in self.workers for w in lease.workers.values()):
+                lease.workers = None
+                self.redis.hset(self.keys.lease(lease.request_id), mapping={"state": "waiting", "workers": ""})
 
     def _cluster(self, views: list[WorkerView], now: float) -> Cluster:
         requests = tuple(
             Request(f"ensure:{slug}", (slug,), arrived_at=self.wanted_since.get(slug, now))
             for slug, until in self.wanted_until.items()
             if until >= now
+        ) + tuple(
+            Request(lease.request_id, lease.slugs, arrived_at=lease.since, prewarm=lease.prewarm)
+            for lease in self.leases.values()
+            if lease.workers is None
         )
         estimates = {slug: float(spec.memory_mb) for slug, spec in self.specs.items()}
         node = Node(self.backend.node, budget_mb=self.backend.budget_mb)
@@ -137,6 +185,7 @@ class Orchestrator:
             progress_at=float(get("progress_at")) if get("progress_at") else None,
             node_id=self.backend.node,
             memory_mb=float(get("memory_mb")) if get("memory_mb") else None,
+            leases=sum(1 for lease in self.leases.values() if lease.workers and worker_id in lease.workers.values()),
         )
 
     def _note_ready(self, views: list[WorkerView], now: float) -> None:
@@ -155,8 +204,8 @@ class Orchestrator:
     # --- actions ------------------------------------------------------------------
     def _apply(self, action, now: float) -> None:
         if isinstance(action, policy.Grant):
-            return  # single-model requests read the placement; battle leases come with the tournaments
-        if isinstance(action, policy.Refuse):
+            self._grant(action)
+        elif isinstance(action, policy.Refuse):
             self._refuse(action, now)
         elif isinstance(action, Spawn):
             self._spawn(action.slug, now)
@@ -178,8 +227,24 @@ class Orchestrator:
             self.backend.stop(action.worker_id)
             self._set_state(action.worker_id, info["slug"], policy.STOPPING, now, reason=action.reason)
 
+    def _grant(self, action: policy.Grant) -> None:
+        """Single-model requests read the placement; a lease learns its workers here."""
+        lease = self.leases.get(action.request_id)
+        if lease is None:
+            return
+        if lease.prewarm:  # warm now: nothing to hold
+            self._end_lease(lease.request_id, "prewarmed")
+            return
+        lease.workers = dict(action.workers)
+        self.redis.hset(self.keys.lease(lease.request_id), mapping={"state": "granted",
+                                                                    "workers": json.dumps(lease.workers)})
+
     def _refuse(self, action: policy.Refuse, now: float) -> None:
         """Tell the requesters of a variant that cannot be served now (or ever) why."""
+        if action.request_id in self.leases:
+            self.redis.hset(self.keys.lease(action.request_id), mapping={"state": "refused", "reason": action.reason})
+            self.leases.pop(action.request_id)
+            return
         slug = action.request_id.removeprefix("ensure:")
         reason = action.reason
         if reason == "busy":
@@ -196,6 +261,10 @@ class Orchestrator:
         pipe = self.redis.pipeline()
         pipe.delete(self.keys.orchestrator_queue())
         for position, request in enumerate(waiting, start=1):
+            if request.request_id in self.leases:
+                entry = {"position": position, "since": request.arrived_at, "reason": "waiting for memory"}
+                pipe.hset(self.keys.orchestrator_queue(), request.request_id, json.dumps(entry))
+                continue
             for slug in request.slugs:
                 why = "retrying after a failure" if slug in cluster.failures else "waiting for memory"
                 entry = {"position": position, "since": request.arrived_at, "reason": why}

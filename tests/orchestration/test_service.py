@@ -1,6 +1,7 @@
 """The orchestrator service with the local backend: real worker processes (serving a
 tiny random-weight model), real Redis, real time with short timeouts."""
 
+import json
 import os
 import signal
 import time
@@ -171,3 +172,37 @@ def _alive_worker(pid: int) -> bool:
     from orchestration.backends.local import _is_worker
 
     return _is_worker(pid)
+
+
+def lease_state(orchestrator, request_id):
+    raw = orchestrator.redis.hgetall(orchestrator.keys.lease(request_id))
+    return {k.decode(): v.decode() for k, v in raw.items()}
+
+
+def test_two_battles_sharing_a_model_under_a_two_model_budget_both_get_served(make_orchestrator, tiny_model_dir):
+    # A tiny worker's resident memory is ~800 MB (torch's libraries), under the 1000 MB estimate: 2 fit, 3 do not.
+    orchestrator, recorder = make_orchestrator(budget_mb=2100, want_ttl_s=0.5)
+    x, y, z = (ModelSpec(slug=s, source=str(tiny_model_dir), memory_mb=1000) for s in ("x", "y", "z"))
+    redis_client, keys = orchestrator.redis, orchestrator.keys
+
+    def granted(request_id, specs):
+        orch.request_lease(redis_client, keys, request_id, specs)  # holders renew while they wait or play
+        return lease_state(orchestrator, request_id).get("state") == "granted"
+
+    run_until(orchestrator, lambda: granted("battle-1", [x, y]))
+    first = json.loads(lease_state(orchestrator, "battle-1")["workers"])
+    # The second battle needs z too: no room while battle 1 holds x and y; it waits its turn, in line.
+    orch.request_lease(redis_client, keys, "battle-2", [y, z])
+    for _ in range(10):
+        orch.request_lease(redis_client, keys, "battle-1", [x, y])
+        orchestrator.tick()
+    assert lease_state(orchestrator, "battle-2")["state"] == "waiting"
+    assert orch.lease_progress(redis_client, keys, "battle-2", [y, z])[0] == "waiting for memory (1st in line)"
+
+    orch.release_lease(redis_client, keys, "battle-1")
+    run_until(orchestrator, lambda: granted("battle-2", [y, z]))
+    second = json.loads(lease_state(orchestrator, "battle-2")["workers"])
+    assert second["y"] == first["y"]  # the shared model stayed loaded
+    assert ("x", "stopping", "evicted to make room for z") in recorder.transitions
+    alive = [info["slug"] for info in orchestrator.workers.values() if info["state"] in ("starting", "ready")]
+    assert sorted(alive) == ["y", "z"]
