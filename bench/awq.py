@@ -4,9 +4,12 @@ Needs GPTQModel (see inference/awq.py). Reports: the AWQ load on this run (a
 quantisation when the cache was empty), a cached load, greedy decode tokens/s of AWQ
 and fp32 through `Engine` (best of ROUNDS interleaved runs; (generated - 1) / decode
 time, as the worker reports it), weight bytes, and perplexity on the shipped
-evaluation text (not the calibration text) of fp32, AWQ, and RTN with the same bits
-and group size (asymmetric and symmetric min-max). Prints a table, then one JSON
-object as its last line.
+evaluation text (not the calibration text) of fp32, RTN with the same bits and group
+size (asymmetric and symmetric min-max), and AWQ twice: as served (GPTQModel's fused
+CPU kernel, which computes in bf16) and with its 4-bit weights dequantised into fp32
+layers (the quantisation alone, as RTN is measured). Also times one layer's int4
+kernel against the fp32 matrix-vector product it replaces, which is what bounds the
+decode speed-up on a CPU. Prints a table, then one JSON object as its last line.
 Usage: python bench/awq.py [max_new_tokens]
 """
 
@@ -18,6 +21,8 @@ import logging
 import sys
 import time
 from pathlib import Path
+
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from inference.awq import AwqSettings
@@ -39,6 +44,38 @@ def decode_rate(loaded, max_new_tokens: int) -> float:
     return (finish.generated_tokens - 1) / (finish.last_token_time - finish.first_token_time)
 
 
+def dequantized_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """`model` with every AWQ layer replaced by an fp32 Linear holding its dequantised weights.
+
+    Must run before the AWQ model's first forward (the fused kernel repacks on it).
+    """
+    copy_ = copy.deepcopy(model)
+    for parent in list(copy_.modules()):
+        for name, child in list(parent.named_children()):
+            if hasattr(child, "awq_weight_dequantize"):
+                weight = child.awq_weight_dequantize(device="cpu", dtype=torch.float32)  # [in, out]
+                linear = torch.nn.Linear(child.in_features, child.out_features, bias=child.bias is not None)
+                linear.weight.data = weight.t().contiguous()
+                if child.bias is not None:
+                    linear.bias.data = child.bias.float()
+                setattr(parent, name, linear)
+    return copy_
+
+
+def kernel_vs_dense(awq_layer, dense_layer: torch.nn.Linear, calls: int = 300) -> dict:
+    """Seconds per call for one token through one AWQ layer and through its fp32 Linear."""
+    x = torch.randn(1, dense_layer.in_features)
+    times = {}
+    with torch.inference_mode():
+        for name, layer in (("awq", awq_layer), ("fp32", dense_layer)):
+            layer(x)  # the AWQ kernel repacks on its first call
+            started = time.perf_counter()
+            for _ in range(calls):
+                layer(x)
+            times[name] = (time.perf_counter() - started) / calls
+    return times
+
+
 def timed_load(spec: ModelSpec):
     started = time.perf_counter()
     loaded = load(spec)
@@ -53,6 +90,8 @@ def main(max_new_tokens: int = 128) -> dict:
     awq_spec = ModelSpec(slug="smollm2-awq", source=source, gguf_file=gguf, kind="awq")
     _, first_awq_load_s = timed_load(awq_spec)  # quantises when the cache is empty
     awq, cached_load_s = timed_load(awq_spec)
+    awq_weights_fp32 = dequantized_copy(awq.model)
+    layer_times = kernel_vs_dense(awq.model.model.layers[0].mlp.up_proj, full.model.model.layers[0].mlp.up_proj)
 
     rates: dict[str, list[float]] = {"fp32": [], "awq": []}
     for _ in range(ROUNDS):
@@ -60,7 +99,11 @@ def main(max_new_tokens: int = 128) -> dict:
         rates["awq"].append(decode_rate(awq, max_new_tokens))
 
     text = EVALUATION_TEXT.read_text()
-    ppl = {"fp32": perplexity(full.model, full.tokenizer, text), "awq": perplexity(awq.model, awq.tokenizer, text)}
+    ppl = {
+        "fp32": perplexity(full.model, full.tokenizer, text),
+        "awq": perplexity(awq.model, awq.tokenizer, text),
+        "awq_weights_fp32": perplexity(awq_weights_fp32, awq.tokenizer, text),
+    }
     for symmetric in (False, True):
         rtn = copy.deepcopy(full.model)
         rtn_quantize_(rtn, settings.bits, settings.group_size, symmetric=symmetric)
@@ -76,6 +119,8 @@ def main(max_new_tokens: int = 128) -> dict:
         "decode_tokens_per_s": {k: max(v) for k, v in rates.items()},
         "awq_speedup": max(rates["awq"]) / max(rates["fp32"]),
         "weight_bytes": {"fp32": full.weight_bytes, "awq": awq.weight_bytes},
+        "up_proj_s_per_token": layer_times,
+        "kernel_vs_fp32_linear_speed": layer_times["fp32"] / layer_times["awq"],
         "perplexity": ppl,
         "evaluation_text": EVALUATION_TEXT.name,
         "max_new_tokens": max_new_tokens,
@@ -85,8 +130,10 @@ def main(max_new_tokens: int = 128) -> dict:
     for name in ("fp32", "awq"):
         rate, size = result["decode_tokens_per_s"][name], result["weight_bytes"][name] / 1e6
         print(f"{name:10} {rate:8.1f} {size:11.1f} {ppl[name]:11.3f}")
-    for name in ("rtn_asym", "rtn_sym"):
+    for name in ("awq_weights_fp32", "rtn_asym", "rtn_sym"):
         print(f"{name:10} {'':8} {'':11} {ppl[name]:11.3f}")
+    print(f"one layer (mlp.up_proj, 1 token): AWQ kernel {layer_times['awq'] * 1e6:.0f} us, "
+          f"fp32 Linear {layer_times['fp32'] * 1e6:.0f} us")
     print(json.dumps(result))
     return result
 
