@@ -3,7 +3,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test setup bench clean
+.PHONY: run test setup bench bench-streaming bench-engine bench-orchestration clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -14,8 +14,16 @@ run: setup
 test: setup
 	@$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: setup
+bench: bench-streaming bench-engine bench-orchestration
+
+bench-streaming: setup
 	@$(PY) bench/streaming.py
+
+bench-engine: setup
+	@$(PY) bench/engine.py
+
+bench-orchestration: setup
+	@$(PY) bench/orchestration.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -156,6 +156,9 @@ def awq_figures() -> dict:
         # RTN at the same bits and group size, asymmetric min-max like AWQ's zero points
         "awq_vs_rtn_perplexity": round(ppl["awq"] / ppl["rtn_asym"], 3),
         "full_perplexity": round(ppl["fp32"], 3),
+        "awq_perplexity": round(ppl["awq"], 3),
+        "rtn_perplexity": round(ppl["rtn_asym"], 3),
+        "awq_kernel_vs_fp32_linear": round(result["kernel_vs_fp32_linear_speed"], 3),
         "awq_decode_tokens_per_s": rates["awq"],
     }
 
@@ -215,6 +218,9 @@ def main() -> None:
         "awq_vs_full_weight_bytes": awq.get("awq_vs_full_weight_bytes"),
         "awq_vs_rtn_perplexity": awq.get("awq_vs_rtn_perplexity"),
         "full_perplexity": awq.get("full_perplexity"),
+        "awq_perplexity": awq.get("awq_perplexity"),
+        "rtn_perplexity": awq.get("rtn_perplexity"),
+        "awq_kernel_vs_fp32_linear": awq.get("awq_kernel_vs_fp32_linear"),
         "awq_unavailable": awq.get("reason"),
         "spec_vs_full_decode": ratio(spec["spec"], spec["full"]),
         "spec_greedy_identical": spec["identical"],

@@ -197,6 +197,7 @@ def plan(cluster: Cluster, now: float, config: Config) -> list[Action]:
         else:
             healthy.append(worker)
     ledger = Ledger(cluster, healthy)
+    actions += _restore_budgets(ledger, cluster)
     actions += _serve_requests(cluster, ledger, now, config, failing)
     actions += _stop_idle(ledger, cluster, now, config)
     return actions
@@ -224,9 +225,14 @@ class Ledger:
                     self.freeing[worker.node_id] += cluster.reservation(worker)
         self.evicted: set[str] = set()
         self.spawned: list[tuple[str, str]] = []  # (slug, node) started this tick
+        self.claimed: set[str] = set()  # slugs waiting this tick for evicted workers to exit
 
     def serving(self, slug: str) -> list[WorkerView]:
         return [w for w in self.workers.values() if w.slug == slug and w.state in ALIVE and w.worker_id not in self.evicted]
+
+    def starting(self, slug: str) -> bool:
+        """Spawned this tick, or claimed memory to start once evicted workers exit."""
+        return any(spawned == slug for spawned, _ in self.spawned) or slug in self.claimed
 
     def ready_worker(self, slug: str) -> WorkerView | None:
         ready = [w for w in self.serving(slug) if w.state == READY]
@@ -253,11 +259,12 @@ class Ledger:
         return sorted(candidates, key=lambda w: (w.last_used, -self.cluster.reservation(w)))
 
     def snapshot(self):
-        return dict(self.reserved), dict(self.freeing), set(self.evicted), list(self.spawned)
+        return dict(self.reserved), dict(self.freeing), set(self.evicted), list(self.spawned), set(self.claimed)
 
     def restore(self, snapshot) -> None:
-        reserved, freeing, evicted, spawned = snapshot
-        self.reserved, self.freeing, self.evicted, self.spawned = dict(reserved), dict(freeing), set(evicted), list(spawned)
+        reserved, freeing, evicted, spawned, claimed = snapshot
+        self.reserved, self.freeing, self.evicted = dict(reserved), dict(freeing), set(evicted)
+        self.spawned, self.claimed = list(spawned), set(claimed)
 
     def evict(self, worker: WorkerView) -> None:
         self.evicted.add(worker.worker_id)
@@ -267,9 +274,10 @@ class Ledger:
         self.spawned.append((slug, node_id))
         self.reserved[node_id] += self.cluster.estimates_mb.get(slug, 0.0)
 
-    def claim(self, node_id: str, need: float) -> None:
+    def claim(self, slug: str, node_id: str, need: float) -> None:
         """Memory a waiting variant will take once it is freed."""
         self.freeing[node_id] -= need
+        self.claimed.add(slug)
 
 
 def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config, failing: set[str]) -> list[Action]:
@@ -293,7 +301,7 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
             if waiting > config.max_queue:
                 actions.append(Refuse(request.request_id, "busy"))
                 continue
-        missing = [s for s in dict.fromkeys(request.slugs) if not ledger.serving(s)]
+        missing = [s for s in dict.fromkeys(request.slugs) if not ledger.serving(s) and not ledger.starting(s)]
         if not missing or any(s in failing or _backing_off(cluster, s, now, config) for s in missing):
             continue  # loading, or waiting out a failure's back-off
         if blocked:
@@ -368,7 +376,7 @@ def _place_one(ledger: Ledger, slug: str, protected: set[str], allow_eviction: b
     for victim in victims:
         ledger.evict(victim)
         actions.append(Stop(victim.worker_id, f"evicted to make room for {slug}"))
-    ledger.claim(node_id, need)
+    ledger.claim(slug, node_id, need)
     return actions
 
 
@@ -385,6 +393,19 @@ def _cheapest_eviction(ledger: Ledger, need: float, protected: set[str]) -> tupl
         if freed >= need and (best[0] is None or len(victims) < len(best[1])):
             best = (node_id, victims)
     return best
+
+
+def _restore_budgets(ledger: Ledger, cluster: Cluster) -> list[Action]:
+    """A node over its budget (workers measured larger than estimated) sheds idle workers."""
+    wanted = {slug for request in cluster.requests for slug in request.slugs}
+    actions: list[Action] = []
+    for node_id in sorted(ledger.nodes):
+        for victim in ledger.evictable(node_id, wanted):
+            if ledger.free_soon(node_id) >= 0:
+                break
+            ledger.evict(victim)
+            actions.append(Stop(victim.worker_id, "evicted: the node is over its memory budget"))
+    return actions
 
 
 def _stop_idle(ledger: Ledger, cluster: Cluster, now: float, config: Config) -> list[Action]:

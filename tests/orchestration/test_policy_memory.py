@@ -153,3 +153,13 @@ def test_a_failed_variant_waits_out_its_back_off():
     # 4 s of back-off after the second failure in a row
     assert decide([], [ask("r", "a")], failures={"a": Failures(count=2, last_at=97.0)}) == []
     assert decide([], [ask("r", "a")], failures={"a": Failures(count=2, last_at=96.0)}) == [Spawn("a", "n1")]
+
+
+def test_a_node_over_budget_sheds_idle_workers_until_it_fits():
+    # Both measured larger than their estimates: 1300 MB reserved on a 1000 MB node.
+    workers = [ready("wa", "a", memory_mb=650.0, last_used=5.0), ready("wb", "b", memory_mb=650.0, last_used=1.0)]
+    assert decide(workers) == [Stop("wb", "evicted: the node is over its memory budget")]
+    assert decide([workers[0], ready("wb", "b", memory_mb=650.0, in_flight=1)]) == [
+        Stop("wa", "evicted: the node is over its memory budget")]
+    busy = [ready("wa", "a", memory_mb=650.0, in_flight=1), ready("wb", "b", memory_mb=650.0, leases=1)]
+    assert decide(busy) == []  # nothing idle: it waits

@@ -7,12 +7,14 @@ checks, after every tick, that:
 - no node's reservations exceed its budget;
 - no busy, leased, loading or pinned worker is ever stopped;
 and, once the random events end and every lease is released, that every request
-ends granted or refused: nothing waits forever (no deadlock, no starvation).
+(prewarm ones aside: they only use free memory and lapse when unrenewed) ends granted
+or refused: nothing waits forever (no deadlock, no starvation).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -146,7 +148,7 @@ events = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=int(os.environ.get("POLICY_EXAMPLES", 300)), deadline=None)
 @given(
     budgets=st.lists(st.sampled_from([800.0, 1200.0, 2000.0]), min_size=1, max_size=2),
     max_workers=st.sampled_from([None, 2, 3]),
@@ -171,7 +173,12 @@ def test_budgets_hold_busy_workers_survive_and_every_request_ends(budgets, max_w
         for worker in list(world.workers.values()):
             if worker.in_flight:
                 world._update(worker, in_flight=0)
-        if not world.requests:
+        if not _real(world.requests):
             break
         world.tick()
-    assert not world.requests, f"still waiting after 300 ticks: {world.requests}, workers {world.workers}"
+    # A prewarm request may wait for free memory forever (it never evicts); its holder lets it lapse.
+    assert not _real(world.requests), f"still waiting after 300 ticks: {world.requests}, workers {world.workers}"
+
+
+def _real(requests: dict[str, Request]) -> list[Request]:
+    return [r for r in requests.values() if not r.prewarm]
