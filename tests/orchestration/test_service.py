@@ -206,3 +206,27 @@ def test_two_battles_sharing_a_model_under_a_two_model_budget_both_get_served(ma
     assert ("x", "stopping", "evicted to make room for z") in recorder.transitions
     alive = [info["slug"] for info in orchestrator.workers.values() if info["state"] in ("starting", "ready")]
     assert sorted(alive) == ["y", "z"]
+
+
+def test_acquire_returns_the_granted_workers_or_raises_the_refusal(make_orchestrator, tiny_model_dir):
+    import threading
+
+    orchestrator, _ = make_orchestrator(budget_mb=2100, want_ttl_s=0.5)
+    fits = [ModelSpec(slug=s, source=str(tiny_model_dir), memory_mb=1000) for s in ("p", "q")]
+    too_big = [ModelSpec(slug="huge", source=str(tiny_model_dir), memory_mb=5000)]
+    outcomes = {}
+
+    def ask(name, specs):
+        try:
+            outcomes[name] = orch.acquire(orchestrator.redis, orchestrator.keys, name, specs, timeout_s=60)
+        except orch.WorkerUnavailable as exc:
+            outcomes[name] = exc
+
+    threads = [threading.Thread(target=ask, args=args) for args in (("battle", fits), ("huge", too_big))]
+    for thread in threads:
+        thread.start()
+    run_until(orchestrator, lambda: len(outcomes) == 2)
+    assert set(outcomes["battle"]) == {"p", "q"}
+    assert {info["slug"] for info in orchestrator.workers.values()} == {"p", "q"}
+    assert "needs about 5000 MB" in str(outcomes["huge"])
+    orch.release_lease(orchestrator.redis, orchestrator.keys, "battle")
