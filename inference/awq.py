@@ -22,7 +22,6 @@ import shutil
 import time
 import uuid
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,10 +49,10 @@ class AwqSettings:
     sym: bool = False  # False: a zero point per group (AutoAWQ's zero_point=True), as AWQ is usually run
     calibration_text: Path = CALIBRATION_TEXT
     sample_tokens: int = 512  # the calibration text is cut into windows of this many tokens
-    max_samples: int = 4  # measured: 4 windows beat round-to-nearest by 17% in perplexity (bench/awq.py)
-    # AWQ's weight-clipping search. Off: on SmolLM2 with GPTQModel 7.7 it made the model
-    # worse than plain round-to-nearest (perplexity 26.7 against RTN's 24.3; 20.1 without it).
-    clip: bool = False
+    # Measured on SmolLM2 with GPTQModel 7.7: the first 4 full windows give perplexity 19.5
+    # (RTN 24.3); all 15 windows of the text, the last one short, gave 26.7 (which of the
+    # two differences matters was not separated).
+    max_samples: int = 4
 
     @classmethod
     def from_env(cls) -> AwqSettings:
@@ -164,7 +163,6 @@ def awq_cache_key(weights: Path, settings: AwqSettings) -> str:
             f"group {settings.group_size}",
             f"sym {settings.sym}",
             f"samples {settings.sample_tokens}x{settings.max_samples}",
-            f"clip {settings.clip}",
             f"calibration {calibration}",
             f"gptqmodel {quantizer}",
         ]
@@ -198,8 +196,7 @@ def quantize_into(full: Path, entry: Path, settings: AwqSettings, device: torch.
         model = GPTQModel.load(str(full), config, device=str(device))
         model.layer_callback = _layer_reporter(model.model.config.get_text_config().num_hidden_layers, report)
         report(f"AWQ: calibrating on {len(samples)} samples of up to {settings.sample_tokens} tokens")
-        with _clip_search(settings.clip):
-            model.quantize(samples, batch_size=1)
+        model.quantize(samples, batch_size=1)
         model.save(str(tmp))
         tokenizer.save_pretrained(tmp)
         try:
@@ -212,32 +209,16 @@ def quantize_into(full: Path, entry: Path, settings: AwqSettings, device: torch.
         shutil.rmtree(offload, ignore_errors=True)
 
 
-@contextmanager
-def _clip_search(enabled: bool):
-    """GPTQModel's AWQ processor always searches clipping bounds (`apply_clip = True` in its
-    constructor, no config option); this sets the attribute on the processors built inside."""
-    from gptqmodel.looper import awq_processor
-
-    original = awq_processor.AWQProcessor.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        if not hasattr(self, "apply_clip"):
-            raise ModelLoadError("This GPTQModel version's AWQ processor has no clip switch; pin gptqmodel==7.7.0.")
-        self.apply_clip = enabled
-
-    awq_processor.AWQProcessor.__init__ = init
-    try:
-        yield
-    finally:
-        awq_processor.AWQProcessor.__init__ = original
-
-
 def calibration_samples(tokenizer, settings: AwqSettings) -> list[dict[str, list[int]]]:
-    """Consecutive token windows of the calibration text."""
+    """Consecutive token windows of the calibration text, all of `sample_tokens` tokens.
+
+    A shorter tail is dropped (as in the measured configuration, see AwqSettings); only
+    a text shorter than one window is used as one shorter sample.
+    """
     ids = tokenizer(settings.calibration_text.read_text(), add_special_tokens=False).input_ids
     windows = [ids[i : i + settings.sample_tokens] for i in range(0, len(ids), settings.sample_tokens)]
-    windows = [w for w in windows if len(w) >= 16][: settings.max_samples]
+    full = [w for w in windows if len(w) == settings.sample_tokens]
+    windows = (full or [w for w in windows if len(w) >= 16])[: settings.max_samples]
     if not windows:
         raise ModelLoadError(f"The calibration text {settings.calibration_text} is too short for AWQ.")
     return [{"input_ids": w, "attention_mask": [1] * len(w)} for w in windows]
