@@ -77,8 +77,7 @@ def lease_progress(client, keys, request_id: str, specs: list[ModelSpec]) -> tup
     """The lease's place in line, else the slowest-moving loading progress among its models."""
     queued = client.hget(keys.orchestrator_queue(), request_id)
     if queued:
-        entry = json.loads(queued)
-        return f"{entry['reason']} ({_ordinal(entry['position'])} in line)", 0.0
+        return _in_line(json.loads(queued)), 0.0
     reports = [load_progress(client, keys, spec.slug) for spec in specs]
     reports = [r for r in reports if r[0]]
     return min(reports, key=lambda r: r[1]) if reports else ("", 0.0)
@@ -155,10 +154,12 @@ def load_progress(client: redis.Redis, keys: Keys, slug: str) -> tuple[str, floa
         if line:
             return line.decode(), float(at or 0)
     queued = client.hget(keys.orchestrator_queue(), slug)
-    if queued:
-        entry = json.loads(queued)
-        return f"{entry['reason']} ({_ordinal(entry['position'])} in line)", 0.0
-    return "", 0.0
+    return (_in_line(json.loads(queued)), 0.0) if queued else ("", 0.0)
+
+
+def _in_line(entry: dict) -> str:
+    wait = f", about {entry['expected_wait_s']} s" if entry.get("expected_wait_s") else ""
+    return f"{entry['reason']} ({_ordinal(entry['position'])} in line{wait})"
 
 
 def _ordinal(n: int) -> str:

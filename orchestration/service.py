@@ -25,6 +25,7 @@ from . import policy
 from .policy import Cluster, Config, Fail, Failures, Node, Request, Spawn, Stop, WorkerView
 
 log = logging.getLogger(__name__)
+DEFAULT_COLD_START_S = 30.0  # a model's expected cold start before one was measured
 
 
 class Recorder(Protocol):
@@ -70,6 +71,7 @@ class Orchestrator:
         self.workers: dict[str, dict] = {}  # worker_id -> {slug, state, started_at}
         self.failures: dict[str, Failures] = {}  # slug -> failures in a row
         self.leases: dict[str, Lease] = {}
+        self.cold_starts: dict[str, float] = {}  # slug -> its last measured cold start
 
     # --- the loop -----------------------------------------------------------------
     def tick(self) -> None:
@@ -197,6 +199,7 @@ class Orchestrator:
             if status and status.decode() == p.W_READY:
                 cold = now - view.started_at
                 self.workers[view.worker_id].update(ready_at=now, cold_start_s=round(cold, 2))
+                self.cold_starts[view.slug] = cold
                 self.failures.pop(view.slug, None)
                 self._set_state(view.worker_id, view.slug, policy.READY, now, cold_start_s=cold)
                 log.info("Worker %s for %s ready after %.1f s", view.worker_id, view.slug, cold)
@@ -253,22 +256,25 @@ class Orchestrator:
         self.wanted_until.pop(slug, None)
 
     def _publish_queue(self, cluster: Cluster, actions: list, now: float) -> None:
-        """Where each variant still waiting to start stands in line, for the waiting users."""
+        """Where each request still waiting to start stands in line, and about how long it may wait.
+
+        The expected wait adds up the cold starts of the requests up to and including it
+        (each model's last measured cold start; DEFAULT_COLD_START_S before it has one).
+        """
         started = {a.slug for a in actions if isinstance(a, Spawn)}
         serving = {w.slug for w in cluster.workers if w.state in policy.ALIVE}
         waiting = [r for r in sorted(cluster.requests, key=lambda r: r.arrived_at)
                    if not r.prewarm and not set(r.slugs) <= serving | started]
         pipe = self.redis.pipeline()
         pipe.delete(self.keys.orchestrator_queue())
+        expected = 0.0
         for position, request in enumerate(waiting, start=1):
-            if request.request_id in self.leases:
-                entry = {"position": position, "since": request.arrived_at, "reason": "waiting for memory"}
-                pipe.hset(self.keys.orchestrator_queue(), request.request_id, json.dumps(entry))
-                continue
-            for slug in request.slugs:
-                why = "retrying after a failure" if slug in cluster.failures else "waiting for memory"
-                entry = {"position": position, "since": request.arrived_at, "reason": why}
-                pipe.hset(self.keys.orchestrator_queue(), slug, json.dumps(entry))
+            expected += max(self.cold_starts.get(slug, DEFAULT_COLD_START_S) for slug in request.slugs)
+            for key in [request.request_id] if request.request_id in self.leases else request.slugs:
+                why = "retrying after a failure" if key in cluster.failures else "waiting for memory"
+                entry = {"position": position, "since": request.arrived_at, "reason": why,
+                         "expected_wait_s": round(expected)}
+                pipe.hset(self.keys.orchestrator_queue(), key, json.dumps(entry))
         pipe.execute()
 
     def _publish_status(self, now: float) -> None:

@@ -30,9 +30,9 @@ class Recorder:
 def make_orchestrator(redis_url, redis_prefix, tmp_path):
     made = []
 
-    def make(budget_mb=None, **config):
-        backend = LocalBackend(redis_url, redis_prefix, tmp_path / "logs", env={"ARENA_WORKER_THREADS": "1"},
-                               budget_mb=budget_mb)
+    def make(budget_mb=None, env=None, **config):
+        backend = LocalBackend(redis_url, redis_prefix, tmp_path / "logs",
+                               env={"ARENA_WORKER_THREADS": "1", **(env or {})}, budget_mb=budget_mb)
         recorder = Recorder()
         orchestrator = Orchestrator(backend, redis.Redis.from_url(redis_url), Keys(redis_prefix),
                                     Config(**config), recorder=recorder)
@@ -83,6 +83,29 @@ def test_a_model_that_fails_to_load_is_reported_with_its_reason(make_orchestrato
     assert "load" in placement(orchestrator, "broken")["error"].lower()
 
 
+def test_a_worker_whose_install_is_broken_fails_with_the_import_error(make_orchestrator, tiny_model_dir, tmp_path):
+    shadow = tmp_path / "shadow" / "transformers"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('transformers is broken in this environment')\n")
+    orchestrator, _ = make_orchestrator(env={"PYTHONPATH": str(shadow.parent)})
+    ensure(orchestrator, ModelSpec(slug="tiny", source=str(tiny_model_dir)))
+    run_until(orchestrator, lambda: placement(orchestrator, "tiny").get("state") == "failed")
+    assert "transformers is broken in this environment" in placement(orchestrator, "tiny")["last_error"]
+
+
+def test_a_worker_killed_while_loading_fails_visibly_then_the_retry_serves(make_orchestrator, tiny_model_dir):
+    """What the kernel's out-of-memory killer does to a worker: SIGKILL in the middle of its load."""
+    orchestrator, recorder = make_orchestrator(want_ttl_s=60)
+    ensure(orchestrator, ModelSpec(slug="tiny", source=str(tiny_model_dir)))
+    run_until(orchestrator, lambda: placement(orchestrator, "tiny").get("state") == "starting")
+    (loading,) = orchestrator.workers
+    os.kill(orchestrator.backend.pid(loading), signal.SIGKILL)
+    run_until(orchestrator, lambda: placement(orchestrator, "tiny").get("last_error"))
+    assert "killed by signal 9" in placement(orchestrator, "tiny")["last_error"]
+    run_until(orchestrator, lambda: placement(orchestrator, "tiny").get("state") == "ready")  # after the back-off
+    assert [state for slug, state, _ in recorder.transitions][:2] == ["starting", "failed"]
+
+
 def test_a_hung_worker_is_killed_and_replaced(make_orchestrator, tiny_model_dir):
     orchestrator, recorder = make_orchestrator(heartbeat_grace_s=1.0, want_ttl_s=60)
     spec = ModelSpec(slug="tiny", source=str(tiny_model_dir))
@@ -108,14 +131,16 @@ def test_shutdown_stops_every_worker(make_orchestrator, tiny_model_dir):
 
 def test_an_idle_model_is_evicted_when_the_next_one_needs_its_memory(make_orchestrator, tiny_model_dir):
     # Each estimate fits the budget alone; the first one's measured memory plus the second's estimate does not.
-    orchestrator, recorder = make_orchestrator(budget_mb=700, want_ttl_s=0.5, keep_alive_s=600)
-    first = ModelSpec(slug="first", source=str(tiny_model_dir), memory_mb=600)
-    second = ModelSpec(slug="second", source=str(tiny_model_dir), memory_mb=600)
+    orchestrator, recorder = make_orchestrator(budget_mb=1500, want_ttl_s=0.5, keep_alive_s=600)
+    first = ModelSpec(slug="first", source=str(tiny_model_dir), memory_mb=1000)
+    second = ModelSpec(slug="second", source=str(tiny_model_dir), memory_mb=1000)
     ensure(orchestrator, first)
     run_until(orchestrator, lambda: placement(orchestrator, "first").get("state") == "ready")
     (first_worker,) = orchestrator.workers
     measured = float(orchestrator.redis.hget(orchestrator.keys.worker(first_worker), "memory_mb"))
-    assert measured > 100  # resident memory of a worker process with torch, plus its KV reservation
+    # Resident memory of a worker process with torch (~800 MB), plus its KV reservation: under the
+    # budget (so it is not shed), over budget with the second one's estimate (so it is evicted for it).
+    assert 500 < measured < 1500
 
     def second_ready():
         ensure(orchestrator, second)
@@ -129,14 +154,15 @@ def test_an_idle_model_is_evicted_when_the_next_one_needs_its_memory(make_orches
 
 
 def test_a_model_waiting_for_memory_sees_its_place_in_line(make_orchestrator, tiny_model_dir):
-    orchestrator, _ = make_orchestrator(budget_mb=700, want_ttl_s=60)
-    busy = ModelSpec(slug="busy", source=str(tiny_model_dir), memory_mb=600)
+    orchestrator, _ = make_orchestrator(budget_mb=1500, want_ttl_s=60)
+    busy = ModelSpec(slug="busy", source=str(tiny_model_dir), memory_mb=1000)
     ensure(orchestrator, busy)  # wanted for 60 s: not evictable meanwhile
     run_until(orchestrator, lambda: placement(orchestrator, "busy").get("state") == "ready")
-    ensure(orchestrator, ModelSpec(slug="waiting", source=str(tiny_model_dir), memory_mb=600))
+    ensure(orchestrator, ModelSpec(slug="waiting", source=str(tiny_model_dir), memory_mb=1000))
     orchestrator.tick()
+    # Never loaded yet: its expected cold start is the default until one is measured.
     assert orch.load_progress(orchestrator.redis, orchestrator.keys, "waiting") == (
-        "waiting for memory (1st in line)", 0.0)
+        "waiting for memory (1st in line, about 30 s)", 0.0)
     assert "waiting" not in {info["slug"] for info in orchestrator.workers.values()}
 
 
@@ -197,7 +223,8 @@ def test_two_battles_sharing_a_model_under_a_two_model_budget_both_get_served(ma
         orch.request_lease(redis_client, keys, "battle-1", [x, y])
         orchestrator.tick()
     assert lease_state(orchestrator, "battle-2")["state"] == "waiting"
-    assert orch.lease_progress(redis_client, keys, "battle-2", [y, z])[0] == "waiting for memory (1st in line)"
+    assert orch.lease_progress(redis_client, keys, "battle-2", [y, z])[0].startswith(
+        "waiting for memory (1st in line, about ")
 
     orch.release_lease(redis_client, keys, "battle-1")
     run_until(orchestrator, lambda: granted("battle-2", [y, z]))
