@@ -13,7 +13,7 @@ import logging
 import math
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Protocol
 
 import redis
@@ -86,7 +86,7 @@ class Orchestrator:
         for action in actions:
             self._apply(action, now)
         self._publish_queue(cluster, actions, now)
-        self._publish_status(now)
+        self._publish_status(views, now)
         self.redis.set(self.keys.orchestrator_heartbeat(), repr(now), ex=p.HEARTBEAT_TTL_S)
 
     def run(self, should_stop: Callable[[], bool], interval_s: float = 0.2) -> None:
@@ -277,9 +277,18 @@ class Orchestrator:
                 pipe.hset(self.keys.orchestrator_queue(), key, json.dumps(entry))
         pipe.execute()
 
-    def _publish_status(self, now: float) -> None:
-        """The snapshot the staff status page and GET /api/v1/workers show (kept a few ticks)."""
-        views = [self._observe(worker_id, now) for worker_id in self.workers]
+    def _publish_status(self, observed: list[WorkerView], now: float) -> None:
+        """The snapshot the staff status page and GET /api/v1/workers show (kept a few ticks).
+
+        The tick's observations with the states its actions set; only workers started
+        this tick are read afresh.
+        """
+        seen = {view.worker_id: view for view in observed}
+        views = [
+            replace(seen[worker_id], state=info["state"]) if worker_id in seen
+            else self._observe(worker_id, now)
+            for worker_id, info in self.workers.items()
+        ]
         cluster = self._cluster(views, now)
         status = {
             "at": now,
