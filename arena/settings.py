@@ -164,6 +164,8 @@ CELERY_TASK_ALWAYS_EAGER = False
 # --- Inference and orchestration ------------------------------------------------------
 ARENA_KEEP_ALIVE_S = float(os.environ.get("ARENA_KEEP_ALIVE_S", 600))
 ARENA_LOAD_TIMEOUT_S = float(os.environ.get("ARENA_LOAD_TIMEOUT_S", 300))
+# "local": workers are the orchestrator's subprocesses; "nodes": agents on each machine (`arena_agent`)
+ARENA_ORCHESTRATOR_BACKEND = os.environ.get("ARENA_ORCHESTRATOR_BACKEND", "local").strip().lower()
 ARENA_GENERATION_TIMEOUT_S = float(os.environ.get("ARENA_GENERATION_TIMEOUT_S", 900))
 ARENA_DISCONNECT_GRACE_S = float(os.environ.get("ARENA_DISCONNECT_GRACE_S", 5))
 ARENA_WORKER_LOG_DIR = DATA_DIR / "logs"

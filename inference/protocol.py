@@ -243,6 +243,19 @@ class Keys:
     def orchestrator_heartbeat(self) -> str:
         return f"{self.prefix}:orchestrator:heartbeat"
 
+    def node(self, node_id: str) -> str:
+        """JSON: a node agent's report (budget, host, its workers and their exit codes),
+        rewritten every second and expiring a few seconds after its agent stops."""
+        return f"{self.prefix}:node:{node_id}"
+
+    def nodes(self) -> str:
+        """Set: the ids of the node agents that have reported (their reports may have expired)."""
+        return f"{self.prefix}:nodes"
+
+    def node_queue(self, node_id: str) -> str:
+        """The Celery queue a node's agent consumes (a queue name, not a key)."""
+        return f"{self.prefix}.node.{node_id}"
+
 
 def event(kind: str, **fields: Any) -> dict[str, str]:
     """One stream entry: Redis streams hold flat string maps, so the body is JSON."""

@@ -150,6 +150,11 @@ def describe_exit(code: int) -> str:
     return f"exited with code {code}"
 
 
+def _lost_node(worker: WorkerView) -> str:
+    """A worker on a node that is not alive (or no longer listed) is gone with it."""
+    return f"Node {worker.node_id} was lost (its agent stopped reporting); the model worker there is gone."
+
+
 def _failure(worker: WorkerView, now: float, config: Config) -> str | None:
     """Why an alive worker must be declared failed, or None."""
     if worker.exit_code is not None:
@@ -173,7 +178,8 @@ def _failure(worker: WorkerView, now: float, config: Config) -> str | None:
 def plan(cluster: Cluster, now: float, config: Config) -> list[Action]:
     """Decide this tick's actions.
 
-    1. Fail the dead and the hung.
+    1. Fail the dead and the hung, and every worker on a node that is lost (not alive, or
+       no longer listed).
     2. Serve waiting requests first come, first served: grant those whose variants
        are all ready; start the missing variants of the others where memory allows,
        evicting idle workers (least recently used first) when it must. A request
@@ -184,12 +190,12 @@ def plan(cluster: Cluster, now: float, config: Config) -> list[Action]:
     actions: list[Action] = []
     healthy: list[WorkerView] = []
     failing: set[str] = set()  # not restarted in the tick they fail in: waiting requesters must see it
-    dead_nodes = {n.node_id for n in cluster.nodes if not n.alive}
+    live_nodes = {n.node_id for n in cluster.nodes if n.alive}
     for worker in cluster.workers:
         if worker.state not in ALIVE:
             healthy.append(worker)  # stopping: still holds memory until it exits
             continue
-        reason = "The node running this worker stopped responding." if worker.node_id in dead_nodes else None
+        reason = _lost_node(worker) if worker.node_id not in live_nodes else None
         reason = reason or _failure(worker, now, config)
         if reason:
             actions.append(Fail(worker.worker_id, reason))

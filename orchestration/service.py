@@ -72,6 +72,7 @@ class Orchestrator:
         self.failures: dict[str, Failures] = {}  # slug -> failures in a row
         self.leases: dict[str, Lease] = {}
         self.cold_starts: dict[str, float] = {}  # slug -> its last measured cold start
+        self.nodes: tuple[Node, ...] = ()  # as the backend reported them this tick
 
     # --- the loop -----------------------------------------------------------------
     def tick(self) -> None:
@@ -79,6 +80,7 @@ class Orchestrator:
         self._read_inbox(now)
         self._reap(now)  # first: an exited worker's memory is free for this tick's decisions
         self._check_leases(now)
+        self.nodes = tuple(self.backend.nodes())
         views = [self._observe(worker_id, now) for worker_id in list(self.workers)]
         self._note_ready(views, now)
         cluster = self._cluster(views, now)
@@ -162,8 +164,7 @@ class Orchestrator:
             if lease.workers is None
         )
         estimates = {slug: float(spec.memory_mb) for slug, spec in self.specs.items()}
-        node = Node(self.backend.node, budget_mb=self.backend.budget_mb)
-        return Cluster(workers=tuple(views), requests=requests, nodes=(node,), estimates_mb=estimates,
+        return Cluster(workers=tuple(views), requests=requests, nodes=self.nodes, estimates_mb=estimates,
                        failures=self.failures)
 
     def _observe(self, worker_id: str, now: float) -> WorkerView:
@@ -185,7 +186,7 @@ class Orchestrator:
             exit_code=self.backend.poll(worker_id),
             error=get("error") if get("state") == p.W_FAILED else "",
             progress_at=float(get("progress_at")) if get("progress_at") else None,
-            node_id=self.backend.node,
+            node_id=info["node"],
             memory_mb=float(get("memory_mb")) if get("memory_mb") else None,
             leases=sum(1 for lease in self.leases.values() if lease.workers and worker_id in lease.workers.values()),
         )
@@ -211,7 +212,7 @@ class Orchestrator:
         elif isinstance(action, policy.Refuse):
             self._refuse(action, now)
         elif isinstance(action, Spawn):
-            self._spawn(action.slug, now)
+            self._spawn(action.slug, action.node_id, now)
         elif isinstance(action, Fail):
             info = self.workers[action.worker_id]
             self.backend.kill(action.worker_id)
@@ -296,9 +297,11 @@ class Orchestrator:
                 {
                     "node": node.node_id,
                     "budget_mb": node.budget_mb if math.isfinite(node.budget_mb) else None,
-                    "reserved_mb": sum(cluster.reservation(w) for w in views if w.state in policy.HOLDS_MEMORY),
+                    "reserved_mb": sum(cluster.reservation(w) for w in views
+                                       if w.state in policy.HOLDS_MEMORY and w.node_id == node.node_id),
                 }
                 for node in cluster.nodes
+                if node.alive
             ],
             "workers": [self._worker_status(view, cluster) for view in views],
         }
@@ -321,13 +324,15 @@ class Orchestrator:
             "cold_start_s": info.get("cold_start_s"),
         }
 
-    def _spawn(self, slug: str, now: float) -> None:
+    def _spawn(self, slug: str, node_id: str, now: float) -> None:
         spec = self.specs[slug]
         worker_id = f"{slug}-{uuid.uuid4().hex[:8]}"
-        self.workers[worker_id] = {"slug": slug, "state": policy.STARTING, "started_at": now}
-        pid = self.backend.start(worker_id, spec)
-        log.info("Starting worker %s (pid %s) for %s", worker_id, pid, slug)
-        self._set_state(worker_id, slug, policy.STARTING, now, pid=pid, node=self.backend.node)
+        self.workers[worker_id] = {"slug": slug, "state": policy.STARTING, "started_at": now, "node": node_id}
+        # Where it runs, for a restarted orchestrator that finds it (the worker fills in the rest).
+        self.redis.hset(self.keys.worker(worker_id), "node", node_id)
+        pid = self.backend.start(worker_id, spec, node_id)
+        log.info("Starting worker %s (pid %s) for %s on node %s", worker_id, pid, slug, node_id)
+        self._set_state(worker_id, slug, policy.STARTING, now, pid=pid, node=node_id)
 
     def _reap(self, now: float) -> None:
         """Forget workers whose process has gone after a stop or a failure."""
@@ -374,7 +379,8 @@ class Orchestrator:
                 continue
             status = {k.decode(): v.decode() for k, v in self.redis.hgetall(key).items()}
             if status.get("state") in (p.W_STARTING, p.W_READY) and worker_id not in self.workers:
-                stopped = self.backend.stop_orphan(int(status.get("pid") or 0))
+                node_id = status.get("node") or policy.LOCAL_NODE
+                stopped = self.backend.stop_orphan(int(status.get("pid") or 0), node_id)
                 log.warning("Stopped worker %s left by an earlier orchestrator (%s)", worker_id, stopped)
                 self.redis.hset(key, mapping={"state": p.W_STOPPED, "error": "stopped: the orchestrator restarted"})
         for key in self.redis.scan_iter(match=self.keys.variant("*"), count=200):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inference.protocol import ModelSpec
+from orchestration.policy import LOCAL_NODE, Node
 from orchestration.resources import node_budget_mb
 
 STOP_GRACE_S = 10.0
@@ -26,10 +27,9 @@ class _Process:
 class LocalBackend:
     """Starts `python -m inference.worker` subprocesses and watches them exit."""
 
-    node = "local"
-
     def __init__(self, redis_url: str, prefix: str, log_dir: Path, env: dict[str, str] | None = None,
-                 budget_mb: float | None = None):
+                 budget_mb: float | None = None, node_id: str = LOCAL_NODE):
+        self.node = node_id
         self.redis_url = redis_url
         self.budget_mb = node_budget_mb() if budget_mb is None else budget_mb
         self.prefix = prefix
@@ -38,7 +38,11 @@ class LocalBackend:
         self.env = {**os.environ, **(env or {})}
         self._procs: dict[str, _Process] = {}
 
-    def start(self, worker_id: str, spec: ModelSpec) -> int:
+    def nodes(self) -> list[Node]:
+        """This machine: one node, always alive."""
+        return [Node(self.node, budget_mb=self.budget_mb)]
+
+    def start(self, worker_id: str, spec: ModelSpec, node_id: str = LOCAL_NODE) -> int:
         log_path = self.log_dir / f"worker-{worker_id}.log"
         cmd = [
             sys.executable, "-m", "inference.worker",
@@ -75,7 +79,7 @@ class LocalBackend:
         text = proc.log_path.read_text(errors="replace").strip().splitlines()
         return "\n".join(text[-lines:])
 
-    def stop_orphan(self, pid: int) -> str:
+    def stop_orphan(self, pid: int, node_id: str = LOCAL_NODE) -> str:
         """Stop a worker process another orchestrator started (SIGTERM, then SIGKILL); say how it went."""
         if pid <= 0 or not _is_worker(pid):
             return "already gone"
@@ -95,11 +99,12 @@ class LocalBackend:
             proc.popen.send_signal(signal.SIGTERM)
             proc.kill_at = time.monotonic() + STOP_GRACE_S
 
-    def kill(self, worker_id: str) -> None:
+    def kill(self, worker_id: str, wait: bool = True) -> None:
         proc = self._procs.get(worker_id)
         if proc and proc.popen.poll() is None:
             proc.popen.kill()
-            proc.popen.wait(timeout=10)
+            if wait:
+                proc.popen.wait(timeout=10)
 
     def forget(self, worker_id: str) -> None:
         self._procs.pop(worker_id, None)

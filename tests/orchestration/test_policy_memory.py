@@ -3,6 +3,7 @@
 from orchestration.policy import (
     Cluster,
     Config,
+    Fail,
     Failures,
     Grant,
     Node,
@@ -145,8 +146,13 @@ def test_a_variant_goes_to_the_node_with_room_best_fit():
 def test_workers_on_a_lost_node_fail_and_nothing_is_placed_there():
     nodes = (Node("n1", budget_mb=1000, alive=False), Node("n2", budget_mb=1000))
     actions = decide([ready("wa", "a", node_id="n1")], [ask("r", "b")], nodes=nodes)
-    assert actions[0].worker_id == "wa" and "node" in actions[0].reason
+    assert actions[0] == Fail("wa", "Node n1 was lost (its agent stopped reporting); the model worker there is gone.")
     assert actions[1:] == [Spawn("b", "n2")]
+
+
+def test_workers_on_a_node_no_longer_listed_fail_too():
+    actions = decide([ready("wa", "a", node_id="gone")], [ask("r", "a")], nodes=ONE_NODE)
+    assert actions == [Fail("wa", "Node gone was lost (its agent stopped reporting); the model worker there is gone.")]
 
 
 def test_a_failed_variant_waits_out_its_back_off():

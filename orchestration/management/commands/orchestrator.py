@@ -2,13 +2,27 @@ import signal
 
 import redis
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from inference.protocol import Keys
-from orchestration.backends.local import LocalBackend
 from orchestration.models import DatabaseRecorder
 from orchestration.policy import Config
 from orchestration.service import Orchestrator
+
+
+def build_backend(client: redis.Redis, keys: Keys):
+    """The backend ARENA_ORCHESTRATOR_BACKEND names: "local" (subprocesses here) or "nodes" (agents)."""
+    name = settings.ARENA_ORCHESTRATOR_BACKEND
+    if name == "local":
+        from orchestration.backends.local import LocalBackend
+
+        return LocalBackend(settings.REDIS_URL, settings.ARENA_REDIS_PREFIX, settings.ARENA_WORKER_LOG_DIR)
+    if name == "nodes":
+        from arena.celery import app
+        from orchestration.backends.nodes import NodesBackend
+
+        return NodesBackend(app, client, keys)
+    raise CommandError(f"ARENA_ORCHESTRATOR_BACKEND must be 'local' or 'nodes', not {name!r}.")
 
 
 class Command(BaseCommand):
@@ -18,14 +32,15 @@ class Command(BaseCommand):
         stopping = []
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stopping.append(True))
-        backend = LocalBackend(settings.REDIS_URL, settings.ARENA_REDIS_PREFIX, settings.ARENA_WORKER_LOG_DIR)
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        keys = Keys(settings.ARENA_REDIS_PREFIX)
         orchestrator = Orchestrator(
-            backend,
-            redis.Redis.from_url(settings.REDIS_URL),
-            Keys(settings.ARENA_REDIS_PREFIX),
+            build_backend(client, keys),
+            client,
+            keys,
             Config(keep_alive_s=settings.ARENA_KEEP_ALIVE_S, start_timeout_s=settings.ARENA_LOAD_TIMEOUT_S),
             recorder=DatabaseRecorder(),
         )
-        self.stdout.write("Orchestrator running (local backend)")
+        self.stdout.write(f"Orchestrator running ({settings.ARENA_ORCHESTRATOR_BACKEND} backend)")
         orchestrator.run(should_stop=lambda: bool(stopping))
         self.stdout.write("Orchestrator stopped; all workers stopped")
