@@ -322,7 +322,9 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
 
 
 def _never_fits(cluster: Cluster, request: Request) -> str | None:
-    largest = max((n.budget_mb for n in cluster.nodes if n.alive), default=0.0)
+    if not any(n.alive for n in cluster.nodes):
+        return "No machine can run models right now: no node agent is reporting."
+    largest = max(n.budget_mb for n in cluster.nodes if n.alive)
     for slug in request.slugs:
         need = cluster.estimates_mb.get(slug, 0.0)
         if need > largest:

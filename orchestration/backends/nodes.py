@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 import redis
+from kombu.exceptions import OperationalError
 
 from inference.protocol import Keys, ModelSpec
 from orchestration import agent
@@ -35,6 +36,7 @@ class _Placed:
     node_id: str
     sent_at: float  # time.monotonic() of the start task
     seen: bool = False  # listed in a report once
+    stop_sent_at: float | None = None  # time.monotonic() of the last stop or kill sent
 
 
 class NodesBackend:
@@ -72,6 +74,7 @@ class NodesBackend:
     def nodes(self) -> list[Node]:
         self.refresh()
         self._stop_strays()
+        self._retry_stops()
         alive = [Node(node_id, budget_mb=self._budgets[node_id]) for node_id in sorted(self._reports)]
         lost = sorted({p.node_id for p in self._workers.values() if p.node_id not in self._reports})
         return alive + [Node(node_id, budget_mb=self._budgets.get(node_id, 0.0), alive=False) for node_id in lost]
@@ -103,6 +106,16 @@ class NodesBackend:
                     log.warning("Stopping worker %s on node %s: no orchestrator placed it", worker_id, node_id)
                     self._send(agent.STOP_TASK, [worker_id], node_id)
                     self._strays_stopped.add(worker_id)
+
+    def _retry_stops(self) -> None:
+        """A worker still running well past its stop (the task was lost): kill it."""
+        now = time.monotonic()
+        for worker_id, placed in self._workers.items():
+            if placed.stop_sent_at is not None and now - placed.stop_sent_at > STOP_GRACE_S \
+                    and self.poll(worker_id) is None:
+                log.warning("Worker %s on node %s still runs %.0f s after its stop: killing it",
+                            worker_id, placed.node_id, now - placed.stop_sent_at)
+                self.kill(worker_id)
 
     # --- the Backend interface --------------------------------------------------------
     def start(self, worker_id: str, spec: ModelSpec, node_id: str) -> None:
@@ -178,7 +191,14 @@ class NodesBackend:
     def _send_to_worker(self, task: str, worker_id: str) -> None:
         placed = self._workers.get(worker_id)
         if placed is not None and placed.node_id in self._reports:  # a lost node's workers are gone already
+            placed.stop_sent_at = time.monotonic()
             self._send(task, [worker_id], placed.node_id)
 
     def _send(self, task: str, args: list, node_id: str, expires: float | None = None) -> None:
-        self.app.send_task(task, args=args, queue=self.keys.node_queue(node_id), expires=expires)
+        """Send a task to the node's agent. A task that cannot be sent (the broker is down after
+        Celery's retries) is logged, not raised: a start never listed fails after the start grace,
+        and a worker still running past its stop's grace is sent a kill (`_retry_stops`)."""
+        try:
+            self.app.send_task(task, args=args, queue=self.keys.node_queue(node_id), expires=expires)
+        except (OperationalError, redis.RedisError) as exc:
+            log.warning("Could not send %s to node %s: %s", task, node_id, exc)

@@ -226,3 +226,28 @@ def test_an_agent_that_disappears_loses_its_workers_which_are_served_again_elsew
     run_until(orchestrator, lambda: not orchestrator.workers, timeout=10)
     assert recorder.transitions[-1] == ("tiny", "failed", reason.replace("Node a", "Node b"))
     assert orchestrator.nodes == ()
+
+
+def test_a_restarted_orchestrator_stops_the_workers_an_earlier_one_left_on_the_nodes(
+        cluster, tiny_model_dir, celery_app, redis_url, redis_prefix):
+    previous, _, _agents = cluster(want_ttl_s=60)
+    spec = ModelSpec(slug="tiny", source=str(tiny_model_dir), memory_mb=1000)
+    ensure(previous, spec)
+    run_until(previous, lambda: placement(previous, "tiny").get("state") == "ready", timeout=90)
+    (orphan,) = previous.workers
+    orphan_pid = previous.backend.pid(orphan)
+
+    # Same Redis prefix, a fresh backend: what a restart sees.
+    restarted = Orchestrator(NodesBackend(celery_app, redis.Redis.from_url(redis_url), Keys(redis_prefix)),
+                             redis.Redis.from_url(redis_url), Keys(redis_prefix), Config(want_ttl_s=60))
+    try:
+        restarted.recover()
+        assert orch.worker_failure(restarted.redis, restarted.keys, orphan) == "stopped: the orchestrator restarted"
+        ensure(restarted, spec)
+        run_until(restarted, lambda: not _is_worker(orphan_pid)
+                  and placement(restarted, "tiny").get("state") == "ready", timeout=90)
+        (serving,) = restarted.workers
+        assert serving != orphan
+        assert node_report(restarted, "a")["workers"][orphan]["exit_code"] == 0  # stopped by its agent
+    finally:
+        restarted.shutdown()

@@ -155,6 +155,14 @@ def test_workers_on_a_node_no_longer_listed_fail_too():
     assert actions == [Fail("wa", "Node gone was lost (its agent stopped reporting); the model worker there is gone.")]
 
 
+def test_without_a_live_node_every_request_is_refused_with_the_reason():
+    nodes = (Node("n1", budget_mb=1000, alive=False),)
+    assert decide([], [ask("r", "a")], nodes=nodes) == [
+        Refuse("r", "No machine can run models right now: no node agent is reporting.")]
+    assert decide([], [ask("r", "a")], nodes=()) == [
+        Refuse("r", "No machine can run models right now: no node agent is reporting.")]
+
+
 def test_a_failed_variant_waits_out_its_back_off():
     # 4 s of back-off after the second failure in a row
     assert decide([], [ask("r", "a")], failures={"a": Failures(count=2, last_at=97.0)}) == []
