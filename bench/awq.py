@@ -53,27 +53,49 @@ def dequantized_copy(model: torch.nn.Module) -> torch.nn.Module:
     for parent in list(copy_.modules()):
         for name, child in list(parent.named_children()):
             if hasattr(child, "awq_weight_dequantize"):
-                weight = child.awq_weight_dequantize(device="cpu", dtype=torch.float32)  # [in, out]
-                linear = torch.nn.Linear(child.in_features, child.out_features, bias=child.bias is not None)
+                # fp32 on a CPU; on a GPU the dtype the rest of the model computes in
+                device = child.qweight.device
+                dtype = torch.float32 if device.type == "cpu" else child.scales.dtype
+                weight = child.awq_weight_dequantize(device=device, dtype=dtype)  # [in, out]
+                linear = torch.nn.Linear(child.in_features, child.out_features, bias=child.bias is not None,
+                                         device=device, dtype=dtype)
                 linear.weight.data = weight.t().contiguous()
                 if child.bias is not None:
-                    linear.bias.data = child.bias.float()
+                    linear.bias.data = child.bias.to(dtype)
                 setattr(parent, name, linear)
     return copy_
 
 
 def kernel_vs_dense(awq_layer, dense_layer: torch.nn.Linear, calls: int = 300) -> dict:
-    """Seconds per call for one token through one AWQ layer and through its fp32 Linear."""
-    x = torch.randn(1, dense_layer.in_features)
+    """Seconds per call for one token through one AWQ layer and through the dense Linear it
+    replaces (fp32 on a CPU, bf16 on a GPU: what the full-precision model runs)."""
     times = {}
     with torch.inference_mode():
         for name, layer in (("awq", awq_layer), ("fp32", dense_layer)):
+            x = _probe_input(layer, dense_layer.in_features)
             layer(x)  # the AWQ kernel repacks on its first call
+            _sync(x.device)
             started = time.perf_counter()
             for _ in range(calls):
                 layer(x)
+            _sync(x.device)
             times[name] = (time.perf_counter() - started) / calls
     return times
+
+
+def _probe_input(layer, features: int) -> torch.Tensor:
+    """One token's activations, on the layer's device in the dtype it computes in."""
+    if hasattr(layer, "qweight"):
+        device = layer.qweight.device
+        dtype = torch.float32 if device.type == "cpu" else layer.scales.dtype
+    else:
+        device, dtype = layer.weight.device, layer.weight.dtype
+    return torch.randn(1, features, device=device, dtype=dtype)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def timed_load(spec: ModelSpec):

@@ -50,6 +50,7 @@ def test_speculative_greedy_matches_the_target_on_the_gpu():
     assert greedy_tokens(spec) == plain
 
 
+@pytest.mark.timeout(900)  # the first load on a machine JIT-compiles two CUDA extensions
 def test_awq_runs_on_the_gpu_kernel():
     pytest.importorskip("gptqmodel")
     loaded = load(ModelSpec(slug="smollm2-awq", kind="awq", **SMOLLM2))
