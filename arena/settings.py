@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "arena.accounts",
     "arena.catalogue",
     "arena.playground",
+    "arena.battles",
     "orchestration",
 ]
 

@@ -1,12 +1,16 @@
 """The Django side's handles on Redis: one client per process, keys under our prefix."""
 
+import logging
+import time
 from functools import lru_cache
 
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
 
-from inference.protocol import Keys
+from inference.protocol import STREAM_TTL_S, Keys
+
+log = logging.getLogger(__name__)
 
 # Longer than any blocking read we make (XREAD BLOCK), or redis-py's default 5 s
 # socket timeout would cut those reads off.
@@ -26,3 +30,20 @@ def client() -> redis.Redis:
 def async_client() -> aioredis.Redis:
     """A new asyncio client (one per consumer: asyncio clients are bound to a loop)."""
     return aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=SOCKET_TIMEOUT_S)
+
+
+# --- viewers: a web generation nobody watches any more is cancelled ------------------
+async def viewer_joined(redis_client: aioredis.Redis, generation_id: str) -> None:
+    key = keys().viewers(generation_id)
+    await redis_client.hincrby(key, "count", 1)
+    await redis_client.hdel(key, "left_at")
+    await redis_client.expire(key, STREAM_TTL_S)
+
+
+async def viewer_left(redis_client: aioredis.Redis, generation_id: str) -> None:
+    key = keys().viewers(generation_id)
+    try:
+        if await redis_client.hincrby(key, "count", -1) <= 0:
+            await redis_client.hset(key, "left_at", repr(time.time()))
+    except Exception:  # Redis gone: the generation's own timeout still ends it
+        log.warning("Could not record that a viewer left generation %s", generation_id)

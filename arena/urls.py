@@ -4,6 +4,7 @@ from django.urls import path
 from django.views.generic import RedirectView
 
 from arena.api import views as api
+from arena.battles import views as battles
 from arena.health import healthz
 from arena.playground import views as playground
 from orchestration import views as orchestration
@@ -12,6 +13,12 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="playground", permanent=False)),
     path("playground/", playground.playground, name="playground"),
     path("g/<uuid:generation_id>/", playground.generation_detail, name="generation-detail"),
+    path("compare/", battles.compare, name="compare"),
+    path("b/<uuid:battle_id>/", battles.battle_detail, name="battle-detail"),
+    path("b/<uuid:battle_id>/vote", battles.battle_vote, name="battle-vote"),
+    path("b/<uuid:battle_id>/rerun", battles.battle_rerun, name="battle-rerun"),
+    path("b/<uuid:battle_id>/swap", battles.battle_swap, name="battle-swap"),
+    path("b/<uuid:battle_id>/continue", battles.battle_continue, name="battle-continue"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("status/", orchestration.status_page, name="status"),

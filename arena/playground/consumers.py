@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -140,20 +139,11 @@ class GenerationConsumer(AsyncWebsocketConsumer):
         else:
             await self.send(text_data=fragments.error(message))
 
-    # --- viewers: a web generation nobody watches any more is cancelled ---------------
     async def _viewer_joined(self):
-        key = self.keys.viewers(str(self.gen.id))
-        await self.redis.hincrby(key, "count", 1)
-        await self.redis.hdel(key, "left_at")
-        await self.redis.expire(key, p.STREAM_TTL_S)
+        await streams.viewer_joined(self.redis, str(self.gen.id))
 
     async def _viewer_left(self):
-        key = self.keys.viewers(str(self.gen.id))
-        try:
-            if await self.redis.hincrby(key, "count", -1) <= 0:
-                await self.redis.hset(key, "left_at", repr(time.time()))
-        except Exception:  # Redis gone: the generation's own timeout still ends it
-            log.warning("Could not record that a viewer left generation %s", self.gen.id)
+        await streams.viewer_left(self.redis, str(self.gen.id))
 
     # --- database -----------------------------------------------------------------------
     @database_sync_to_async
@@ -162,7 +152,7 @@ class GenerationConsumer(AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated:
             return None
         gen_id = self.scope["url_route"]["kwargs"]["generation_id"]
-        return Generation.objects.filter(id=gen_id, owner=user).first()
+        return Generation.objects.visible().filter(id=gen_id, owner=user).first()
 
     @database_sync_to_async
     def _refresh(self) -> Generation:

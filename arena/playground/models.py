@@ -10,6 +10,14 @@ from django.utils import timezone
 from inference.protocol import SamplingParams
 
 
+class GenerationQuerySet(models.QuerySet):
+    def visible(self):
+        """Leaves out the answers of blind battles not yet revealed: their pages, API and
+        stream would name the contestant (the battle shows them under neutral labels)."""
+        return self.exclude(battle_as_left__blind=True, battle_as_left__revealed=False).exclude(
+            battle_as_right__blind=True, battle_as_right__revealed=False)
+
+
 class Generation(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -31,6 +39,7 @@ class Generation(models.Model):
     origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.WEB)
     system_prompt = models.TextField(blank=True)
     prompt = models.TextField()
+    history = models.JSONField(default=list, blank=True, help_text="Earlier turns: [{role, content}, ...].")
     params = models.JSONField(default=dict)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
     failure_reason = models.TextField(blank=True)
@@ -45,6 +54,8 @@ class Generation(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = GenerationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -65,7 +76,12 @@ class Generation(models.Model):
     def messages(self) -> list[dict[str, str]]:
         system = self.system_prompt or self.model.system_prompt
         msgs = [{"role": "system", "content": system}] if system else []
-        return msgs + [{"role": "user", "content": self.prompt}]
+        return msgs + list(self.history) + [{"role": "user", "content": self.prompt}]
+
+    def conversation(self) -> list[dict[str, str]]:
+        """The turns so far including this one's answer: the history of a follow-up turn."""
+        return list(self.history) + [{"role": "user", "content": self.prompt},
+                                     {"role": "assistant", "content": self.text}]
 
     def claim(self, from_status: str, to_status: str, **fields) -> bool:
         """Move status by conditional update, so two processes never both act on it."""

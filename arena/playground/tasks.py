@@ -31,6 +31,47 @@ def run_generation(generation_id: str) -> None:
 
 
 class GenerationRun:
+    """One generation from start to end: a worker, the job, the stream, the outcome."""
+
+    def __init__(self, gen: Generation):
+        self.follower = Follower(gen)
+        self.gen = gen
+
+    def run(self) -> None:
+        follower = self.follower
+        try:
+            for _ in range(MAX_DISPATCHES):
+                worker_id = self._wait_for_worker()
+                follower.dispatch(worker_id)
+                if follower.follow_alone():
+                    return
+            follower.fail(p.WORKER_DIED, "The model worker kept stopping before it could start. Try again.")
+        except orch.WorkerUnavailable as exc:
+            follower.unavailable(str(exc))
+        except Exception:  # never leave a generation running forever
+            log.exception("Generation %s crashed", self.gen.id)
+            follower.fail(p.ENGINE_ERROR, "An internal error stopped this generation.")
+
+    def _wait_for_worker(self) -> str:
+        started = time.time()
+        worker_id = orch.wait_for_worker(
+            self.follower.redis, self.follower.keys, self.gen.model.spec(),
+            timeout_s=settings.ARENA_LOAD_TIMEOUT_S,
+            on_wait=lambda elapsed, progress: self.follower.emit(
+                p.LOADING, elapsed_s=round(elapsed, 1), model=self.gen.model.name, progress=progress
+            ),
+            should_cancel=self.follower.cancel_requested,
+        )
+        self.gen.load_wait_s = time.time() - started
+        return worker_id
+
+
+class Follower:
+    """One generation's side of the work once it has a worker: hand it the job, read its
+    event stream, notice the worker dying or every viewer leaving, and store the outcome.
+
+    A battle runs two of these off one stream read (`read_many`)."""
+
     def __init__(self, gen: Generation):
         self.gen = gen
         self.redis = streams.client()
@@ -38,87 +79,68 @@ class GenerationRun:
         self.stream = self.keys.stream(str(gen.id))
         self.last_id = "0"
         self.text: list[str] = []
+        self.worker_id = ""
+        self.started = False
+        self.done = False
+        self.needs_retry = False  # the worker went away before it took the job
         self.deadline = time.time() + settings.ARENA_GENERATION_TIMEOUT_S
 
-    def run(self) -> None:
-        try:
-            for _ in range(MAX_DISPATCHES):
-                if self._dispatch_and_follow():
-                    return
-            self._fail(p.WORKER_DIED, "The model worker kept stopping before it could start. Try again.")
-        except orch.WorkerUnavailable as exc:
-            if str(exc) == "cancelled":
-                self._emit(p.CANCELLED, text="", metrics={})
-                self.gen.finish(Generation.Status.CANCELLED, text="")
-            else:
-                self._fail(p.LOAD_FAILED, str(exc))
-        except Exception:  # never leave a generation running forever
-            log.exception("Generation %s crashed", self.gen.id)
-            self._fail(p.ENGINE_ERROR, "An internal error stopped this generation.")
-
     # --- steps ----------------------------------------------------------------------
-    def _dispatch_and_follow(self) -> bool:
-        """Returns False when the worker went away before starting the job (retry)."""
-        spec = self.gen.model.spec()
-        started = time.time()
-        worker_id = orch.wait_for_worker(
-            self.redis, self.keys, spec,
-            timeout_s=settings.ARENA_LOAD_TIMEOUT_S,
-            on_wait=lambda elapsed, progress: self._emit(
-                p.LOADING, elapsed_s=round(elapsed, 1), model=self.gen.model.name, progress=progress
-            ),
-            should_cancel=self._cancel_requested,
-        )
-        self.gen.load_wait_s = time.time() - started
-        job = Job(str(self.gen.id), self.gen.messages(), self.gen.sampling_params(), enqueued_at=time.time())
-        self.redis.rpush(self.keys.worker_jobs(worker_id), job.to_json())
-        return self._follow(worker_id)
+    def job(self) -> Job:
+        return Job(str(self.gen.id), self.gen.messages(), self.gen.sampling_params(), enqueued_at=time.time())
 
-    def _follow(self, worker_id: str) -> bool:
-        started = False
-        while True:
-            for ev in self._read_events():
-                kind = ev["type"]
-                if kind == p.STARTED and not started:
-                    started = True
-                    self.gen.claim(Generation.Status.LOADING, Generation.Status.RUNNING, load_wait_s=self.gen.load_wait_s)
-                elif kind == p.TOKEN:
-                    self.text.append(ev.get("text", ""))
-                elif kind in p.TERMINAL_EVENTS:
-                    self._finish_from(ev)
-                    return True
-            failure = orch.worker_failure(self.redis, self.keys, worker_id)
-            if failure:
-                if not started:
-                    return False
-                self._fail(p.WORKER_DIED, f"{failure} The partial answer was kept; send again to retry.")
-                return True
-            self._check_abandoned()
-            if time.time() > self.deadline:
-                self.redis.set(self.keys.cancel(str(self.gen.id)), "timeout", ex=p.STREAM_TTL_S)
-                self._fail(p.TIMEOUT, f"Stopped after {settings.ARENA_GENERATION_TIMEOUT_S:.0f} s.")
-                return True
+    def dispatch(self, worker_id: str) -> None:
+        self.worker_id, self.needs_retry = worker_id, False
+        self.redis.rpush(self.keys.worker_jobs(worker_id), self.job().to_json())
 
-    def _read_events(self) -> list[dict]:
-        reply = self.redis.xread({self.stream: self.last_id}, block=FOLLOW_BLOCK_MS, count=500)
-        events = []
-        for _stream, entries in reply or []:
-            for entry_id, fields in entries:
-                self.last_id = entry_id
-                events.append(p.parse_event(fields))
-        return events
+    def follow_alone(self) -> bool:
+        """Follow to the end; False when the worker went away before starting the job (retry)."""
+        while not self.done and not self.needs_retry:
+            for ev in self.read():
+                self.handle(ev)
+            self.check()
+        return self.done
 
-    def _check_abandoned(self) -> None:
+    def read(self) -> list[dict]:
+        return read_many([self], FOLLOW_BLOCK_MS).get(self, [])
+
+    def handle(self, ev: dict) -> None:
+        kind = ev["type"]
+        if kind == p.STARTED and not self.started:
+            self.started = True
+            self.gen.claim(Generation.Status.LOADING, Generation.Status.RUNNING, load_wait_s=self.gen.load_wait_s)
+        elif kind == p.TOKEN:
+            self.text.append(ev.get("text", ""))
+        elif kind in p.TERMINAL_EVENTS:
+            self._finish_from(ev)
+            self.done = True
+
+    def check(self) -> None:
+        """Between reads: a dead worker, an abandoned page, the time limit."""
+        if self.done:
+            return
+        failure = orch.worker_failure(self.redis, self.keys, self.worker_id)
+        if failure:
+            if not self.started:
+                self.needs_retry = True
+                return
+            self.fail(p.WORKER_DIED, f"{failure} The partial answer was kept; send again to retry.")
+            return
+        self.check_abandoned()
+        if time.time() > self.deadline:
+            self.redis.set(self.keys.cancel(str(self.gen.id)), "timeout", ex=p.STREAM_TTL_S)
+            self.fail(p.TIMEOUT, f"Stopped after {settings.ARENA_GENERATION_TIMEOUT_S:.0f} s.")
+
+    def check_abandoned(self) -> None:
         """A web generation whose every viewer left more than the grace ago is cancelled."""
         if self.gen.origin != Generation.Origin.WEB:
             return
-        left_at = self.redis.hget(self.keys.viewers(str(self.gen.id)), "left_at")
-        count = self.redis.hget(self.keys.viewers(str(self.gen.id)), "count")
+        left_at, count = self.redis.hmget(self.keys.viewers(str(self.gen.id)), ["left_at", "count"])
         if left_at and int(count or 0) <= 0 and time.time() - float(left_at) > settings.ARENA_DISCONNECT_GRACE_S:
             self.redis.set(self.keys.cancel(str(self.gen.id)), "abandoned", ex=p.STREAM_TTL_S)
 
-    def _cancel_requested(self) -> bool:
-        self._check_abandoned()
+    def cancel_requested(self) -> bool:
+        self.check_abandoned()
         return bool(self.redis.exists(self.keys.cancel(str(self.gen.id))))
 
     # --- outcomes -------------------------------------------------------------------
@@ -135,10 +157,33 @@ class GenerationRun:
             self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=ev.get("reason", "failed"),
                             metrics=metrics)
 
-    def _fail(self, code: str, reason: str) -> None:
-        self._emit(p.FAILED, reason=reason, code=code)
-        self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=reason)
+    def unavailable(self, reason: str) -> None:
+        """No worker could be had: cancelled by the user, or failed with the orchestrator's reason."""
+        if reason == "cancelled":
+            self.emit(p.CANCELLED, text="", metrics={})
+            self.gen.finish(Generation.Status.CANCELLED, text="")
+        else:
+            self.fail(p.LOAD_FAILED, reason)
+        self.done = True
 
-    def _emit(self, kind: str, **fields) -> None:
+    def fail(self, code: str, reason: str) -> None:
+        self.emit(p.FAILED, reason=reason, code=code)
+        self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=reason)
+        self.done = True
+
+    def emit(self, kind: str, **fields) -> None:
         self.redis.xadd(self.stream, p.event(kind, **fields))
         self.redis.expire(self.stream, p.STREAM_TTL_S)
+
+
+def read_many(followers: list[Follower], block_ms: int) -> dict[Follower, list[dict]]:
+    """One blocking read over several generations' streams: each follower's new events."""
+    by_stream = {f.stream: f for f in followers}
+    reply = followers[0].redis.xread({f.stream: f.last_id for f in followers}, block=block_ms, count=500)
+    events: dict[Follower, list[dict]] = {}
+    for stream, entries in reply or []:
+        follower = by_stream[stream.decode() if isinstance(stream, bytes) else stream]
+        for entry_id, fields in entries:
+            follower.last_id = entry_id
+            events.setdefault(follower, []).append(p.parse_event(fields))
+    return events

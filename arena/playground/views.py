@@ -14,7 +14,7 @@ from .services import start_generation
 
 def _get_generation_for_user(request, generation_id) -> Generation:
     """Only the owner may open a generation; others get a 404, not a hint it exists."""
-    gen = Generation.objects.select_related("model").filter(id=generation_id, owner=request.user).first()
+    gen = Generation.objects.visible().select_related("model").filter(id=generation_id, owner=request.user).first()
     if gen is None:
         raise Http404("No such generation.")
     return gen
@@ -36,7 +36,7 @@ def playground(request):
         response["HX-Retarget"] = "#playground-form"
         response["HX-Reswap"] = "outerHTML"
         return response
-    recent = Generation.objects.filter(owner=request.user).select_related("model")[:10]
+    recent = Generation.objects.visible().filter(owner=request.user).select_related("model")[:10]
     return render(request, "playground/playground.html", {"form": form, "recent": recent}, status=status)
 
 

@@ -1,0 +1,93 @@
+from django import forms
+from django.conf import settings
+from django.core.validators import MaxLengthValidator
+
+from arena.catalogue.models import ModelEntry
+from inference.protocol import ParamError, SamplingParams
+
+LIMITS = SamplingParams.LIMITS
+SIDES = ("left", "right")
+
+
+def _model_field(label: str) -> forms.ModelChoiceField:
+    return forms.ModelChoiceField(
+        queryset=ModelEntry.objects.enabled(), to_field_name="slug", empty_label=None, label=label,
+        error_messages={"invalid_choice": "No enabled catalogue model has that slug."},
+    )
+
+
+def _temperature(label: str) -> forms.FloatField:
+    field = forms.FloatField(required=False, label=label, min_value=LIMITS["temperature"][0],
+                             max_value=LIMITS["temperature"][1])
+    field.widget.attrs["step"] = "0.05"
+    return field
+
+
+class ComparisonForm(forms.Form):
+    """Two catalogue entries, one prompt; shared parameters with a per-side system prompt and
+    temperature (the page and the API share it; the API may also send whole per-side params)."""
+
+    left_model = _model_field("Left model")
+    right_model = _model_field("Right model")
+    prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), strip=False)
+    left_system_prompt = forms.CharField(label="Left system prompt", required=False, strip=False,
+                                         widget=forms.Textarea(attrs={"rows": 2}))
+    right_system_prompt = forms.CharField(label="Right system prompt", required=False, strip=False,
+                                          widget=forms.Textarea(attrs={"rows": 2}))
+    temperature = _temperature("Temperature (both)")
+    top_p = forms.FloatField(required=False, min_value=LIMITS["top_p"][0], max_value=LIMITS["top_p"][1])
+    max_new_tokens = forms.IntegerField(required=False, min_value=LIMITS["max_new_tokens"][0],
+                                        max_value=LIMITS["max_new_tokens"][1])
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+    left_temperature = _temperature("Left temperature (overrides)")
+    right_temperature = _temperature("Right temperature (overrides)")
+
+    SHARED = ("temperature", "top_p", "max_new_tokens", "seed")
+
+    def __init__(self, *args, side_params: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.side_params = side_params or {}  # the API's {"left": {...}, "right": {...}}
+        self.fields["prompt"].validators.append(MaxLengthValidator(settings.ARENA_MAX_PROMPT_CHARS))
+        self.fields["top_p"].widget.attrs["step"] = "0.01"
+
+    def clean_prompt(self):
+        prompt = self.cleaned_data["prompt"]
+        if not prompt.strip():
+            raise forms.ValidationError("Write a prompt.")
+        return prompt
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        shared = {name: cleaned.get(name) for name in self.SHARED}
+        for side in SIDES:
+            overrides = dict(shared)
+            if cleaned.get(f"{side}_temperature") is not None:
+                overrides["temperature"] = cleaned[f"{side}_temperature"]
+            overrides.update(self.side_params.get(side) or {})
+            try:
+                cleaned[f"{side}_params"] = cleaned[f"{side}_model"].params_with_defaults(overrides).to_dict()
+            except ParamError as exc:
+                for name, message in exc.errors.items():
+                    self.add_error(None, f"{side.capitalize()} side: {name}: {message}")
+        return cleaned
+
+
+class VoteForm(forms.Form):
+    outcome = forms.ChoiceField(choices=[("left", "Left is better"), ("right", "Right is better"),
+                                         ("tie", "Tie"), ("both_bad", "Both are bad")])
+
+
+class FollowUpForm(forms.Form):
+    prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), strip=False, label="Follow-up")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["prompt"].validators.append(MaxLengthValidator(settings.ARENA_MAX_PROMPT_CHARS))
+
+    def clean_prompt(self):
+        prompt = self.cleaned_data["prompt"]
+        if not prompt.strip():
+            raise forms.ValidationError("Write a follow-up.")
+        return prompt

@@ -1,0 +1,144 @@
+"""HTML fragments for a battle's two sides, pushed over its WebSocket (htmx out-of-band swaps).
+
+Model output is untrusted: every piece of it goes through escaping here. A blind battle's
+fragments carry no speeds and no failure details (either could tell the contestants apart)."""
+
+from __future__ import annotations
+
+from django.utils.html import format_html, format_html_join
+
+from arena.playground.fragments import STATUS_TEXT
+from inference import protocol as p
+
+BLIND_FAILURE = "This answer failed. Run the match again."
+CHART_W, CHART_H = 160, 36
+
+
+class Side:
+    """What one side's page shows, kept up to date from its stream's events."""
+
+    def __init__(self, name: str, created_at: float, blind: bool):
+        self.name, self.created_at, self.blind = name, created_at, blind
+        self.first_token_at: float | None = None
+        self.last_token_at: float | None = None
+        self.tokens = 0
+        self.points: list[tuple[float, int]] = []  # (seconds since start, tokens so far)
+        self.final: dict | None = None  # the terminal event's metrics, once there
+        self.finished = False
+
+    def token(self, ev: dict) -> None:
+        self.first_token_at = self.first_token_at or ev["t"]
+        self.last_token_at = ev["t"]
+        self.tokens = int(ev.get("n") or self.tokens + 1)
+        self.points.append((ev["t"] - self.created_at, self.tokens))
+
+    def values(self) -> dict:
+        metrics = self.final or {}
+        ttft = (self.first_token_at - self.created_at) if self.first_token_at else None
+        rate = metrics.get("decode_tokens_per_s")
+        if rate is None and self.tokens > 1 and self.last_token_at and self.last_token_at > self.first_token_at:
+            rate = (self.tokens - 1) / (self.last_token_at - self.first_token_at)
+        return {"ttft_s": ttft, "tokens_per_s": rate, "tokens": metrics.get("generated_tokens") or self.tokens or None}
+
+
+def status(side: str, state: str, detail: str = "") -> str:
+    return format_html(
+        '<div id="{}-status" class="status status-{}" data-state="{}">{}{}</div>',
+        side, state, state, STATUS_TEXT.get(state, state),
+        format_html(" <span class='detail'>{}</span>", detail) if detail else "",
+    )
+
+
+def output_replace(side: str, text: str) -> str:
+    return format_html('<div id="{}-output" class="output">{}</div>', side, text)
+
+
+def output_append(side: str, text: str) -> str:
+    return format_html('<div id="{}-output" hx-swap-oob="beforeend">{}</div>', side, text)
+
+
+def metrics(view: Side) -> str:
+    """Time to first token, live tokens/s, token count and a chart of tokens over time."""
+    if view.blind:
+        return format_html('<div id="{}-metrics" class="metrics hidden-speeds">Speeds are shown at the reveal.</div>',
+                           view.name)
+    values = view.values()
+
+    def fmt(value, pattern):
+        return pattern.format(value) if value is not None else "–"
+
+    return format_html(
+        '<div id="{}-metrics" class="metrics"><dl>'
+        '<dt>Time to first token</dt><dd data-metric="ttft">{}</dd>'
+        '<dt>Tokens/s</dt><dd data-metric="tps">{}</dd>'
+        '<dt>Tokens</dt><dd data-metric="tokens">{}</dd></dl>{}</div>',
+        view.name, fmt(values["ttft_s"], "{:.2f} s"), fmt(values["tokens_per_s"], "{:.1f}"),
+        fmt(values["tokens"], "{}"), chart(view.points),
+    )
+
+
+def chart(points: list[tuple[float, int]]) -> str:
+    """Tokens over time as a small inline SVG line (no script, no library)."""
+    if len(points) < 2:
+        return format_html('<svg class="chart" width="{}" height="{}" aria-hidden="true"></svg>', CHART_W, CHART_H)
+    t_max = max(t for t, _ in points) or 1.0
+    n_max = max(n for _, n in points) or 1
+    step = max(1, len(points) // 120)  # a bounded number of vertices, however long the answer
+    coords = format_html_join(" ", "{},{}", (
+        (round(t / t_max * CHART_W, 1), round(CHART_H - n / n_max * CHART_H, 1)) for t, n in points[::step] + points[-1:]
+    ))
+    return format_html(
+        '<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img" '
+        'aria-label="{} tokens in {:.1f} s"><polyline fill="none" stroke="currentColor" points="{}"/></svg>',
+        CHART_W, CHART_H, CHART_W, CHART_H, n_max, t_max, coords,
+    )
+
+
+def for_event(view: Side, ev: dict) -> str:
+    kind = ev["type"]
+    if kind == p.TOKEN:
+        return output_append(view.name, ev.get("text", ""))
+    if kind == p.LOADING:
+        detail = f"{ev.get('elapsed_s', 0):.0f} s"
+        if ev.get("progress") and not view.blind:
+            detail += f" — {ev['progress']}"
+        return status(view.name, "loading", detail)
+    if kind == p.STARTED:
+        return status(view.name, "running")
+    if kind in p.TERMINAL_EVENTS:
+        return final(view, ev)
+    return ""
+
+
+def final(view: Side, ev: dict) -> str:
+    kind = ev["type"]
+    view.finished, view.final = True, ev.get("metrics") or {}
+    state = {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}[kind]
+    reason = ev.get("reason", "")
+    if view.blind and reason:
+        reason = BLIND_FAILURE
+    parts = [status(view.name, state, reason), metrics(view)]
+    if kind == p.DONE and "text" in ev:
+        parts.append(output_replace(view.name, ev["text"]))
+    return "".join(parts)
+
+
+def stored(view: Side, gen) -> str:
+    """A side as the database has it (the stream expired)."""
+    view.finished = gen.finished
+    view.final = {"decode_tokens_per_s": gen.tokens_per_s, "generated_tokens": gen.generated_tokens}
+    if gen.time_to_first_token_s is not None:
+        view.first_token_at = view.created_at + gen.time_to_first_token_s
+    reason = BLIND_FAILURE if view.blind and gen.failure_reason else gen.failure_reason
+    return status(view.name, gen.status, reason) + output_replace(view.name, gen.text) + metrics(view)
+
+
+def verdict_open(open_: bool) -> str:
+    """The vote buttons, enabled once both answers are in."""
+    disabled = "" if open_ else " disabled"
+    buttons = format_html_join("", '<button type="submit" name="outcome" value="{}"{}>{}</button>', (
+        (value, disabled, label) for value, label in (
+            ("left", "← Left is better"), ("tie", "Tie"), ("both_bad", "Both are bad"), ("right", "Right is better →"),
+        )
+    ))
+    return format_html('<fieldset id="vote-buttons" class="vote-buttons">{}</fieldset>', buttons)

@@ -1,0 +1,100 @@
+"""A battle: two generations of one prompt run side by side, and the user's verdict.
+
+A comparison is a named battle the user set up; a tournament match is a blind one.
+Every verdict stays here as the battle record the leaderboard reads: the two
+variants (through the generations), their positions, the prompt, the outcome and
+whether the user could see the names.
+"""
+
+import re
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+from arena.playground.models import Generation
+
+
+class Battle(models.Model):
+    class Mode(models.TextChoices):
+        COMPARISON = "comparison"
+        TOURNAMENT = "tournament"
+
+    class Outcome(models.TextChoices):
+        LEFT = "left", "Left is better"
+        RIGHT = "right", "Right is better"
+        TIE = "tie", "Tie"
+        BOTH_BAD = "both_bad", "Both are bad"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="battles")
+    mode = models.CharField(max_length=12, choices=Mode.choices, default=Mode.COMPARISON)
+    blind = models.BooleanField(default=False, help_text="The user judged without the names.")
+    revealed = models.BooleanField(default=False, help_text="A blind battle's names may be shown (its tournament ended).")
+    left = models.OneToOneField(Generation, on_delete=models.CASCADE, related_name="battle_as_left")
+    right = models.OneToOneField(Generation, on_delete=models.CASCADE, related_name="battle_as_right")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children",
+                               help_text="The battle this one re-runs, swaps or continues.")
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, blank=True)
+    voted_at = models.DateTimeField(null=True, blank=True)
+    self_identified = models.BooleanField(default=False, help_text="An answer named its own model.")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.left.model.slug} vs {self.right.model.slug}: {self.prompt[:40]}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("battle-detail", args=[self.id])
+
+    @property
+    def prompt(self) -> str:
+        return self.left.prompt
+
+    @property
+    def sides(self) -> tuple[tuple[str, Generation], tuple[str, Generation]]:
+        return (("left", self.left), ("right", self.right))
+
+    @property
+    def names_visible(self) -> bool:
+        return not self.blind or self.revealed
+
+    @property
+    def finished(self) -> bool:
+        return self.left.finished and self.right.finished
+
+    @property
+    def votable(self) -> bool:
+        return self.left.status == Generation.Status.DONE and self.right.status == Generation.Status.DONE
+
+    def vote(self, outcome: str) -> bool:
+        """Record the verdict once both answers are in; a later vote replaces it (a change of mind)."""
+        if outcome not in self.Outcome.values or not self.votable:
+            return False
+        self.outcome, self.voted_at = outcome, timezone.now()
+        self.save(update_fields=["outcome", "voted_at"])
+        return True
+
+    def note_self_identification(self) -> bool:
+        """Flag the battle if an answer names its own model (a blind verdict it may have swayed)."""
+        flagged = any(names_itself(gen) for _side, gen in self.sides)
+        if flagged != self.self_identified:
+            self.self_identified = flagged
+            self.save(update_fields=["self_identified"])
+        return flagged
+
+
+def names_itself(gen: Generation) -> bool:
+    """Whether the answer names its model's family: the first word of its name or slug,
+    with or without a version number ("SmolLM2", "SmolLM", "Gemma")."""
+    text = gen.text.lower()
+    return any(len(word) >= 4 and re.search(rf"\b{re.escape(word)}", text) for word in family_words(gen.model))
+
+
+def family_words(model) -> set[str]:
+    first = {model.name.split()[0].lower() if model.name.split() else "", model.slug.split("-")[0].lower()}
+    return first | {word.rstrip("0123456789.") for word in first}

@@ -1,0 +1,54 @@
+"""Starting battles, shared by the pages, the API and tournaments."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from arena.playground.models import Generation
+
+from .models import Battle
+from .tasks import run_battle
+
+
+@transaction.atomic
+def start_battle(user, *, prompt: str, sides: dict[str, dict], mode: str = Battle.Mode.COMPARISON,
+                 blind: bool = False, parent: Battle | None = None) -> Battle:
+    """`sides`: {"left": {model, system_prompt, params, history}, "right": {...}}."""
+    gens = {
+        side: Generation.objects.create(
+            owner=user, model=s["model"], origin=Generation.Origin.WEB, prompt=prompt,
+            system_prompt=s.get("system_prompt") or "", params=s["params"], history=s.get("history") or [],
+        )
+        for side, s in sides.items()
+    }
+    battle = Battle.objects.create(owner=user, mode=mode, blind=blind, left=gens["left"], right=gens["right"],
+                                   parent=parent)
+    run_battle.delay_on_commit(str(battle.id))
+    return battle
+
+
+def start_comparison(user, cleaned: dict) -> Battle:
+    sides = {
+        side: {"model": cleaned[f"{side}_model"], "system_prompt": cleaned.get(f"{side}_system_prompt"),
+               "params": cleaned[f"{side}_params"]}
+        for side in ("left", "right")
+    }
+    return start_battle(user, prompt=cleaned["prompt"], sides=sides)
+
+
+def _side_settings(gen: Generation, history: list | None = None) -> dict:
+    return {"model": gen.model, "system_prompt": gen.system_prompt, "params": gen.params,
+            "history": gen.history if history is None else history}
+
+
+def rerun(battle: Battle, *, swap: bool = False) -> Battle:
+    """The same battle again (a fresh sample), or with the sides swapped."""
+    left, right = (battle.right, battle.left) if swap else (battle.left, battle.right)
+    return start_battle(battle.owner, prompt=battle.prompt, mode=battle.mode, blind=battle.blind, parent=battle,
+                        sides={"left": _side_settings(left), "right": _side_settings(right)})
+
+
+def follow_up(battle: Battle, prompt: str) -> Battle:
+    """Another turn on both sides, each continuing its own conversation."""
+    return start_battle(battle.owner, prompt=prompt, mode=battle.mode, blind=battle.blind, parent=battle,
+                        sides={side: _side_settings(gen, gen.conversation()) for side, gen in battle.sides})

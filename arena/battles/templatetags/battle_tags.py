@@ -1,0 +1,27 @@
+from django import template
+from django.utils.safestring import mark_safe
+
+from arena.battles import fragments
+
+register = template.Library()
+
+
+@register.simple_tag
+def battle_side(battle, side: str):
+    """One side's status, output and metrics as stored (escaped inside; speeds hidden when blind)."""
+    gen = battle.left if side == "left" else battle.right
+    view = fragments.Side(side, battle.created_at.timestamp(), blind=battle.blind and not battle.revealed)
+    return mark_safe(fragments.stored(view, gen))
+
+
+@register.simple_tag
+def vote_buttons(battle):
+    return mark_safe(fragments.verdict_open(battle.votable))
+
+
+@register.simple_tag
+def side_label(battle, side: str) -> str:
+    """The model's name, or a neutral label while the battle is blind."""
+    if battle.names_visible:
+        return (battle.left if side == "left" else battle.right).model.name
+    return "Model A" if side == "left" else "Model B"

@@ -1,0 +1,102 @@
+import uuid
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from arena.catalogue.models import ModelEntry
+
+from . import services
+from .forms import ComparisonForm, FollowUpForm, VoteForm
+from .models import Battle
+
+
+def _get_battle_for_user(request, battle_id) -> Battle:
+    """Only the owner may open or act on a battle; others get a 404, not a hint it exists."""
+    battle = Battle.objects.select_related("left__model", "right__model").filter(
+        id=battle_id, owner=request.user).first()
+    if battle is None:
+        raise Http404("No such battle.")
+    return battle
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def compare(request):
+    form = ComparisonForm(request.POST or None, initial=_initial(request))
+    if request.method == "POST" and form.is_valid():
+        return redirect(services.start_comparison(request.user, form.cleaned_data))
+    recent = Battle.objects.filter(owner=request.user, mode=Battle.Mode.COMPARISON).select_related(
+        "left__model", "right__model")[:10]
+    return render(request, "battles/compare.html", {"form": form, "recent": recent},
+                  status=400 if form.errors else 200)
+
+
+def _initial(request) -> dict:
+    """Two different models preselected; `?from=<battle>` fills in one of the user's battles to edit."""
+    source = request.GET.get("from")
+    if source:
+        battle = Battle.objects.filter(id=source, owner=request.user, blind=False).first() if _is_uuid(source) else None
+        if battle:
+            return {"prompt": battle.prompt, "left_model": battle.left.model, "right_model": battle.right.model,
+                    "left_system_prompt": battle.left.system_prompt,
+                    "right_system_prompt": battle.right.system_prompt,
+                    **{k: battle.left.params.get(k) for k in ("top_p", "max_new_tokens", "seed")},
+                    "left_temperature": battle.left.params.get("temperature"),
+                    "right_temperature": battle.right.params.get("temperature")}
+    enabled = list(ModelEntry.objects.enabled()[:2])
+    return {"left_model": enabled[0], "right_model": enabled[-1]} if enabled else {}
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def battle_detail(request, battle_id):
+    battle = _get_battle_for_user(request, battle_id)
+    return render(request, "battles/battle.html", {"battle": battle, "follow_up": FollowUpForm()})
+
+
+@login_required
+@require_POST
+def battle_vote(request, battle_id):
+    battle = _get_battle_for_user(request, battle_id)
+    form = VoteForm(request.POST)
+    ok = form.is_valid() and battle.vote(form.cleaned_data["outcome"])
+    status = 200 if ok else 400
+    if request.htmx:
+        return render(request, "battles/battle.html#verdict", {"battle": battle, "vote_error": not ok}, status=status)
+    return redirect(battle) if ok else render(request, "battles/battle.html", {
+        "battle": battle, "follow_up": FollowUpForm(), "vote_error": True}, status=400)
+
+
+@login_required
+@require_POST
+def battle_rerun(request, battle_id):
+    return redirect(services.rerun(_get_battle_for_user(request, battle_id)))
+
+
+@login_required
+@require_POST
+def battle_swap(request, battle_id):
+    return redirect(services.rerun(_get_battle_for_user(request, battle_id), swap=True))
+
+
+@login_required
+@require_POST
+def battle_continue(request, battle_id):
+    battle = _get_battle_for_user(request, battle_id)
+    form = FollowUpForm(request.POST)
+    if not battle.votable:
+        form.add_error(None, "Both answers must be complete before the conversation can go on.")
+    if form.errors or not form.is_valid():
+        return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)
+    return redirect(services.follow_up(battle, form.cleaned_data["prompt"]))
