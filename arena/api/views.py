@@ -99,7 +99,7 @@ def create_generation(request):
 @require_GET
 @token_required
 def generation(request, generation_id):
-    gen = Generation.objects.select_related("model").filter(id=generation_id, owner=request.user).first()
+    gen = Generation.objects.visible().select_related("model").filter(id=generation_id, owner=request.user).first()
     if gen is None:
         return error(404, "No such generation.")
     return JsonResponse(generation_json(gen))
