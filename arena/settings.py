@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "arena.catalogue",
     "arena.playground",
     "arena.battles",
+    "arena.tournaments",
     "orchestration",
 ]
 

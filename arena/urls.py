@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 from arena.api import views as api
@@ -19,6 +19,7 @@ urlpatterns = [
     path("b/<uuid:battle_id>/rerun", battles.battle_rerun, name="battle-rerun"),
     path("b/<uuid:battle_id>/swap", battles.battle_swap, name="battle-swap"),
     path("b/<uuid:battle_id>/continue", battles.battle_continue, name="battle-continue"),
+    path("", include("arena.tournaments.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("status/", orchestration.status_page, name="status"),

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class TournamentsConfig(AppConfig):
+    name = "arena.tournaments"
+    label = "tournaments"
+    verbose_name = "Tournaments"
+    default_auto_field = "django.db.models.BigAutoField"
