@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from arena.api import comparisons as api_comparisons
 from arena.api import views as api
 from arena.battles import views as battles
 from arena.health import healthz
@@ -29,5 +30,8 @@ urlpatterns = [
     path("api/v1/models", api.models, name="api-models"),
     path("api/v1/generations", api.create_generation, name="api-generations"),
     path("api/v1/generations/<uuid:generation_id>", api.generation, name="api-generation"),
+    path("api/v1/comparisons", api_comparisons.create_comparison, name="api-comparisons"),
+    path("api/v1/comparisons/<uuid:battle_id>", api_comparisons.comparison, name="api-comparison"),
+    path("api/v1/comparisons/<uuid:battle_id>/vote", api_comparisons.vote, name="api-comparison-vote"),
     path("api/v1/workers", api.workers, name="api-workers"),
 ]

@@ -67,6 +67,44 @@ GENERATION = {
 }
 
 
+SIDE = {
+    "type": "object",
+    "description": "One answer. `model`, `system_prompt`, `params` and `metrics` are left out while the battle is blind.",
+    "properties": {
+        "status": GENERATION["properties"]["status"],
+        "text": {"type": "string"},
+        "failure_reason": {"type": "string"},
+        "model": {"type": "string"},
+        "system_prompt": {"type": "string"},
+        "params": PARAMS,
+        "metrics": {"type": "object"},
+    },
+}
+
+OUTCOMES = ["left", "right", "tie", "both_bad"]
+
+COMPARISON = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "mode": {"type": "string", "enum": ["comparison", "tournament"]},
+        "blind": {"type": "boolean"},
+        "prompt": {"type": "string"},
+        "history": {"type": "array", "items": {"type": "object"}},
+        "left": SIDE,
+        "right": SIDE,
+        "finished": {"type": "boolean"},
+        "outcome": {"type": ["string", "null"], "enum": OUTCOMES + [None]},
+        "self_identified": {"type": ["boolean", "null"]},
+        "parent": {"type": ["string", "null"]},
+        "created_at": {"type": "string", "format": "date-time"},
+        "url": {"type": "string"},
+    },
+}
+
+_ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}]
+
+
 def _json(schema):
     return {"content": {"application/json": {"schema": schema}}}
 
@@ -86,7 +124,8 @@ SPEC = {
     "servers": [{"url": "/"}],
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        "schemas": {"Error": ERROR, "Params": PARAMS, "Model": MODEL, "Generation": GENERATION},
+        "schemas": {"Error": ERROR, "Params": PARAMS, "Model": MODEL, "Generation": GENERATION,
+                    "Comparison": COMPARISON},
     },
     "security": [{"bearer": []}],
     "paths": {
@@ -134,6 +173,62 @@ SPEC = {
                     "200": {"description": "The generation", **_json(GENERATION)},
                     "401": _err("Missing or invalid token"),
                     "404": _err("No such generation (or not yours)"),
+                },
+            }
+        },
+        "/api/v1/comparisons": {
+            "post": {
+                "operationId": "createComparison",
+                "summary": "Start a comparison: two models, one prompt, both answers at once",
+                "requestBody": {"required": True, **_json({
+                    "type": "object",
+                    "required": ["left_model", "right_model", "prompt"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "left_model": {"type": "string", "description": "A catalogue slug"},
+                        "right_model": {"type": "string", "description": "A catalogue slug (may be the same)"},
+                        "prompt": {"type": "string", "minLength": 1},
+                        "left_system_prompt": {"type": "string"},
+                        "right_system_prompt": {"type": "string"},
+                        "params": PARAMS,
+                        "left_params": PARAMS,
+                        "right_params": PARAMS,
+                    },
+                })},
+                "responses": {
+                    "202": {"description": "Accepted; both answers run in the background", **_json(COMPARISON)},
+                    "400": _err("Invalid request; `fields` says which"),
+                    "401": _err("Missing or invalid token"),
+                },
+            }
+        },
+        "/api/v1/comparisons/{id}": {
+            "get": {
+                "operationId": "getComparison",
+                "summary": "A comparison: both answers, their metrics and the verdict",
+                "parameters": _ID,
+                "responses": {
+                    "200": {"description": "The comparison", **_json(COMPARISON)},
+                    "401": _err("Missing or invalid token"),
+                    "404": _err("No such comparison (or not yours)"),
+                },
+            }
+        },
+        "/api/v1/comparisons/{id}/vote": {
+            "post": {
+                "operationId": "voteComparison",
+                "summary": "Record the verdict (a later vote replaces it)",
+                "parameters": _ID,
+                "requestBody": {"required": True, **_json({
+                    "type": "object", "required": ["outcome"], "additionalProperties": False,
+                    "properties": {"outcome": {"type": "string", "enum": OUTCOMES}},
+                })},
+                "responses": {
+                    "200": {"description": "The comparison with its verdict", **_json(COMPARISON)},
+                    "400": _err("Unknown outcome"),
+                    "401": _err("Missing or invalid token"),
+                    "404": _err("No such comparison (or not yours)"),
+                    "409": _err("An answer is not complete yet"),
                 },
             }
         },

@@ -91,7 +91,9 @@ class BattleConsumer(AsyncWebsocketConsumer):
                     await self.send(text_data="".join(html))
                 if not reply:
                     await self._catch_expired(live)
-            await self.send(text_data=fragments.verdict_open(await self._votable()))
+            # The streams' outcomes, not the rows: the battle task may not have stored them yet.
+            votable = all(view.state == "done" for view, _gen in self.sides.values())
+            await self.send(text_data=fragments.verdict_open(votable))
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -151,9 +153,3 @@ class BattleConsumer(AsyncWebsocketConsumer):
     def _refresh(self, gen):
         gen.refresh_from_db()
         return gen
-
-    @database_sync_to_async
-    def _votable(self) -> bool:
-        self.battle.left.refresh_from_db()
-        self.battle.right.refresh_from_db()
-        return self.battle.votable

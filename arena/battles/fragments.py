@@ -24,7 +24,11 @@ class Side:
         self.tokens = 0
         self.points: list[tuple[float, int]] = []  # (seconds since start, tokens so far)
         self.final: dict | None = None  # the terminal event's metrics, once there
-        self.finished = False
+        self.state = "queued"  # the last status shown: done / failed / cancelled once finished
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("done", "failed", "cancelled")
 
     def token(self, ev: dict) -> None:
         self.first_token_at = self.first_token_at or ev["t"]
@@ -89,8 +93,8 @@ def chart(points: list[tuple[float, int]]) -> str:
     ))
     return format_html(
         '<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img" '
-        'aria-label="{} tokens in {:.1f} s"><polyline fill="none" stroke="currentColor" points="{}"/></svg>',
-        CHART_W, CHART_H, CHART_W, CHART_H, n_max, t_max, coords,
+        'aria-label="{} tokens in {} s"><polyline fill="none" stroke="currentColor" points="{}"/></svg>',
+        CHART_W, CHART_H, CHART_W, CHART_H, n_max, f"{t_max:.1f}", coords,
     )
 
 
@@ -112,8 +116,8 @@ def for_event(view: Side, ev: dict) -> str:
 
 def final(view: Side, ev: dict) -> str:
     kind = ev["type"]
-    view.finished, view.final = True, ev.get("metrics") or {}
-    state = {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}[kind]
+    view.final = ev.get("metrics") or {}
+    state = view.state = {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}[kind]
     reason = ev.get("reason", "")
     if view.blind and reason:
         reason = BLIND_FAILURE
@@ -125,7 +129,7 @@ def final(view: Side, ev: dict) -> str:
 
 def stored(view: Side, gen) -> str:
     """A side as the database has it (the stream expired)."""
-    view.finished = gen.finished
+    view.state = gen.status
     view.final = {"decode_tokens_per_s": gen.tokens_per_s, "generated_tokens": gen.generated_tokens}
     if gen.time_to_first_token_s is not None:
         view.first_token_at = view.created_at + gen.time_to_first_token_s

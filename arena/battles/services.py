@@ -12,11 +12,13 @@ from .tasks import run_battle
 
 @transaction.atomic
 def start_battle(user, *, prompt: str, sides: dict[str, dict], mode: str = Battle.Mode.COMPARISON,
-                 blind: bool = False, parent: Battle | None = None) -> Battle:
-    """`sides`: {"left": {model, system_prompt, params, history}, "right": {...}}."""
+                 blind: bool = False, parent: Battle | None = None, origin: str = Generation.Origin.WEB) -> Battle:
+    """`sides`: {"left": {model, system_prompt, params, history}, "right": {...}}.
+
+    A web battle is cancelled when every viewer has left; an API one runs to the end."""
     gens = {
         side: Generation.objects.create(
-            owner=user, model=s["model"], origin=Generation.Origin.WEB, prompt=prompt,
+            owner=user, model=s["model"], origin=origin, prompt=prompt,
             system_prompt=s.get("system_prompt") or "", params=s["params"], history=s.get("history") or [],
         )
         for side, s in sides.items()
@@ -27,13 +29,13 @@ def start_battle(user, *, prompt: str, sides: dict[str, dict], mode: str = Battl
     return battle
 
 
-def start_comparison(user, cleaned: dict) -> Battle:
+def start_comparison(user, cleaned: dict, origin: str = Generation.Origin.WEB) -> Battle:
     sides = {
         side: {"model": cleaned[f"{side}_model"], "system_prompt": cleaned.get(f"{side}_system_prompt"),
                "params": cleaned[f"{side}_params"]}
         for side in ("left", "right")
     }
-    return start_battle(user, prompt=cleaned["prompt"], sides=sides)
+    return start_battle(user, prompt=cleaned["prompt"], sides=sides, origin=origin)
 
 
 def _side_settings(gen: Generation, history: list | None = None) -> dict:

@@ -1,0 +1,113 @@
+"""The comparison endpoints of the JSON API: start one, read it, vote."""
+
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from arena.battles.forms import ComparisonForm
+from arena.battles.models import Battle
+from arena.battles.services import start_comparison
+from arena.playground.models import Generation
+from inference.protocol import ParamError, SamplingParams
+
+from .auth import error, json_body, token_required
+
+FIELDS = {"left_model", "right_model", "prompt", "left_system_prompt", "right_system_prompt",
+          "params", "left_params", "right_params"}
+
+
+def side_json(gen: Generation, names_visible: bool) -> dict:
+    """One side; while the battle is blind, without the model and without speeds."""
+    side = {"status": gen.status, "text": gen.text,
+            "failure_reason": gen.failure_reason if names_visible or not gen.failure_reason
+            else "This answer failed."}
+    if names_visible:
+        side |= {"model": gen.model.slug, "system_prompt": gen.system_prompt, "params": gen.params,
+                 "metrics": {"time_to_first_token_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s,
+                             "generated_tokens": gen.generated_tokens, "load_wait_s": gen.load_wait_s}}
+    return side
+
+
+def battle_json(battle: Battle) -> dict:
+    visible = battle.names_visible
+    return {
+        "id": str(battle.id),
+        "mode": battle.mode,
+        "blind": battle.blind,
+        "prompt": battle.prompt,
+        "history": battle.left.history if visible else [],
+        "left": side_json(battle.left, visible),
+        "right": side_json(battle.right, visible),
+        "finished": battle.finished,
+        "outcome": battle.outcome or None,
+        "self_identified": battle.self_identified if visible else None,
+        "parent": str(battle.parent_id) if battle.parent_id else None,
+        "created_at": battle.created_at.isoformat(),
+        "url": battle.get_absolute_url(),
+    }
+
+
+def _get_battle_for_user(request, battle_id) -> Battle | None:
+    return Battle.objects.select_related("left__model", "right__model").filter(
+        id=battle_id, owner=request.user, mode=Battle.Mode.COMPARISON).first()
+
+
+@require_http_methods(["POST"])
+@token_required
+def create_comparison(request):
+    try:
+        body = json_body(request)
+    except ValueError as exc:
+        return error(400, str(exc))
+    unknown = sorted(set(body) - FIELDS)
+    if unknown:
+        return error(400, f"Unknown field(s): {', '.join(unknown)}.")
+    for key in ("params", "left_params", "right_params"):
+        if key in body and not isinstance(body[key], dict):
+            return error(400, f"{key} must be an object.", {key: "must be an object"})
+    side_params = {}
+    for side in ("left", "right"):
+        params = {**body.get("params", {}), **body.get(f"{side}_params", {})}
+        try:
+            SamplingParams.from_dict(params)  # strict types and ranges before the form's merge
+        except ParamError as exc:
+            return error(400, f"Invalid {side} parameters: {exc}", exc.errors)
+        side_params[side] = params
+    strings = {k: body.get(k, "") for k in FIELDS - {"params", "left_params", "right_params"}}
+    if not all(isinstance(v, str) for v in strings.values()):
+        return error(400, "Models, prompt and system prompts must be strings.")
+    form = ComparisonForm(strings, side_params=side_params)
+    if not form.is_valid():
+        fields = {name: " ".join(errs) for name, errs in form.errors.items()}
+        return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in fields.items()), fields)
+    battle = start_comparison(request.user, form.cleaned_data, origin=Generation.Origin.API)
+    response = JsonResponse(battle_json(battle), status=202)
+    response["Location"] = f"/api/v1/comparisons/{battle.id}"
+    return response
+
+
+@require_GET
+@token_required
+def comparison(request, battle_id):
+    battle = _get_battle_for_user(request, battle_id)
+    if battle is None:
+        return error(404, "No such comparison.")
+    return JsonResponse(battle_json(battle))
+
+
+@require_http_methods(["POST"])
+@token_required
+def vote(request, battle_id):
+    battle = _get_battle_for_user(request, battle_id)
+    if battle is None:
+        return error(404, "No such comparison.")
+    try:
+        body = json_body(request)
+    except ValueError as exc:
+        return error(400, str(exc))
+    outcome = body.get("outcome")
+    if outcome not in Battle.Outcome.values:
+        return error(400, f"outcome must be one of {', '.join(Battle.Outcome.values)}.",
+                     {"outcome": "unknown outcome"})
+    if not battle.vote(outcome):
+        return error(409, "Both answers must be complete before a vote.")
+    return JsonResponse(battle_json(battle))

@@ -1,0 +1,156 @@
+"""Comparison pages and battle records: the form, the permalink and its actions, votes,
+ownership, and what a blind battle keeps to itself. No model runs here: the battle task
+is only enqueued (on commit); the live tests run it for real."""
+
+import pytest
+from django.urls import reverse
+
+from arena.battles.models import Battle, names_itself
+from arena.battles.services import start_battle
+from arena.playground.models import Generation
+
+pytestmark = pytest.mark.django_db
+
+
+def post_compare(client, **data):
+    form = {"left_model": "smollm2-135m", "right_model": "gemma-3-270m", "prompt": "Name a colour.",
+            "temperature": "0.5", "max_new_tokens": "16"}
+    return client.post(reverse("compare"), {**form, **data})
+
+
+@pytest.fixture
+def battle(owner, catalogue):
+    sides = {side: {"model": model, "params": {"temperature": 0.0, "max_new_tokens": 8}}
+             for side, model in (("left", catalogue[0]), ("right", catalogue[3]))}
+    return start_battle(owner, prompt="Hi", sides=sides)
+
+
+def finish(battle, left="Blue.", right="Red."):
+    for gen, text in ((battle.left, left), (battle.right, right)):
+        gen.finish(Generation.Status.DONE, text=text, metrics={"generated_tokens": 2, "decode_tokens_per_s": 9.5})
+
+
+def test_compare_starts_both_sides_together_and_redirects_to_the_permalink(
+        client, owner, catalogue, django_capture_on_commit_callbacks):
+    client.force_login(owner)
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = post_compare(client, left_system_prompt="Be terse.", right_temperature="1.2")
+    battle = Battle.objects.get()
+    assert response.status_code == 302 and response["Location"] == battle.get_absolute_url()
+    assert (battle.left.model.slug, battle.right.model.slug) == ("smollm2-135m", "gemma-3-270m")
+    assert battle.left.params["temperature"] == 0.5 and battle.right.params["temperature"] == 1.2
+    assert battle.left.params["max_new_tokens"] == battle.right.params["max_new_tokens"] == 16
+    assert battle.left.messages()[0] == {"role": "system", "content": "Be terse."}
+    assert battle.right.messages()[0]["role"] == "user"
+    assert len(callbacks) == 1  # one run_battle task for both sides
+
+
+def test_the_same_model_may_meet_itself_with_two_system_prompts(client, owner, catalogue):
+    client.force_login(owner)
+    post_compare(client, right_model="smollm2-135m", left_system_prompt="Answer as a pirate.",
+                 right_system_prompt="Answer as a poet.")
+    battle = Battle.objects.get()
+    assert battle.left.model == battle.right.model and battle.left.system_prompt != battle.right.system_prompt
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("prompt", "   ", "Write a prompt."),
+    ("left_model", "no-such-model", "No enabled catalogue model has that slug."),
+    ("max_new_tokens", "0", "greater than or equal to"),
+    ("right_temperature", "9", "less than or equal to"),
+])
+def test_bad_input_is_refused_with_the_reason_and_nothing_is_created(client, owner, catalogue, field, value, message):
+    client.force_login(owner)
+    response = post_compare(client, **{field: value})
+    assert response.status_code == 400 and message in response.content.decode()
+    assert not Battle.objects.exists() and not Generation.objects.exists()
+
+
+def test_the_permalink_shows_both_sides_with_names_and_a_socket(client, owner, battle):
+    client.force_login(owner)
+    html = client.get(battle.get_absolute_url()).content.decode()
+    assert f'ws-connect="/ws/battles/{battle.id}/"' in html
+    assert "SmolLM2 135M Instruct" in html and "Gemma 3 270M" in html
+    assert 'id="left-output"' in html and 'id="right-output"' in html
+    assert "disabled" in html  # no vote before both answers are in
+
+
+def test_vote_needs_both_answers_then_records_the_verdict(client, owner, battle):
+    client.force_login(owner)
+    url = reverse("battle-vote", args=[battle.id])
+    assert client.post(url, {"outcome": "left"}).status_code == 400
+    finish(battle)
+    response = client.post(url, {"outcome": "left"}, headers={"HX-Request": "true"})
+    assert response.status_code == 200 and 'data-outcome="left"' in response.content.decode()
+    battle.refresh_from_db()
+    assert battle.outcome == "left" and battle.voted_at is not None and not battle.blind
+    client.post(url, {"outcome": "tie"})  # a change of mind replaces the verdict
+    battle.refresh_from_db()
+    assert battle.outcome == "tie"
+    assert client.post(url, {"outcome": "both-good"}).status_code == 400
+
+
+def test_rerun_swap_and_follow_up_make_new_battles_linked_to_the_first(client, owner, battle):
+    client.force_login(owner)
+    finish(battle)
+    client.post(reverse("battle-rerun", args=[battle.id]))
+    client.post(reverse("battle-swap", args=[battle.id]))
+    client.post(reverse("battle-continue", args=[battle.id]), {"prompt": "And another?"})
+    rerun, swapped, follow = Battle.objects.filter(parent=battle).order_by("created_at")
+    assert (rerun.left.model, rerun.right.model) == (battle.left.model, battle.right.model)
+    assert (swapped.left.model, swapped.right.model) == (battle.right.model, battle.left.model)
+    assert follow.prompt == "And another?"
+    assert follow.left.messages()[-3:] == [{"role": "user", "content": "Hi"},
+                                           {"role": "assistant", "content": "Blue."},
+                                           {"role": "user", "content": "And another?"}]
+    assert follow.right.history[-1] == {"role": "assistant", "content": "Red."}
+
+
+def test_follow_up_waits_for_both_answers(client, owner, battle):
+    client.force_login(owner)
+    response = client.post(reverse("battle-continue", args=[battle.id]), {"prompt": "More"})
+    assert response.status_code == 400 and "must be complete" in response.content.decode()
+
+
+def test_edit_prefills_the_form_from_a_battle(client, owner, battle):
+    client.force_login(owner)
+    html = client.get(reverse("compare") + f"?from={battle.id}").content.decode()
+    assert "\nHi</textarea>" in html and 'value="gemma-3-270m" selected' in html
+
+
+def test_another_user_gets_404_everywhere_and_anonymous_is_sent_to_log_in(client, outsider, battle):
+    client.force_login(outsider)
+    for name in ("battle-detail",):
+        assert client.get(reverse(name, args=[battle.id])).status_code == 404
+    for name in ("battle-vote", "battle-rerun", "battle-swap", "battle-continue"):
+        assert client.post(reverse(name, args=[battle.id]), {"outcome": "left", "prompt": "x"}).status_code == 404
+    assert client.get(reverse("compare") + f"?from={battle.id}").content.decode().count("\nHi</textarea>") == 0
+    client.logout()
+    response = client.get(battle.get_absolute_url())
+    assert response.status_code == 302 and reverse("login") in response["Location"]
+    assert Battle.objects.count() == 1
+
+
+def test_a_blind_battle_hides_names_in_its_page_and_its_generations(client, owner, catalogue):
+    sides = {side: {"model": model, "params": {}} for side, model in (("left", catalogue[2]), ("right", catalogue[3]))}
+    battle = start_battle(owner, prompt="Hi", sides=sides, mode=Battle.Mode.TOURNAMENT, blind=True)
+    finish(battle)
+    client.force_login(owner)
+    html = client.get(battle.get_absolute_url()).content.decode()
+    for secret in ("smollm2", "SmolLM2", "gemma", "Gemma", "AWQ", "9.5"):
+        assert secret not in html
+    assert "Model A" in html and "Speeds are shown at the reveal" in html
+    assert client.get(battle.left.get_absolute_url()).status_code == 404  # the generation page names the model
+    battle.revealed = True
+    battle.save()
+    assert "Gemma 3 270M" in client.get(battle.get_absolute_url()).content.decode()
+    assert client.get(battle.left.get_absolute_url()).status_code == 200
+
+
+def test_an_answer_naming_its_own_model_flags_the_battle(owner, battle):
+    finish(battle, left="I am SmolLM, a small model.", right="Red.")
+    assert names_itself(battle.left) and not names_itself(battle.right)
+    assert battle.note_self_identification() and Battle.objects.get().self_identified
+    finish_text = Generation.objects.get(id=battle.right.id)
+    finish_text.text = "As a language model I cannot say."  # the word "model" alone names nobody
+    assert not names_itself(finish_text)
