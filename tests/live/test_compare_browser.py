@@ -1,0 +1,89 @@
+"""A whole comparison in a real headless Chromium (Debian's) against the running
+application and the packaged SmolLM2: both answers stream at the same time, speeds and
+charts appear, the vote is kept, and swap / follow-up make linked battles."""
+
+import time
+
+import pytest
+
+from .test_browser import ARGS, CHROMIUM, login
+
+pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow]
+SIDES = ("left", "right")
+
+
+@pytest.fixture
+def page(live_app):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        yield page
+        context.close()
+        browser.close()
+
+
+def record_token_frames(page) -> dict[str, list[float]]:
+    """When each side's token frames reached the browser (monotonic seconds)."""
+    seen = {side: [] for side in SIDES}
+
+    def on_socket(ws):
+        def on_frame(payload):
+            text = payload if isinstance(payload, str) else payload.decode(errors="replace")
+            for side in SIDES:
+                if f'id="{side}-output" hx-swap-oob="beforeend"' in text:
+                    seen[side].append(time.monotonic())
+        ws.on("framereceived", on_frame)
+
+    page.on("websocket", on_socket)
+    return seen
+
+
+def wait_both_done(page, timeout=300_000):
+    page.wait_for_selector("#left-status[data-state=done]", timeout=timeout)
+    page.wait_for_selector("#right-status[data-state=done]", timeout=timeout)
+
+
+def test_a_comparison_streams_both_sides_at_once_then_vote_swap_and_follow_up(page, live_app):
+    login(page, live_app)
+    frames = record_token_frames(page)
+    page.goto(live_app.url + "compare/")
+    page.select_option("#id_left_model", "smollm2-135m")
+    page.select_option("#id_right_model", "smollm2-135m-spec")
+    page.fill("#id_prompt", "Write two sentences about the sea.")
+    page.click("details.params summary")
+    page.fill("#id_temperature", "0")
+    page.fill("#id_max_new_tokens", "48")
+    page.click("#compare-form button[type=submit]")
+    page.wait_for_url("**/b/*/")
+    first_url = page.url
+    wait_both_done(page)
+
+    # Both sides streamed at once: each side's first token came before the other's last.
+    assert frames["left"] and frames["right"], frames
+    assert frames["left"][0] < frames["right"][-1] and frames["right"][0] < frames["left"][-1]
+    for side in SIDES:
+        assert page.text_content(f"#{side}-output").strip()
+        assert page.text_content(f"#{side}-metrics [data-metric=tps]").strip() not in ("", "–")
+        assert page.text_content(f"#{side}-metrics [data-metric=ttft]").strip().endswith("s")
+        assert page.locator(f"#{side}-metrics svg polyline").count() == 1
+    assert page.text_content("article[data-side=left] .side-name") == "SmolLM2 135M Instruct"
+
+    page.click("#vote-buttons button[value=left]")
+    page.wait_for_selector("#verdict .voted[data-outcome=left]")
+
+    page.click("text=Swap sides")
+    page.wait_for_url(lambda url: url != first_url and "/b/" in url)
+    assert "speculative" in page.text_content("article[data-side=left] .side-name").lower()
+    wait_both_done(page)
+
+    page.fill("textarea[name=prompt]", "Now one sentence about the sky.")
+    page.click(".follow-up button[type=submit]")
+    page.wait_for_selector(".turn-assistant")  # the earlier answers are part of the conversation
+    wait_both_done(page)
+    assert page.locator(".turn-user").count() == 2  # the earlier prompt and this one
+    page.reload()  # the permalink shows the stored battle without a socket
+    assert page.locator("#left-status[data-state=done]").count() == 1
