@@ -1,7 +1,7 @@
 import uuid
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -69,6 +69,9 @@ def battle_detail(request, battle_id):
 @require_POST
 def battle_vote(request, battle_id):
     battle = _get_battle_for_user(request, battle_id)
+    if battle.mode == Battle.Mode.TOURNAMENT:  # judged on its tournament's page, where the winner advances
+        return HttpResponse("A tournament match is judged on its tournament's page.", status=409,
+                            content_type="text/plain")
     form = VoteForm(request.POST)
     ok = form.is_valid() and battle.vote(form.cleaned_data["outcome"])
     status = 200 if ok else 400

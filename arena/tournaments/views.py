@@ -1,7 +1,146 @@
+"""The tournament pages. Every form posts and redirects, so each works without
+JavaScript; with it, the current match streams over the battle's WebSocket."""
+
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from arena.catalogue.models import ModelEntry
+
+from . import display
+from .forms import MatchForm, ReplayForm, TournamentForm, WinnerForm
+from .models import Tournament, TournamentError
+
+
+def _get_tournament_for_user(request, tournament_id) -> Tournament:
+    """Only the owner may open or act on a tournament; others get a 404, not a hint it exists."""
+    tournament = Tournament.objects.select_related("winner").filter(id=tournament_id, owner=request.user).first()
+    if tournament is None:
+        raise Http404("No such tournament.")
+    return tournament
+
+
+def _get_match(tournament: Tournament, form) -> "display.Match":
+    match = tournament.matches.select_related("battle__left", "battle__right").filter(
+        id=form.cleaned_data["match"]).first()
+    if match is None:
+        raise TournamentError("No such match in this tournament.")
+    return match
 
 
 @login_required
 def tournament_list(request):
-    return HttpResponse("Tournaments")
+    tournaments = Tournament.objects.filter(owner=request.user).select_related("winner")[:50]
+    return render(request, "tournaments/list.html", {"tournaments": tournaments})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tournament_new(request):
+    form = TournamentForm(request.POST or None, initial=_initial())
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            tournament = Tournament.start(request.user, contestants=data["contestants"], prompt=data["prompt"],
+                                          system_prompt=data["system_prompt"], params=data["params"],
+                                          seeding=data["seeding"])
+        except TournamentError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect(tournament)
+    return render(request, "tournaments/new.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def _initial() -> dict:
+    """The first four enabled catalogue entries preselected."""
+    enabled = list(ModelEntry.objects.enabled()[:4])
+    initial = {f"contestant_{i + 1}": m for i, m in enumerate(enabled)} if len(enabled) == 4 else {}
+    return {**initial, "seeding": Tournament.Seeding.RANDOM}
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def tournament_detail(request, tournament_id):
+    tournament = _get_tournament_for_user(request, tournament_id)
+    return _render_detail(request, tournament)
+
+
+def _render_detail(request, tournament, *, error: str = "", replay_form=None, status: int = 200):
+    current = tournament.current_match() if not tournament.revealed else None
+    battle = current.battle if current else None
+    return render(request, "tournaments/tournament.html", {
+        "tournament": tournament,
+        "columns": display.bracket_view(tournament),
+        "current": current,
+        "current_labels": (current.slot_label("left"), current.slot_label("right")) if current else (),
+        "battle": battle,
+        "error": error,
+        "replay_form": replay_form or ReplayForm(),
+        "played": tournament.matches.filter(winner__isnull=False).count(),
+    }, status=status)
+
+
+def _act(request, tournament_id, action):
+    """Run an action on the owner's tournament; on a refusal, the page with the reason (409)."""
+    tournament = _get_tournament_for_user(request, tournament_id)
+    try:
+        action(tournament)
+    except TournamentError as exc:
+        return _render_detail(request, tournament, error=str(exc), status=409)
+    return redirect(tournament)
+
+
+@login_required
+@require_POST
+def tournament_winner(request, tournament_id):
+    form = WinnerForm(request.POST)
+
+    def pick(tournament):
+        if not form.is_valid():
+            raise TournamentError(" ".join(e for errs in form.errors.values() for e in errs))
+        tournament.pick_winner(_get_match(tournament, form), form.cleaned_data["winner"],
+                               form.cleaned_data.get("battle"))
+
+    return _act(request, tournament_id, pick)
+
+
+@login_required
+@require_POST
+def tournament_rerun(request, tournament_id):
+    form = MatchForm(request.POST)
+
+    def rerun(tournament):
+        if not form.is_valid():
+            raise TournamentError("Say which match to run again.")
+        tournament.rerun_match(_get_match(tournament, form))
+
+    return _act(request, tournament_id, rerun)
+
+
+@login_required
+@require_POST
+def tournament_stop(request, tournament_id):
+    return _act(request, tournament_id, lambda t: t.stop())
+
+
+@login_required
+@require_POST
+def tournament_resume(request, tournament_id):
+    return _act(request, tournament_id, lambda t: t.resume())
+
+
+@login_required
+@require_POST
+def tournament_replay(request, tournament_id):
+    tournament = _get_tournament_for_user(request, tournament_id)
+    form = ReplayForm(request.POST)
+    if not form.is_valid():
+        return _render_detail(request, tournament, replay_form=form, status=400)
+    try:
+        replay = tournament.replay(form.cleaned_data["prompt"], params={**tournament.params,
+                                                                         **form.cleaned_data["params"]})
+    except TournamentError as exc:  # a contestant was disabled since
+        return _render_detail(request, tournament, error=str(exc), status=409)
+    return redirect(replay)

@@ -1,0 +1,130 @@
+"""The tournament JSON API: the same rules and the same blindness as the pages.
+
+Until a tournament ends its state names no contestant: slots carry neutral labels,
+battle sides "Model A"/"Model B", with their status and text but no model, speed or
+failure reason. The contestants a client sent are not echoed back."""
+
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET, require_POST
+
+from arena.api.auth import error, json_body, token_required
+
+from . import display
+from .forms import MAX_CONTESTANTS, TournamentForm
+from .models import Tournament, TournamentError
+
+CREATE_FIELDS = {"contestants", "prompt", "system_prompt", "history", "params", "seeding"}
+
+
+def _get_tournament_for_user(request, tournament_id) -> Tournament | None:
+    return Tournament.objects.select_related("winner").filter(id=tournament_id, owner=request.user).first()
+
+
+def _history(value) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(
+            isinstance(t, dict) and set(t) == {"role", "content"} and t["role"] in ("user", "assistant")
+            and isinstance(t["content"], str) for t in value):
+        raise ValueError('history must be a list of {"role": "user"|"assistant", "content": "..."} turns.')
+    return value
+
+
+@require_POST
+@token_required
+def create_tournament(request):
+    try:
+        body = json_body(request)
+        unknown = sorted(set(body) - CREATE_FIELDS)
+        if unknown:
+            raise ValueError(f"Unknown field(s): {', '.join(unknown)}.")
+        contestants = body.get("contestants")
+        if not isinstance(contestants, list) or not all(isinstance(c, str) for c in contestants):
+            return error(400, "contestants must be a list of catalogue slugs.", {"contestants": "a list of slugs"})
+        if len(contestants) not in (4, 8):
+            return error(400, f"Pick 4 or 8 contestants, not {len(contestants)}.",
+                         {"contestants": "4 or 8 slugs"})
+        if len(set(contestants)) != len(contestants):
+            return error(400, "Each contestant may appear only once.", {"contestants": "duplicates"})
+        params = body.get("params") or {}
+        if not isinstance(params, dict):
+            return error(400, "params must be an object.", {"params": "must be an object"})
+        for name in ("prompt", "system_prompt", "seeding"):
+            if not isinstance(body.get(name, ""), str):
+                raise ValueError(f"{name} must be a string.")
+        history = _history(body.get("history"))
+    except ValueError as exc:
+        return error(400, str(exc))
+    data = {"prompt": body.get("prompt", ""), "system_prompt": body.get("system_prompt", ""),
+            "seeding": body.get("seeding", Tournament.Seeding.RANDOM),
+            **{f"contestant_{i + 1}": slug for i, slug in enumerate(contestants[:MAX_CONTESTANTS])}}
+    form = TournamentForm(data, extra_params=params)
+    if not form.is_valid():
+        fields = {name: " ".join(errs) for name, errs in form.errors.items()}
+        return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in fields.items()), fields)
+    cleaned = form.cleaned_data
+    try:
+        tournament = Tournament.start(request.user, contestants=cleaned["contestants"], prompt=cleaned["prompt"],
+                                      system_prompt=cleaned["system_prompt"], history=history,
+                                      params=cleaned["params"], seeding=cleaned["seeding"])
+    except TournamentError as exc:
+        return error(400, str(exc))
+    response = JsonResponse(display.tournament_json(tournament), status=201)
+    response["Location"] = f"/api/v1/tournaments/{tournament.id}"
+    return response
+
+
+@require_GET
+@token_required
+def tournament(request, tournament_id):
+    found = _get_tournament_for_user(request, tournament_id)
+    if found is None:
+        return error(404, "No such tournament.")
+    return JsonResponse(display.tournament_json(found))
+
+
+def _match_action(request, tournament_id, act):
+    found = _get_tournament_for_user(request, tournament_id)
+    if found is None:
+        return error(404, "No such tournament.")
+    try:
+        body = json_body(request)
+    except ValueError as exc:
+        return error(400, str(exc))
+    match_id = body.get("match")
+    if isinstance(match_id, bool) or not isinstance(match_id, int):
+        return error(400, "match must be a match id (an integer from the tournament's state).",
+                     {"match": "an integer"})
+    match = found.matches.filter(id=match_id).first()
+    if match is None:
+        return error(404, "No such match in this tournament.")
+    try:
+        act(found, match, body)
+    except TournamentError as exc:
+        return error(409, str(exc))
+    found.refresh_from_db()
+    return JsonResponse(display.tournament_json(found))
+
+
+@require_POST
+@token_required
+def winner(request, tournament_id):
+    """{"match": id, "winner": "left"|"right"}: the side of the match's battle that wins."""
+
+    def pick(found, match, body):
+        side = body.get("winner")
+        if side not in ("left", "right"):
+            raise ValueError
+        found.pick_winner(match, side, body.get("battle"))
+
+    try:
+        return _match_action(request, tournament_id, pick)
+    except ValueError:
+        return error(400, 'winner must be "left" or "right" (a knockout needs a winner).', {"winner": "left or right"})
+
+
+@require_POST
+@token_required
+def rerun(request, tournament_id):
+    """{"match": id}: the current match again, with new answers."""
+    return _match_action(request, tournament_id, lambda found, match, body: found.rerun_match(match))

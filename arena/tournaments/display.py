@@ -1,0 +1,119 @@
+"""What the pages and the API show of a tournament: neutral labels until the reveal.
+
+Before the reveal a match says only its slots' neutral labels and whether it is
+waiting, being played or decided; never which slot won (with given seeding a slot
+is a known model), never a name, speed or failure reason. After it, everything."""
+
+from __future__ import annotations
+
+from arena.battles.models import Battle
+
+from . import bracket
+from .models import Match, Tournament
+
+
+def matches(tournament: Tournament) -> list[Match]:
+    rows = list(tournament.matches.select_related(
+        "left", "right", "winner", "battle__left__model", "battle__right__model").order_by("number"))
+    for match in rows:
+        match.tournament = tournament  # its labels need the size: no query per match
+    return rows
+
+
+def match_state(tournament: Tournament, match: Match, current: Match | None) -> str:
+    if match.decided:
+        return "decided"
+    if current is not None and current.id == match.id:
+        return "current"
+    return "waiting"
+
+
+def slot_view(match: Match, slot: str, reveal: bool) -> dict:
+    view = {"slot": slot, "label": match.slot_label(slot)}
+    model = getattr(match, slot)
+    if not reveal:
+        return view
+    view["model"] = model
+    view["won"] = model is not None and match.winner_id == model.id
+    side = match.battle_side_of(model)
+    gen = getattr(match.battle, side) if side else None
+    view["side"] = side
+    view["gen"] = gen
+    return view
+
+
+def bracket_view(tournament: Tournament) -> list[dict]:
+    """Rounds as columns, each a list of matches with their two slots."""
+    reveal = tournament.revealed
+    all_matches = matches(tournament)
+    current = next((m for m in all_matches if not m.decided), None)
+    columns = []
+    for round_ in range(1, bracket.rounds(tournament.size) + 1):
+        column = []
+        for match in (m for m in all_matches if m.round == round_):
+            column.append({
+                "match": match,
+                "state": match_state(tournament, match, current),
+                "slots": [slot_view(match, "left", reveal), slot_view(match, "right", reveal)],
+                "flagged": reveal and match.battle is not None and match.battle.self_identified,
+            })
+        columns.append({"round": round_, "name": bracket.round_name(tournament.size, round_), "matches": column})
+    return columns
+
+
+# --- the API's JSON ---------------------------------------------------------------------
+def _side_json(battle: Battle, side: str, reveal: bool) -> dict:
+    gen = getattr(battle, side)
+    body = {"label": "Model A" if side == "left" else "Model B", "status": gen.status, "text": gen.text}
+    if reveal:
+        body.update({
+            "model": gen.model.slug, "name": gen.model.name, "failure_reason": gen.failure_reason,
+            "time_to_first_token_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s,
+            "generated_tokens": gen.generated_tokens,
+        })
+    return body
+
+
+def tournament_json(tournament: Tournament) -> dict:
+    reveal = tournament.revealed
+    all_matches = matches(tournament)
+    current = next((m for m in all_matches if not m.decided), None)
+    body = {
+        "id": str(tournament.id),
+        "state": tournament.state,
+        "size": tournament.size,
+        "seeding": tournament.seeding,
+        "prompt": tournament.prompt,
+        "system_prompt": tournament.system_prompt,
+        "history": tournament.history,
+        "params": tournament.params,
+        "parent": str(tournament.parent_id) if tournament.parent_id else None,
+        "created_at": tournament.created_at.isoformat(),
+        "finished_at": tournament.finished_at.isoformat() if tournament.finished_at else None,
+        "current_match": current.id if current and tournament.state != Tournament.State.FINISHED else None,
+        "url": tournament.get_absolute_url(),
+        "matches": [],
+    }
+    for match in all_matches:
+        m = {
+            "id": match.id, "number": match.number, "round": match.round, "index": match.index,
+            "state": match_state(tournament, match, current),
+            "left_slot": match.slot_label("left"), "right_slot": match.slot_label("right"),
+            "battle": None,
+        }
+        if match.battle is not None:
+            m["battle"] = {"id": str(match.battle.id), "url": match.battle.get_absolute_url(),
+                           "left": _side_json(match.battle, "left", reveal),
+                           "right": _side_json(match.battle, "right", reveal)}
+            if reveal:
+                m["battle"]["self_identified"] = match.battle.self_identified
+        if reveal:
+            m["left_model"] = match.left.slug if match.left else None
+            m["right_model"] = match.right.slug if match.right else None
+            m["winner"] = match.winner.slug if match.winner else None
+        body["matches"].append(m)
+    if reveal:
+        body["winner"] = {"slug": tournament.winner.slug, "name": tournament.winner.name} if tournament.winner else None
+        body["contestants"] = [{"seed": e.seed, "slug": e.model.slug, "name": e.model.name}
+                               for e in tournament.entrants.select_related("model").order_by("seed")]
+    return body

@@ -1,0 +1,127 @@
+from django import forms
+from django.conf import settings
+from django.core.validators import MaxLengthValidator
+
+from arena.catalogue.models import ModelEntry
+from inference.protocol import ParamError, SamplingParams
+
+from . import bracket
+from .models import Tournament
+
+LIMITS = SamplingParams.LIMITS
+MAX_CONTESTANTS = max(bracket.SIZES)
+PARAM_FIELDS = ("temperature", "top_p", "max_new_tokens", "seed")
+
+
+def _prompt_field(label="Prompt") -> forms.CharField:
+    field = forms.CharField(label=label, widget=forms.Textarea(attrs={"rows": 4}), strip=False)
+    field.validators.append(MaxLengthValidator(settings.ARENA_MAX_PROMPT_CHARS))
+    return field
+
+
+def _clean_prompt(value: str) -> str:
+    if not value.strip():
+        raise forms.ValidationError("Write a prompt.")
+    return value
+
+
+class ParamsMixin:
+    """The shared sampling parameters: only what the user set, checked as the workers will."""
+
+    def _add_param_fields(self):
+        self.fields["temperature"] = forms.FloatField(required=False, min_value=LIMITS["temperature"][0],
+                                                      max_value=LIMITS["temperature"][1])
+        self.fields["temperature"].widget.attrs["step"] = "0.05"
+        self.fields["top_p"] = forms.FloatField(required=False, min_value=LIMITS["top_p"][0],
+                                                max_value=LIMITS["top_p"][1])
+        self.fields["top_p"].widget.attrs["step"] = "0.01"
+        self.fields["max_new_tokens"] = forms.IntegerField(required=False, min_value=LIMITS["max_new_tokens"][0],
+                                                           max_value=LIMITS["max_new_tokens"][1])
+        self.fields["seed"] = forms.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+
+    def _params(self, cleaned: dict) -> dict:
+        params = {name: cleaned.get(name) for name in PARAM_FIELDS if cleaned.get(name) is not None}
+        params.update(self.extra_params or {})
+        try:
+            SamplingParams.from_dict(params)
+        except ParamError as exc:
+            for name, message in exc.errors.items():
+                self.add_error(None, f"{name}: {message}")
+        return params
+
+
+class TournamentForm(ParamsMixin, forms.Form):
+    """4 or 8 contestants in seed order (the order counts when seeding is "given"), a prompt
+    and shared parameters. The page and the API share it."""
+
+    seeding = forms.ChoiceField(choices=Tournament.Seeding.choices, initial=Tournament.Seeding.RANDOM,
+                                widget=forms.RadioSelect)
+    prompt = _prompt_field()
+    system_prompt = forms.CharField(label="System prompt (empty: each contestant's own)", required=False,
+                                    strip=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, extra_params: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.extra_params = extra_params  # the API's whole params object (stop sequences too)
+        for i in range(1, MAX_CONTESTANTS + 1):
+            self.fields[f"contestant_{i}"] = forms.ModelChoiceField(
+                queryset=ModelEntry.objects.enabled(), to_field_name="slug", required=False,
+                label=f"Contestant {i}", empty_label="—",
+                error_messages={"invalid_choice": "No enabled catalogue model has that slug."},
+            )
+        self._add_param_fields()
+        self.fields["temperature"].initial = 0.7
+        self.fields["max_new_tokens"].initial = 128
+
+    def contestant_fields(self):
+        return [self[f"contestant_{i}"] for i in range(1, MAX_CONTESTANTS + 1)]
+
+    def param_fields(self):
+        return [self[name] for name in PARAM_FIELDS]
+
+    def clean_prompt(self):
+        return _clean_prompt(self.cleaned_data["prompt"])
+
+    def clean(self):
+        cleaned = super().clean()
+        picked = [cleaned.get(f"contestant_{i}") for i in range(1, MAX_CONTESTANTS + 1)]
+        picked = [m for m in picked if m is not None]
+        if any(f.startswith("contestant_") for f in self.errors):
+            return cleaned
+        if len(picked) not in bracket.SIZES:
+            self.add_error(None, f"Pick 4 or 8 contestants (you picked {len(picked)}).")
+        elif len({m.id for m in picked}) != len(picked):
+            self.add_error(None, "Each contestant may appear only once.")
+        cleaned["contestants"] = picked
+        cleaned["params"] = self._params(cleaned)
+        return cleaned
+
+
+class ReplayForm(ParamsMixin, forms.Form):
+    """The same contestants and seeding on another prompt; parameters as before unless set."""
+
+    prompt = _prompt_field("Another prompt")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.extra_params = None
+        self._add_param_fields()
+
+    def clean_prompt(self):
+        return _clean_prompt(self.cleaned_data["prompt"])
+
+    def clean(self):
+        cleaned = super().clean()
+        cleaned["params"] = self._params(cleaned)
+        return cleaned
+
+
+class WinnerForm(forms.Form):
+    match = forms.IntegerField()
+    battle = forms.UUIDField(required=False)
+    winner = forms.ChoiceField(choices=[("left", "Model A"), ("right", "Model B")],
+                               error_messages={"invalid_choice": "A knockout needs a winner: left or right."})
+
+
+class MatchForm(forms.Form):
+    match = forms.IntegerField()

@@ -1,0 +1,338 @@
+"""A tournament: 4 or 8 contestants, a knockout bracket of blind battles on one prompt.
+
+Blindness is a promise until the tournament ends: whatever a page, frame or API answer
+says about the bracket uses neutral labels ("Contestant 3" for a first-round slot,
+"Winner of match 2" later), never a name, a seed or anything that follows one
+contestant from match to match. Each match is a blind `Battle` whose sides are placed
+at random, so a side does not tell the bracket slot either. At the end every battle
+of the tournament is revealed (its generations become visible) and the pages show
+the whole bracket with names, the winner and each match's speeds.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+from django.conf import settings
+from django.db import models, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from arena.battles.models import Battle
+from arena.playground.models import Generation
+
+from . import bracket
+
+
+class TournamentError(Exception):
+    """A request the tournament cannot honour now; the message is fit for the user."""
+
+
+class Tournament(models.Model):
+    class Seeding(models.TextChoices):
+        RANDOM = "random", "Random"
+        GIVEN = "given", "In the order given"
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        STOPPED = "stopped"
+        FINISHED = "finished"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tournaments")
+    prompt = models.TextField()
+    system_prompt = models.TextField(blank=True, help_text="Empty: each contestant's own system prompt.")
+    history = models.JSONField(default=list, blank=True, help_text="Earlier turns of a chat: [{role, content}].")
+    params = models.JSONField(default=dict, blank=True,
+                              help_text="Shared sampling parameters, over each contestant's defaults.")
+    size = models.PositiveSmallIntegerField(choices=[(n, str(n)) for n in bracket.SIZES])
+    seeding = models.CharField(max_length=8, choices=Seeding.choices, default=Seeding.RANDOM)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING, db_index=True)
+    winner = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="tournaments_won")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replays",
+                               help_text="The tournament this one replays with another prompt.")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Tournament of {self.size}: {self.prompt[:40]}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("tournament-detail", args=[self.id])
+
+    @property
+    def revealed(self) -> bool:
+        return self.state == self.State.FINISHED
+
+    # --- creating ----------------------------------------------------------------------
+    @classmethod
+    @transaction.atomic
+    def start(cls, owner, *, contestants: list, prompt: str, system_prompt: str = "", history=None,
+              params: dict | None = None, seeding: str = Seeding.RANDOM, parent: Tournament | None = None,
+              rng: random.Random | None = None) -> Tournament:
+        """Seed the bracket and start match 1. `contestants`: ModelEntry objects, in the
+        order given (the seed order when `seeding` is "given")."""
+        ids = [c.id for c in contestants]
+        if len(ids) not in bracket.SIZES:
+            raise TournamentError(f"Pick 4 or 8 contestants, not {len(ids)}.")
+        if len(set(ids)) != len(ids):
+            raise TournamentError("Each contestant may appear only once.")
+        if any(not c.enabled for c in contestants):
+            raise TournamentError("Every contestant must be an enabled catalogue model.")
+        if seeding not in cls.Seeding.values:
+            raise TournamentError("Seeding is random or given.")
+        tournament = cls.objects.create(owner=owner, prompt=prompt, system_prompt=system_prompt or "",
+                                        history=list(history or []), params=dict(params or {}),
+                                        size=len(ids), seeding=seeding, parent=parent)
+        seeded = bracket.seeding(contestants, seeding, rng)
+        Entrant.objects.bulk_create([Entrant(tournament=tournament, model=m, seed=i + 1, position=ids.index(m.id) + 1)
+                                     for i, m in enumerate(seeded)])
+        tournament._build_bracket(seeded)
+        tournament.current_match().start_battle()
+        return tournament
+
+    def _build_bracket(self, seeded: list) -> None:
+        order = bracket.seed_order(self.size)
+        rows = []
+        for round_ in range(1, bracket.rounds(self.size) + 1):
+            for index in range(bracket.matches_in_round(self.size, round_)):
+                left = right = None
+                if round_ == 1:
+                    left, right = seeded[order[2 * index] - 1], seeded[order[2 * index + 1] - 1]
+                rows.append(Match(tournament=self, round=round_, index=index, left=left, right=right,
+                                  number=bracket.match_number(self.size, round_, index)))
+        Match.objects.bulk_create(rows)
+
+    def contestants(self) -> list:
+        """The entries in the order they were given (the form's, the API's)."""
+        return [e.model for e in self.entrants.select_related("model").order_by("position")]
+
+    def replay(self, prompt: str, *, system_prompt: str | None = None, history=None,
+               params: dict | None = None) -> Tournament:
+        """The same contestants and seeding on another prompt (random seeding draws again)."""
+        if self.seeding == self.Seeding.GIVEN:
+            contestants = [e.model for e in self.entrants.select_related("model").order_by("seed")]
+        else:
+            contestants = self.contestants()
+        return Tournament.start(
+            self.owner, contestants=contestants, prompt=prompt,
+            system_prompt=self.system_prompt if system_prompt is None else system_prompt,
+            history=history or [], params=self.params if params is None else params,
+            seeding=self.seeding, parent=self,
+        )
+
+    # --- playing -----------------------------------------------------------------------
+    def ordered_matches(self):
+        return self.matches.order_by("number")
+
+    def current_match(self) -> Match | None:
+        """The first undecided match (its slots are filled: matches are played in order)."""
+        return self.matches.filter(winner__isnull=True).order_by("number").first()
+
+    def following_match(self, match: Match) -> Match | None:
+        return self.matches.filter(number=match.number + 1).first()
+
+    @transaction.atomic
+    def pick_winner(self, match: Match, side: str, battle_id=None) -> Match:
+        """The user's verdict on the current match: the model on `side` of its battle wins
+        and advances; the next match starts at once, or the tournament ends."""
+        if side not in ("left", "right"):
+            raise TournamentError("A knockout needs a winner: pick the left or the right answer.")
+        if self.state != self.State.RUNNING:
+            raise TournamentError("This tournament is not running." if self.state == self.State.FINISHED
+                                  else "This tournament is stopped: resume it first.")
+        match.refresh_from_db()
+        if match.tournament_id != self.id or match.winner_id is not None:
+            raise TournamentError("That match is already decided.")
+        battle = match.battle
+        if battle is None or (battle_id and str(battle.id) != str(battle_id)):
+            raise TournamentError("This match was run again: judge the new answers.")
+        if not battle.votable:
+            raise TournamentError("Both answers must be complete before you pick a winner "
+                                  "(if one failed, run the match again).")
+        winner = battle.left.model if side == "left" else battle.right.model
+        claimed = Match.objects.filter(id=match.id, winner__isnull=True, battle=battle).update(
+            winner=winner, decided_at=timezone.now())
+        if not claimed:  # a double submit, or another tab was quicker
+            raise TournamentError("That match is already decided.")
+        match.winner, match.decided_at = winner, timezone.now()
+        battle.vote(side)
+        nxt = match.next_match()
+        if nxt is None:
+            self.finish(winner)
+        else:
+            slot = bracket.feeds(match.round, match.index)[2]
+            setattr(nxt, slot, winner)
+            nxt.save(update_fields=[slot])
+            current = self.current_match()
+            if current is not None and current.ready and current.battle_id is None:
+                current.start_battle()
+        return match
+
+    def finish(self, winner) -> None:
+        claimed = Tournament.objects.filter(id=self.id, state=self.State.RUNNING).update(
+            state=self.State.FINISHED, winner=winner, finished_at=timezone.now())
+        if claimed:
+            self.state, self.winner, self.finished_at = self.State.FINISHED, winner, timezone.now()
+            self.battles().update(revealed=True)
+
+    def battles(self):
+        """Every battle run for this tournament's matches (re-runs included)."""
+        return Battle.objects.filter(tournament_matches__tournament=self).distinct()
+
+    @transaction.atomic
+    def stop(self) -> bool:
+        """Pause: the current match's answers are cancelled; resume later."""
+        claimed = Tournament.objects.filter(id=self.id, state=self.State.RUNNING).update(state=self.State.STOPPED)
+        if claimed:
+            self.state = self.State.STOPPED
+            match = self.current_match()
+            if match is not None and match.battle_id:
+                transaction.on_commit(lambda: cancel_battle(match.battle))
+        return bool(claimed)
+
+    @transaction.atomic
+    def resume(self) -> bool:
+        """Go on where it stopped: a current match whose answers did not complete runs again."""
+        claimed = Tournament.objects.filter(id=self.id, state=self.State.STOPPED).update(state=self.State.RUNNING)
+        if claimed:
+            self.state = self.State.RUNNING
+            match = self.current_match()
+            if match is not None and match.needs_rerun:
+                match.start_battle()
+        return bool(claimed)
+
+    @transaction.atomic
+    def rerun_match(self, match: Match) -> Match:
+        """The current match again, with new answers (the user can't decide, or a side failed)."""
+        if self.state != self.State.RUNNING:
+            raise TournamentError("Resume the tournament first.")
+        match.refresh_from_db()
+        current = self.current_match()
+        if current is None or current.id != match.id:
+            raise TournamentError("Only the current match can be run again.")
+        old = match.battle
+        match.start_battle()
+        if old is not None and not old.finished:
+            transaction.on_commit(lambda: cancel_battle(old))
+        return match
+
+
+class Entrant(models.Model):
+    """A contestant of a tournament: `seed` its bracket seed, `position` the order given."""
+
+    tournament = models.ForeignKey(Tournament, on_delete=models.CASCADE, related_name="entrants")
+    model = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
+    seed = models.PositiveSmallIntegerField()
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["seed"]
+        constraints = [
+            models.UniqueConstraint(fields=["tournament", "seed"], name="tournament_entrant_seed"),
+            models.UniqueConstraint(fields=["tournament", "model"], name="tournament_entrant_model"),
+        ]
+
+
+class Match(models.Model):
+    """One match of the bracket. `left`/`right` are its bracket slots (top/bottom), known
+    once the matches feeding them are decided; its battle places them at random."""
+
+    tournament = models.ForeignKey(Tournament, on_delete=models.CASCADE, related_name="matches")
+    round = models.PositiveSmallIntegerField()
+    index = models.PositiveSmallIntegerField(help_text="Position in its round, top to bottom.")
+    number = models.PositiveSmallIntegerField(help_text="Playing order, from 1.")
+    left = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
+                             related_name="+")
+    right = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="+")
+    battle = models.ForeignKey(Battle, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                               help_text="The battle being judged (the latest run).")
+    runs = models.ManyToManyField(Battle, blank=True, related_name="tournament_matches",
+                                  help_text="Every battle run for this match.")
+    winner = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [
+            models.UniqueConstraint(fields=["tournament", "round", "index"], name="tournament_match_slot"),
+            models.UniqueConstraint(fields=["tournament", "number"], name="tournament_match_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Match {self.number}"
+
+    @property
+    def ready(self) -> bool:
+        return self.left_id is not None and self.right_id is not None
+
+    @property
+    def decided(self) -> bool:
+        return self.winner_id is not None
+
+    @property
+    def needs_rerun(self) -> bool:
+        """No battle yet, or one whose answers failed or were cancelled."""
+        if self.battle is None:
+            return True
+        return any(gen.status in (Generation.Status.FAILED, Generation.Status.CANCELLED)
+                   for _side, gen in self.battle.sides)
+
+    def next_match(self) -> Match | None:
+        round_, index, _slot = bracket.feeds(self.round, self.index)
+        return Match.objects.filter(tournament_id=self.tournament_id, round=round_, index=index).first()
+
+    def slot_label(self, slot: str) -> str:
+        """A neutral name for a slot, the same before and after it is filled."""
+        if self.round == 1:
+            return f"Contestant {2 * self.index + (1 if slot == 'left' else 2)}"
+        return f"Winner of match {bracket.fed_by(self.tournament.size, self.round, self.index, slot)}"
+
+    def battle_side_of(self, slot_model) -> str | None:
+        """Which side of the battle a bracket slot's model played (for the reveal)."""
+        if self.battle is None or slot_model is None:
+            return None
+        return "left" if self.battle.left.model_id == slot_model.id else "right"
+
+    def start_battle(self) -> Battle:
+        """A new blind battle for this match, sides placed at random; then ask the
+        orchestrator to warm the next match's models while this one is judged."""
+        from arena.battles.services import start_battle  # the services import the Celery tasks
+
+        if not self.ready:
+            raise TournamentError("This match waits for the matches before it.")
+        t = self.tournament
+        first, second = (self.left, self.right) if random.SystemRandom().random() < 0.5 else (self.right, self.left)
+        sides = {side: {"model": model, "system_prompt": t.system_prompt, "history": t.history,
+                        "params": model.params_with_defaults(t.params).to_dict()}
+                 for side, model in (("left", first), ("right", second))}
+        battle = start_battle(t.owner, prompt=t.prompt, sides=sides, mode=Battle.Mode.TOURNAMENT, blind=True,
+                              parent=self.battle)
+        self.battle = battle
+        self.save(update_fields=["battle"])
+        self.runs.add(battle)
+        from .tasks import prewarm_next
+
+        following = t.following_match(self)
+        if following is not None:
+            prewarm_next.delay_on_commit(str(t.id), following.id, str(battle.id))
+        return battle
+
+
+def cancel_battle(battle: Battle) -> None:
+    """Ask both of a battle's live generations to stop (as the Stop button does)."""
+    from arena import streams
+    from inference.protocol import STREAM_TTL_S
+
+    client, keys = streams.client(), streams.keys()
+    for _side, gen in battle.sides:
+        gen.refresh_from_db(fields=["status"])
+        if not gen.finished:
+            client.set(keys.cancel(str(gen.id)), "user", ex=STREAM_TTL_S)

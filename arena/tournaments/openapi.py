@@ -1,0 +1,173 @@
+"""OpenAPI 3.1 path items of the tournament endpoints, merged into arena.api.openapi.SPEC."""
+
+from arena.api.openapi import ERROR, PARAMS
+
+_STATUS = {"type": "string", "enum": ["queued", "loading", "running", "done", "failed", "cancelled"]}
+
+SIDE = {
+    "type": "object",
+    "description": "One side of a match's battle. Before the reveal: only `label`, `status` and `text` "
+    "(nothing names or times the contestant). After it: the model, its failure reason and speeds.",
+    "required": ["label", "status", "text"],
+    "properties": {
+        "label": {"type": "string", "enum": ["Model A", "Model B"]},
+        "status": _STATUS,
+        "text": {"type": "string"},
+        "model": {"type": "string", "description": "After the reveal: the catalogue slug"},
+        "name": {"type": "string", "description": "After the reveal"},
+        "failure_reason": {"type": "string", "description": "After the reveal"},
+        "time_to_first_token_s": {"type": ["number", "null"], "description": "After the reveal"},
+        "tokens_per_s": {"type": ["number", "null"], "description": "After the reveal"},
+        "generated_tokens": {"type": ["integer", "null"], "description": "After the reveal"},
+    },
+}
+
+MATCH = {
+    "type": "object",
+    "required": ["id", "number", "round", "index", "state", "left_slot", "right_slot", "battle"],
+    "properties": {
+        "id": {"type": "integer", "description": "Send it as `match` to post a winner"},
+        "number": {"type": "integer", "description": "Playing order, from 1"},
+        "round": {"type": "integer"},
+        "index": {"type": "integer", "description": "Position in the round, top to bottom"},
+        "state": {"type": "string", "enum": ["waiting", "current", "decided"]},
+        "left_slot": {"type": "string", "description": "Neutral label: 'Contestant 3' or 'Winner of match 1'"},
+        "right_slot": {"type": "string"},
+        "battle": {"type": ["object", "null"], "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "url": {"type": "string"},
+            "left": SIDE,
+            "right": SIDE,
+            "self_identified": {"type": "boolean", "description": "After the reveal: an answer named its model"},
+        }},
+        "left_model": {"type": ["string", "null"], "description": "After the reveal: the slot's slug"},
+        "right_model": {"type": ["string", "null"], "description": "After the reveal"},
+        "winner": {"type": ["string", "null"], "description": "After the reveal: the winner's slug"},
+    },
+}
+
+TOURNAMENT = {
+    "type": "object",
+    "description": "A tournament's state. Blind until `state` is `finished`: no contestant is named, "
+    "no slot says who won and no speed is given; then `winner`, `contestants` and every match's models "
+    "and speeds appear.",
+    "required": ["id", "state", "size", "seeding", "prompt", "matches", "current_match", "url"],
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "state": {"type": "string", "enum": ["running", "stopped", "finished"]},
+        "size": {"type": "integer", "enum": [4, 8]},
+        "seeding": {"type": "string", "enum": ["random", "given"]},
+        "prompt": {"type": "string"},
+        "system_prompt": {"type": "string"},
+        "history": {"type": "array", "items": {"type": "object"}},
+        "params": PARAMS,
+        "parent": {"type": ["string", "null"], "description": "The tournament this one replays"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "finished_at": {"type": ["string", "null"], "format": "date-time"},
+        "current_match": {"type": ["integer", "null"], "description": "The id of the match to judge next"},
+        "url": {"type": "string"},
+        "matches": {"type": "array", "items": MATCH},
+        "winner": {"type": ["object", "null"], "description": "After the reveal", "properties": {
+            "slug": {"type": "string"}, "name": {"type": "string"}}},
+        "contestants": {"type": "array", "description": "After the reveal, in seed order", "items": {
+            "type": "object", "properties": {"seed": {"type": "integer"}, "slug": {"type": "string"},
+                                             "name": {"type": "string"}}}},
+    },
+}
+
+
+def _json(schema):
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _err(description):
+    return {"description": description, **_json(ERROR)}
+
+
+_ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}]
+
+OPENAPI_PATHS = {
+    "/api/v1/tournaments": {
+        "post": {
+            "operationId": "createTournament",
+            "summary": "Seed a knockout bracket of 4 or 8 contestants and start its first blind match",
+            "requestBody": {"required": True, **_json({
+                "type": "object",
+                "required": ["contestants", "prompt"],
+                "additionalProperties": False,
+                "properties": {
+                    "contestants": {"type": "array", "minItems": 4, "maxItems": 8, "uniqueItems": True,
+                                    "items": {"type": "string"},
+                                    "description": "4 or 8 distinct enabled catalogue slugs, in seed order"},
+                    "prompt": {"type": "string", "minLength": 1},
+                    "system_prompt": {"type": "string", "description": "Empty: each contestant's own"},
+                    "history": {"type": "array", "description": "Earlier turns of a chat", "items": {
+                        "type": "object", "required": ["role", "content"], "additionalProperties": False,
+                        "properties": {"role": {"type": "string", "enum": ["user", "assistant"]},
+                                       "content": {"type": "string"}}}},
+                    "params": PARAMS,
+                    "seeding": {"type": "string", "enum": ["random", "given"], "default": "random",
+                                "description": "given: round 1 pairs seeds 1 v 4, 2 v 3 (8: 1 v 8, 4 v 5, 2 v 7, 3 v 6)"},
+                },
+            })},
+            "responses": {
+                "201": {"description": "Created; match 1 runs in the background", **_json(TOURNAMENT)},
+                "400": _err("Invalid request (not 4 or 8 contestants, duplicates, unknown slug, bad params)"),
+                "401": _err("Missing or invalid token"),
+            },
+        }
+    },
+    "/api/v1/tournaments/{id}": {
+        "get": {
+            "operationId": "getTournament",
+            "summary": "A tournament's bracket and current match (neutral labels until the reveal)",
+            "parameters": _ID,
+            "responses": {
+                "200": {"description": "The tournament", **_json(TOURNAMENT)},
+                "401": _err("Missing or invalid token"),
+                "404": _err("No such tournament (or not yours)"),
+            },
+        }
+    },
+    "/api/v1/tournaments/{id}/winner": {
+        "post": {
+            "operationId": "pickTournamentWinner",
+            "summary": "The winner of the current match (a side of its battle): it advances, the next match starts, "
+            "or the tournament ends and is revealed",
+            "parameters": _ID,
+            "requestBody": {"required": True, **_json({
+                "type": "object", "required": ["match", "winner"],
+                "properties": {
+                    "match": {"type": "integer"},
+                    "winner": {"type": "string", "enum": ["left", "right"]},
+                    "battle": {"type": "string", "format": "uuid",
+                               "description": "Optional: refuse if the match was re-run since"},
+                },
+            })},
+            "responses": {
+                "200": {"description": "The tournament after the pick", **_json(TOURNAMENT)},
+                "400": _err("Invalid request"),
+                "401": _err("Missing or invalid token"),
+                "404": _err("No such tournament or match"),
+                "409": _err("Not now: the answers are not complete, the match is decided or not current, "
+                            "or the tournament is stopped or finished"),
+            },
+        }
+    },
+    "/api/v1/tournaments/{id}/rerun": {
+        "post": {
+            "operationId": "rerunTournamentMatch",
+            "summary": "Run the current match again (can't decide, or an answer failed)",
+            "parameters": _ID,
+            "requestBody": {"required": True, **_json({
+                "type": "object", "required": ["match"], "properties": {"match": {"type": "integer"}}})},
+            "responses": {
+                "200": {"description": "The tournament with the match's new battle", **_json(TOURNAMENT)},
+                "400": _err("Invalid request"),
+                "401": _err("Missing or invalid token"),
+                "404": _err("No such tournament or match"),
+                "409": _err("Not the current match, or the tournament is not running"),
+            },
+        }
+    },
+}

@@ -1,0 +1,44 @@
+"""Warming the next match's models while the user judges the current one."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from arena import streams
+from arena.battles.models import Battle
+from arena.playground.models import Generation
+from orchestration import client as orch
+
+log = logging.getLogger(__name__)
+CHECK_EVERY_S = 2
+MAX_CHECKS = 450  # 15 minutes: longer than any load the orchestrator waits for
+
+
+@shared_task(ignore_result=True, soft_time_limit=30, time_limit=60)
+def prewarm_next(tournament_id: str, match_id: int, battle_id: str, checks: int = 0) -> None:
+    """Once the current battle's models are loaded (its sides are past loading, so the
+    pre-warm cannot take the memory they need), ask the orchestrator to pre-warm the
+    known contestants of the following match. A pre-warm only uses free memory and never
+    evicts, so it cannot slow a match that runs. Re-enqueues itself rather than holding a
+    Celery slot while it waits."""
+    from .models import Match
+
+    battle = Battle.objects.select_related("left", "right").filter(id=battle_id).first()
+    if battle is None:
+        return
+    loading = (Generation.Status.QUEUED, Generation.Status.LOADING)
+    if battle.left.status in loading or battle.right.status in loading:
+        if checks < MAX_CHECKS:
+            prewarm_next.apply_async((tournament_id, match_id, battle_id, checks + 1), countdown=CHECK_EVERY_S)
+        return
+    match = Match.objects.select_related("left", "right", "tournament").filter(
+        id=match_id, tournament_id=tournament_id).first()
+    if match is None or match.decided or match.tournament.state != "running":
+        return
+    models = [m for m in (match.left, match.right) if m is not None]
+    if models:
+        orch.request_lease(streams.client(), streams.keys(), f"prewarm:{tournament_id}:{match_id}",
+                           [m.spec() for m in models], prewarm=True)
+        log.info("Tournament %s: pre-warming %d model(s) for match %s", tournament_id, len(models), match.number)
