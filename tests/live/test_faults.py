@@ -92,3 +92,41 @@ def _in_flight(live_app) -> int:
     for worker_id in live_app.worker_pids():
         total += int(live_app.redis.hget(f"{live_app.prefix}:worker:{worker_id}", "in_flight") or 0)
     return total
+
+
+def test_a_worker_killed_mid_comparison_fails_its_side_only_and_a_rerun_completes(live_app, admin_token):
+    body = {"left_model": "smollm2-135m", "right_model": "smollm2-135m-spec",
+            "prompt": "Write a long story about a dragon who learns to bake.", "params": LONG,
+            "right_params": {"max_new_tokens": 80}}  # the left side is still going when it is killed
+    created = live_app.api(admin_token, "post", "/api/v1/comparisons", json=body)
+    assert created.status_code == 202, created.text
+    battle = created.json()
+    gens = _battle_generation_ids(live_app, battle["id"])
+    live_app.wait_tokens(gens["left"])
+    (pid,) = [pid for worker, pid in live_app.worker_pids().items() if worker.startswith("smollm2-135m-") and
+              not worker.startswith("smollm2-135m-spec")]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        state = live_app.api(admin_token, "get", f"/api/v1/comparisons/{battle['id']}").json()
+        if state["finished"]:
+            break
+        time.sleep(0.5)
+    assert state["left"]["status"] == "failed" and "signal 9" in state["left"]["failure_reason"], state
+    assert state["left"]["text"]  # the partial answer is kept
+    assert state["right"]["status"] == "done" and state["right"]["text"], state  # the other side is not lost
+    again = live_app.api(admin_token, "post", "/api/v1/comparisons", json={**body, "prompt": "Say hi.",
+                                                                           "params": {"max_new_tokens": 8},
+                                                                           "right_params": {}}).json()
+    deadline = time.time() + 180
+    while not (state := live_app.api(admin_token, "get", f"/api/v1/comparisons/{again['id']}").json())["finished"]:
+        assert time.time() < deadline, state
+        time.sleep(0.5)
+    assert state["left"]["status"] == state["right"]["status"] == "done", state
+
+
+def _battle_generation_ids(live_app, battle_id: str) -> dict[str, str]:
+    out = live_app.manage("shell", "-c", "from arena.battles.models import Battle; "
+                          f"b=Battle.objects.get(id='{battle_id}'); print(b.left_id, b.right_id)")
+    left, right = out.split()[-2:]
+    return {"left": left, "right": right}
