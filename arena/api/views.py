@@ -1,4 +1,4 @@
-"""The JSON API (v1), described by `openapi.SPEC` at /api/v1/openapi.json."""
+"""The JSON API (v1), described at /api/v1/openapi.json (`openapi.SPEC` with the tournament paths)."""
 
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -13,12 +13,16 @@ from arena import streams
 from orchestration.status import snapshot
 
 from .auth import error, json_body, token_required
+from arena.tournaments.openapi import OPENAPI_PATHS as TOURNAMENT_PATHS
+
 from .openapi import SPEC
+
+FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS}}
 
 
 @require_GET
 def openapi(request):
-    return JsonResponse(SPEC)
+    return JsonResponse(FULL_SPEC)
 
 
 def model_json(entry: ModelEntry) -> dict:
