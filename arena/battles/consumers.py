@@ -38,7 +38,7 @@ class BattleConsumer(AsyncWebsocketConsumer):
         self.keys = streams.keys()
         created = self.battle.created_at.timestamp()
         self.sides = {
-            self.keys.stream(str(gen.id)): (fragments.Side(name, created, self.battle.blind), gen)
+            self.keys.stream(str(gen.id)): (fragments.Side(name, created, not self.battle.names_visible), gen)
             for name, gen in self.battle.sides
         }
         await self.accept()

@@ -13,10 +13,13 @@ from .forms import ComparisonForm, FollowUpForm, VoteForm
 from .models import Battle
 
 
-def _get_battle_for_user(request, battle_id) -> Battle:
-    """Only the owner may open or act on a battle; others get a 404, not a hint it exists."""
-    battle = Battle.objects.select_related("left__model", "right__model").filter(
-        id=battle_id, owner=request.user).first()
+def _get_battle_for_user(request, battle_id, mode: str | None = None) -> Battle:
+    """Only the owner may open or act on a battle; others get a 404, not a hint it exists.
+
+    `mode` restricts it to comparisons for the actions a tournament match takes on its own
+    page (a re-run or follow-up outside the bracket would be a blind battle never revealed)."""
+    battles = Battle.objects.select_related("left__model", "right__model").filter(id=battle_id, owner=request.user)
+    battle = battles.filter(mode=mode).first() if mode else battles.first()
     if battle is None:
         raise Http404("No such battle.")
     return battle
@@ -84,19 +87,19 @@ def battle_vote(request, battle_id):
 @login_required
 @require_POST
 def battle_rerun(request, battle_id):
-    return redirect(services.rerun(_get_battle_for_user(request, battle_id)))
+    return redirect(services.rerun(_get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)))
 
 
 @login_required
 @require_POST
 def battle_swap(request, battle_id):
-    return redirect(services.rerun(_get_battle_for_user(request, battle_id), swap=True))
+    return redirect(services.rerun(_get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON), swap=True))
 
 
 @login_required
 @require_POST
 def battle_continue(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id)
+    battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
     form = FollowUpForm(request.POST)
     if not battle.votable:
         form.add_error(None, "Both answers must be complete before the conversation can go on.")

@@ -154,3 +154,15 @@ def test_an_answer_naming_its_own_model_flags_the_battle(owner, battle):
     finish_text = Generation.objects.get(id=battle.right.id)
     finish_text.text = "As a language model I cannot say."  # the word "model" alone names nobody
     assert not names_itself(finish_text)
+
+
+def test_a_tournament_battle_is_judged_and_rerun_only_on_its_tournament_page(client, owner, catalogue):
+    sides = {side: {"model": model, "params": {}} for side, model in (("left", catalogue[0]), ("right", catalogue[3]))}
+    battle = start_battle(owner, prompt="Hi", sides=sides, mode=Battle.Mode.TOURNAMENT, blind=True)
+    finish(battle)
+    client.force_login(owner)
+    assert 'id="verdict"' not in client.get(battle.get_absolute_url()).content.decode()
+    assert client.post(reverse("battle-vote", args=[battle.id]), {"outcome": "left"}).status_code == 409
+    for name in ("battle-rerun", "battle-swap", "battle-continue"):
+        assert client.post(reverse(name, args=[battle.id]), {"prompt": "x"}).status_code == 404
+    assert Battle.objects.count() == 1
