@@ -8,7 +8,6 @@ out-of-band fragments; a blind battle's carry no names, speeds or failure detail
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 
@@ -17,7 +16,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils.html import format_html
 
 from arena import streams
-from arena.playground.consumers import MAX_CLIENT_FRAME
+from arena.playground.consumers import stop_frame_problem
 from inference import protocol as p
 
 from . import fragments
@@ -60,14 +59,9 @@ class BattleConsumer(AsyncWebsocketConsumer):
 
     async def receive(self, text_data=None, bytes_data=None):
         """Clients may only ask to stop both sides; anything else gets an error, never a crash."""
-        if bytes_data is not None or text_data is None or len(text_data) > MAX_CLIENT_FRAME:
-            return await self._notice("Frames must be JSON text under 4 KB.")
-        try:
-            message = json.loads(text_data)
-        except ValueError:
-            return await self._notice("Frames must be JSON.")
-        if not isinstance(message, dict) or message.get("action") != "stop":
-            return await self._notice('Unknown action: the only action is {"action": "stop"}.')
+        problem = stop_frame_problem(text_data, bytes_data)
+        if problem:
+            return await self._notice(problem)
         for _view, gen in self.sides.values():
             await self.redis.set(self.keys.cancel(str(gen.id)), "user", ex=p.STREAM_TTL_S)
 

@@ -3,6 +3,7 @@ from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
 from arena.catalogue.models import ModelEntry
+from arena.playground.forms import require_text
 from inference.protocol import ParamError, SamplingParams
 
 LIMITS = SamplingParams.LIMITS
@@ -51,10 +52,7 @@ class ComparisonForm(forms.Form):
         self.fields["top_p"].widget.attrs["step"] = "0.01"
 
     def clean_prompt(self):
-        prompt = self.cleaned_data["prompt"]
-        if not prompt.strip():
-            raise forms.ValidationError("Write a prompt.")
-        return prompt
+        return require_text(self.cleaned_data["prompt"], "Write a prompt.")
 
     def clean(self):
         cleaned = super().clean()
@@ -87,7 +85,4 @@ class FollowUpForm(forms.Form):
         self.fields["prompt"].validators.append(MaxLengthValidator(settings.ARENA_MAX_PROMPT_CHARS))
 
     def clean_prompt(self):
-        prompt = self.cleaned_data["prompt"]
-        if not prompt.strip():
-            raise forms.ValidationError("Write a follow-up.")
-        return prompt
+        return require_text(self.cleaned_data["prompt"], "Write a follow-up.")

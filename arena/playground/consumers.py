@@ -26,6 +26,19 @@ MAX_CLIENT_FRAME = 4096
 FOLLOW_BLOCK_MS = 5000
 
 
+def stop_frame_problem(text_data, bytes_data) -> str:
+    """Why a client frame is not the one action clients may send, {"action": "stop"} ("" if it is)."""
+    if bytes_data is not None or text_data is None or len(text_data) > MAX_CLIENT_FRAME:
+        return "Frames must be JSON text under 4 KB."
+    try:
+        message = json.loads(text_data)
+    except ValueError:
+        return "Frames must be JSON."
+    if not isinstance(message, dict) or message.get("action") != "stop":
+        return 'Unknown action: the only action is {"action": "stop"}.'
+    return ""
+
+
 class GenerationConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.gen = await self._get_generation()
@@ -54,14 +67,9 @@ class GenerationConsumer(AsyncWebsocketConsumer):
 
     async def receive(self, text_data=None, bytes_data=None):
         """Clients may only ask to stop; anything else gets an error, never a crash."""
-        if bytes_data is not None or text_data is None or len(text_data) > MAX_CLIENT_FRAME:
-            return await self._send_error("Frames must be JSON text under 4 KB.")
-        try:
-            message = json.loads(text_data)
-        except ValueError:
-            return await self._send_error("Frames must be JSON.")
-        if not isinstance(message, dict) or message.get("action") != "stop":
-            return await self._send_error('Unknown action: the only action is {"action": "stop"}.')
+        problem = stop_frame_problem(text_data, bytes_data)
+        if problem:
+            return await self._send_error(problem)
         await self.redis.set(self.keys.cancel(str(self.gen.id)), "user", ex=p.STREAM_TTL_S)
         if not self.as_json:
             await self.send(text_data=fragments.status("running", "stopping…"))

@@ -8,6 +8,13 @@ from inference.protocol import ParamError, SamplingParams
 LIMITS = SamplingParams.LIMITS
 
 
+def require_text(value: str, message: str) -> str:
+    """`value` as written (leading spaces can matter to a model), refused if it is all blank."""
+    if not value.strip():
+        raise forms.ValidationError(message)
+    return value
+
+
 class GenerationForm(forms.Form):
     """One form for the page and the API: the same rules, the same messages."""
 
@@ -39,10 +46,7 @@ class GenerationForm(forms.Form):
         self.fields["top_p"].widget.attrs["step"] = "0.01"
 
     def clean_prompt(self):
-        prompt = self.cleaned_data["prompt"]
-        if not prompt.strip():
-            raise forms.ValidationError("Write a prompt.")
-        return prompt
+        return require_text(self.cleaned_data["prompt"], "Write a prompt.")
 
     def clean_stop(self):
         lines = [line for line in self.cleaned_data["stop"].splitlines() if line]

@@ -23,3 +23,11 @@ def owner(db):
 @pytest.fixture
 def outsider(db):
     return get_user_model().objects.create_user("outsider", password="outsider-pass-1")
+
+
+@pytest.fixture
+def token(owner):
+    """An API token of the owner persona."""
+    from arena.accounts.models import ApiToken
+
+    return ApiToken.issue(owner)

@@ -9,18 +9,11 @@ from arena.battles.models import Battle
 from arena.battles.services import start_battle
 from arena.playground.models import Generation
 
+from .api_client import api
+
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def token(owner):
-    return ApiToken.issue(owner)
-
-
-def api(client, method, path, token=None, body=None, raw=None):
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
-    data = raw if raw is not None else (json.dumps(body) if body is not None else None)
-    return getattr(client, method)(path, data=data, content_type="application/json", **headers)
 
 
 def create(client, token, **body):

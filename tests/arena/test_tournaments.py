@@ -26,6 +26,8 @@ from arena.tournaments.models import Match, Tournament, TournamentError
 from arena.tournaments.openapi import OPENAPI_PATHS
 from arena.tournaments.tasks import prewarm_next
 
+from .api_client import api
+
 pytestmark = pytest.mark.django_db
 PARAMS = {"temperature": 0.0, "max_new_tokens": 16}
 
@@ -296,7 +298,7 @@ def test_the_page_names_nobody_before_the_reveal_and_everybody_after(client, own
     for word in identifiers(catalogue) + ["tok/s", "Tokens/s", "12.5", "31.3", "0.75 s"]:
         assert word not in html, word
     assert "Model A" in html and "Model B" in html and "Contestant 4" in html
-    assert f'ws-connect="/ws/battles/' not in html  # a finished battle needs no socket
+    assert 'ws-connect="/ws/battles/' not in html  # a finished battle needs no socket
     assert "<title>Tournament: match 1 · LLM Arena</title>" in html
     assert 'id="winner-form"' in html and 'id="rerun-form"' in html and 'id="replay-form"' in html
     client.post(reverse("tournament-winner", args=[t.id]), {"match": current(t).id, "winner": "left"})
@@ -408,19 +410,9 @@ def test_only_the_owner_opens_a_match_socket(owner, outsider, catalogue):
 
 # --- the API -----------------------------------------------------------------------------
 @pytest.fixture
-def token(owner):
-    return ApiToken.issue(owner)
-
-
-@pytest.fixture
 def outsider_token(outsider):
     return ApiToken.issue(outsider)
 
-
-def api(client, method, path, token=None, body=None):
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
-    data = json.dumps(body) if body is not None else None
-    return getattr(client, method)(path, data=data, content_type="application/json", **headers)
 
 
 def test_api_create_read_and_judge_blind_until_the_reveal(client, token, catalogue):
