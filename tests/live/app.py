@@ -96,6 +96,11 @@ class LiveApp:
             time.sleep(0.1)
         raise AssertionError("no tokens streamed")
 
+    def worker_pid(self, slug: str) -> int:
+        """The pid of the one live worker serving `slug` (worker ids are "<slug>-<8 hex>")."""
+        (pid,) = [pid for worker_id, pid in self.worker_pids().items() if worker_id.rsplit("-", 1)[0] == slug]
+        return pid
+
     def worker_pids(self) -> dict[str, int]:
         pids = {}
         for key in self.redis.scan_iter(match=f"{self.prefix}:worker:*", count=500):
