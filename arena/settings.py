@@ -21,9 +21,18 @@ def _secret_key() -> str:
         return os.environ["ARENA_SECRET_KEY"]
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # Written whole under a private name, then linked into place: processes starting at
+        # once (the launcher's, two node agents) all end up reading the one key that won.
+        draft = path.with_name(f"secret_key.{os.getpid()}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_urlsafe(50))
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass  # another process got there first: use its key
+        finally:
+            draft.unlink()
     return path.read_text().strip()
 
 
