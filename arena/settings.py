@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "arena.playground",
     "arena.battles",
     "arena.tournaments",
+    "arena.leaderboard",
     "orchestration",
 ]
 

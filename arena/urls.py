@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 from arena.api import comparisons as api_comparisons
 from arena.api import views as api
 from arena.battles import views as battles
+from arena.leaderboard import views as leaderboard
 from arena.health import healthz
 from arena.playground import views as playground
 from orchestration import views as orchestration
@@ -15,6 +16,7 @@ urlpatterns = [
     path("playground/", playground.playground, name="playground"),
     path("g/<uuid:generation_id>/", playground.generation_detail, name="generation-detail"),
     path("compare/", battles.compare, name="compare"),
+    path("leaderboard/", leaderboard.leaderboard, name="leaderboard"),
     path("b/<uuid:battle_id>/", battles.battle_detail, name="battle-detail"),
     path("b/<uuid:battle_id>/vote", battles.battle_vote, name="battle-vote"),
     path("b/<uuid:battle_id>/rerun", battles.battle_rerun, name="battle-rerun"),

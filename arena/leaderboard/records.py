@@ -1,0 +1,39 @@
+"""The battle records the leaderboard is fitted on, read from the battles app."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+
+from django.utils import timezone
+
+from arena.battles.models import Battle
+
+SCORES = {Battle.Outcome.LEFT: 1.0, Battle.Outcome.RIGHT: 0.0, Battle.Outcome.TIE: 0.5, Battle.Outcome.BOTH_BAD: 0.5}
+MODES = {"all": "All verdicts", "named": "Named comparisons", "blind": "Blind (tournament matches)"}
+PERIODS = {"all": None, "1": 1, "7": 7, "30": 30}
+
+
+def battle_records(mode: str = "all", days: int | None = None):
+    """Every verdict (ties and "both bad" count as ties), as (left slug, right slug, score of left,
+    from a tournament). A blind battle counts once its tournament has revealed it: before, its
+    effect on the table would tell its judge which model they picked."""
+    battles = Battle.objects.exclude(outcome="").exclude(blind=True, revealed=False)
+    if mode == "named":
+        battles = battles.filter(blind=False)
+    elif mode == "blind":
+        battles = battles.filter(blind=True)
+    if days:
+        battles = battles.filter(voted_at__gte=timezone.now() - timedelta(days=days))
+    rows = battles.values_list("left__model__slug", "right__model__slug", "outcome", "mode")
+    return [(left, right, SCORES[outcome], mode == Battle.Mode.TOURNAMENT) for left, right, outcome, mode in rows
+            if left != right]  # a model against itself (two system prompts) says nothing of its rating
+
+
+def names() -> dict[str, str]:
+    from arena.catalogue.models import ModelEntry
+
+    return dict(ModelEntry.objects.values_list("slug", "name"))
+
+
+

@@ -1,0 +1,63 @@
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+
+from . import ratings
+from .records import MODES, PERIODS, battle_records, names
+
+CHART_W, ROW_H, PAD = 520, 22, 8
+
+
+@login_required
+def leaderboard(request):
+    """Ratings of every model from the team's verdicts: table, interval chart, win-rate matrix."""
+    mode = request.GET.get("mode") if request.GET.get("mode") in MODES else "all"
+    period = request.GET.get("days") if request.GET.get("days") in PERIODS else "all"
+    records = battle_records(mode, PERIODS[period])
+    triples = [(left, right, score) for left, right, score, _t in records]
+    rows = ratings.leaderboard(triples)
+    from_tournaments = _tournament_counts(records)
+    labels = names()
+    table = [{"row": r, "name": labels.get(r.model, r.model), "from_tournaments": from_tournaments.get(r.model, 0)}
+             for r in rows]
+    context = {
+        "table": table, "modes": MODES, "mode": mode, "periods": PERIODS, "period": period,
+        "battles": len(records), "tournament_battles": sum(1 for *_x, t in records if t),
+        "chart": _chart(table), "matrix": _matrix(table, ratings.win_matrix(triples)),
+    }
+    return render(request, "leaderboard/leaderboard.html", context)
+
+
+def _tournament_counts(records) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for left, right, _score, tournament in records:
+        if tournament:
+            for slug in (left, right):
+                counts[slug] = counts.get(slug, 0) + 1
+    return counts
+
+
+def _chart(table: list[dict]) -> dict:
+    """Each model's rating as a dot on its 95% interval, on one shared horizontal scale."""
+    if not table:
+        return {}
+    low = min(t["row"].lower for t in table) - 10
+    high = max(t["row"].upper for t in table) + 10
+    x = lambda v: round(PAD + (v - low) / (high - low) * (CHART_W - 2 * PAD), 1)  # noqa: E731
+    bars = [{"name": t["name"], "y": PAD + i * ROW_H + ROW_H / 2, "x": x(t["row"].rating),
+             "x1": x(t["row"].lower), "x2": x(t["row"].upper)} for i, t in enumerate(table)]
+    return {"width": CHART_W, "height": 2 * PAD + len(table) * ROW_H, "bars": bars,
+            "low": round(low), "high": round(high)}
+
+
+def _matrix(table: list[dict], cells: dict) -> list[dict]:
+    """Rows and columns in rating order; each cell the row's win rate against the column."""
+    order = [(t["row"].model, t["name"]) for t in table]
+    matrix = []
+    for slug, name in order:
+        row = []
+        for other, _other_name in order:
+            rate, n = cells.get((slug, other), (None, 0))
+            hue = None if rate is None else round(rate * 120)  # red (0) to green (120)
+            row.append({"rate": rate, "n": n, "hue": hue, "self": slug == other})
+        matrix.append({"name": name, "cells": row})
+    return matrix
