@@ -9,7 +9,7 @@ from arena.battles.services import start_comparison
 from arena.playground.models import Generation
 from inference.protocol import ParamError, SamplingParams
 
-from .auth import error, json_body, token_required
+from .auth import error, form_error, json_body, token_required
 
 FIELDS = {"left_model", "right_model", "prompt", "left_system_prompt", "right_system_prompt",
           "params", "left_params", "right_params"}
@@ -77,8 +77,7 @@ def create_comparison(request):
         return error(400, "Models, prompt and system prompts must be strings.")
     form = ComparisonForm(strings, side_params=side_params)
     if not form.is_valid():
-        fields = {name: " ".join(errs) for name, errs in form.errors.items()}
-        return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in fields.items()), fields)
+        return form_error(form)
     battle = start_comparison(request.user, form.cleaned_data, origin=Generation.Origin.API)
     response = JsonResponse(battle_json(battle), status=202)
     response["Location"] = f"/api/v1/comparisons/{battle.id}"

@@ -12,7 +12,7 @@ from inference.protocol import ParamError, SamplingParams
 from arena import streams
 from orchestration.status import snapshot
 
-from .auth import error, json_body, token_required
+from .auth import error, form_error, json_body, token_required
 from arena.tournaments.openapi import OPENAPI_PATHS as TOURNAMENT_PATHS
 
 from .openapi import SPEC
@@ -91,8 +91,7 @@ def create_generation(request):
     form = GenerationForm({"model": body.get("model"), "prompt": body.get("prompt", ""),
                            "system_prompt": body.get("system_prompt", "")})
     if not form.is_valid():
-        fields = {name: " ".join(errs) for name, errs in form.errors.items()}
-        return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in fields.items()), fields)
+        return form_error(form)
     cleaned = {**form.cleaned_data, "params": form.cleaned_data["model"].params_with_defaults(params).to_dict()}
     gen = start_generation(request.user, cleaned, origin=Generation.Origin.API)
     response = JsonResponse(generation_json(gen), status=202)

@@ -7,7 +7,7 @@ failure reason. The contestants a client sent are not echoed back."""
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from arena.api.auth import error, json_body, token_required
+from arena.api.auth import error, form_error, json_body, token_required
 
 from . import display
 from .forms import MAX_CONTESTANTS, TournamentForm
@@ -60,8 +60,7 @@ def create_tournament(request):
             **{f"contestant_{i + 1}": slug for i, slug in enumerate(contestants[:MAX_CONTESTANTS])}}
     form = TournamentForm(data, extra_params=params)
     if not form.is_valid():
-        fields = {name: " ".join(errs) for name, errs in form.errors.items()}
-        return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in fields.items()), fields)
+        return form_error(form)
     cleaned = form.cleaned_data
     try:
         tournament = Tournament.start(request.user, contestants=cleaned["contestants"], prompt=cleaned["prompt"],
