@@ -16,7 +16,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils.html import format_html
 
 from arena import streams
-from arena.playground.consumers import stop_frame_problem
+from arena.playground.consumers import stop_frame_problem, stop_pump
 from inference import protocol as p
 
 from . import fragments
@@ -46,12 +46,7 @@ class BattleConsumer(AsyncWebsocketConsumer):
         self.pump = asyncio.create_task(self._pump())
 
     async def disconnect(self, code):
-        if getattr(self, "pump", None):
-            self.pump.cancel()
-            try:
-                await self.pump
-            except (asyncio.CancelledError, Exception):
-                pass  # the pump logs its own failures; closing must not raise
+        await stop_pump(getattr(self, "pump", None))
         if getattr(self, "redis", None):
             for _view, gen in self.sides.values():
                 await streams.viewer_left(self.redis, str(gen.id))

@@ -39,6 +39,17 @@ def stop_frame_problem(text_data, bytes_data) -> str:
     return ""
 
 
+async def stop_pump(pump: asyncio.Task | None) -> None:
+    """Cancel a consumer's streaming task and wait for it; closing a socket must not raise."""
+    if pump is None:
+        return
+    pump.cancel()
+    try:
+        await pump
+    except (asyncio.CancelledError, Exception):
+        pass  # the pump logs its own failures
+
+
 class GenerationConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.gen = await self._get_generation()
@@ -55,12 +66,7 @@ class GenerationConsumer(AsyncWebsocketConsumer):
         self.pump = asyncio.create_task(self._pump())
 
     async def disconnect(self, code):
-        if getattr(self, "pump", None):
-            self.pump.cancel()
-            try:
-                await self.pump
-            except (asyncio.CancelledError, Exception):
-                pass  # the pump logs its own failures; closing must not raise
+        await stop_pump(getattr(self, "pump", None))
         if getattr(self, "redis", None):
             await self._viewer_left()
             await self.redis.aclose()
