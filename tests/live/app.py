@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,6 +21,10 @@ import redis
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
+# Debian's chromium (Playwright's own download does not work here), as every browser test launches it.
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
 
 def free_port() -> int:

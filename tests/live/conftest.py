@@ -2,10 +2,25 @@
 
 import pytest
 
-from .app import running_app
+from .app import ARGS, CHROMIUM, running_app
 
 
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory, redis_url):
     with running_app(redis_url, tmp_path_factory.mktemp("live-app")) as app:
         yield app
+
+
+@pytest.fixture(scope="module")
+def page(live_app):
+    """A headless Chromium page (one per test module), 1280×900."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        yield page
+        context.close()
+        browser.close()

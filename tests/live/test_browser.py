@@ -1,27 +1,8 @@
 """A real headless Chromium (Debian's) logs in, streams an answer, and stops one."""
 
-import shutil
-
 import pytest
 
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
-
-
-@pytest.fixture(scope="module")
-def page(live_app):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        yield page
-        context.close()
-        browser.close()
 
 
 def login(page, live_app):

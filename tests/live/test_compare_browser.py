@@ -6,24 +6,10 @@ import time
 
 import pytest
 
-from .test_browser import ARGS, CHROMIUM, login
+from .test_browser import login
 
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow]
 SIDES = ("left", "right")
-
-
-@pytest.fixture
-def page(live_app):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        yield page
-        context.close()
-        browser.close()
 
 
 def record_token_frames(page) -> dict[str, list[float]]:

@@ -5,17 +5,14 @@ WebSocket frames) and every page title is recorded; none may name a contestant (
 name, source, GGUF file) or show a speed. Then the reveal must show them all."""
 
 import re
-import shutil
 import time
 
 import pytest
 
+from .app import ARGS, CHROMIUM
 from .test_tournament_helpers import contestant_slugs, identifiers
 
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 PROMPT = "Write a short poem about the sea."
 SPEED = re.compile(r"tok(en)?s?\s*/\s*s|tokens per second|data-metric=\"(tps|ttft)\"", re.IGNORECASE)
 

@@ -4,7 +4,6 @@ user who closes the tab mid-match and comes back."""
 import json
 import os
 import re
-import shutil
 import signal
 import threading
 import time
@@ -14,13 +13,11 @@ import websockets.sync.client as ws_client
 
 from arena.battles.fragments import BLIND_FAILURE
 
-from .test_tournament_helpers import contestant_slugs, current, identifiers, sides_done, wait_state, worker_pid
+from .app import ARGS, CHROMIUM
+from .test_tournament_helpers import contestant_slugs, current, identifiers, sides_done, wait_state
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 LONG = {"temperature": 0.8, "max_new_tokens": 300, "seed": 1}
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +65,7 @@ def test_a_worker_killed_mid_match_fails_one_side_blindly_and_the_match_runs_aga
                       for s in ("left", "right")):
             assert time.time() < deadline and reader.is_alive(), frames[-3:]
             time.sleep(0.2)
-        pid = worker_pid(live_app, slugs[0])
-        assert pid, "no worker for the first seed"
-        os.kill(pid, signal.SIGKILL)
+        os.kill(live_app.worker_pid(slugs[0]), signal.SIGKILL)
         reader.join(timeout=300)
     assert frames and 'id="vote-buttons"' in frames[-1], frames[-3:]
     after = wait_state(live_app, admin_token, tid, sides_done, timeout=120, what="both sides ended")

@@ -46,16 +46,6 @@ def identifiers(live_app) -> list[str]:
     return sorted(w for w in words if w)
 
 
-def worker_pid(live_app, slug: str) -> int | None:
-    for key in live_app.redis.scan_iter(match=f"{live_app.prefix}:worker:*", count=500):
-        if key.decode().count(":") != 2:
-            continue
-        status = live_app.redis.hgetall(key)
-        if status.get(b"slug", b"").decode() == slug and status.get(b"state") in (b"starting", b"ready"):
-            return int(status[b"pid"])
-    return None
-
-
 def wait_state(live_app, token: str, tournament_id: str, predicate, timeout: float = 600, what: str = ""):
     deadline = time.time() + timeout
     body = None
