@@ -74,7 +74,9 @@ class BattleConsumer(AsyncWebsocketConsumer):
                     for entry_id, fields in entries:
                         last_ids[stream] = entry_id
                         html.append(fragments.for_event(view, self._track(view, p.parse_event(fields))))
-                    if not view.finished and time.monotonic() - metrics_at[stream] >= METRICS_EVERY_S:
+                    # A blind side's metrics never change ("shown at the reveal"): sent with its snapshot only.
+                    due = time.monotonic() - metrics_at[stream] >= METRICS_EVERY_S
+                    if due and not view.finished and not view.blind:
                         html.append(fragments.metrics(view))
                         metrics_at[stream] = time.monotonic()
                     await self.send(text_data="".join(html))
