@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "arena.battles",
     "arena.tournaments",
     "arena.leaderboard",
+    "arena.history",
     "orchestration",
 ]
 
