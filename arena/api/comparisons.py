@@ -12,7 +12,7 @@ from inference.protocol import ParamError, SamplingParams
 from .auth import error, form_error, json_body, token_required
 
 FIELDS = {"left_model", "right_model", "prompt", "left_system_prompt", "right_system_prompt",
-          "params", "left_params", "right_params"}
+          "params", "left_params", "right_params", "tag"}
 
 
 def side_json(gen: Generation, names_visible: bool) -> dict:
@@ -33,6 +33,7 @@ def battle_json(battle: Battle) -> dict:
         "id": str(battle.id),
         "mode": battle.mode,
         "blind": battle.blind,
+        "tag": battle.tag,
         "prompt": battle.prompt,
         "history": battle.left.history if visible else [],
         "left": side_json(battle.left, visible),
@@ -74,7 +75,7 @@ def create_comparison(request):
         side_params[side] = params
     strings = {k: body.get(k, "") for k in FIELDS - {"params", "left_params", "right_params"}}
     if not all(isinstance(v, str) for v in strings.values()):
-        return error(400, "Models, prompt and system prompts must be strings.")
+        return error(400, "Models, prompt, system prompts and tag must be strings.")
     form = ComparisonForm(strings, side_params=side_params)
     if not form.is_valid():
         return form_error(form)

@@ -46,6 +46,10 @@ MODEL = {
     },
 }
 
+TAG = {"type": "string", "maxLength": 40,
+       "description": "A prompt tag such as coding (letters, digits, '-', '_'; stored in lower case); "
+                      "the leaderboard and history filter by it"}
+
 GENERATION = {
     "type": "object",
     "properties": {
@@ -55,6 +59,7 @@ GENERATION = {
         "prompt": {"type": "string"},
         "system_prompt": {"type": "string"},
         "params": PARAMS,
+        "tag": TAG,
         "text": {"type": "string"},
         "finish_reason": {"type": "string"},
         "failure_reason": {"type": "string"},
@@ -89,6 +94,7 @@ COMPARISON = {
         "id": {"type": "string", "format": "uuid"},
         "mode": {"type": "string", "enum": ["comparison", "tournament"]},
         "blind": {"type": "boolean"},
+        "tag": TAG,
         "prompt": {"type": "string"},
         "history": {"type": "array", "items": {"type": "object"}},
         "left": SIDE,
@@ -154,6 +160,7 @@ SPEC = {
                         "prompt": {"type": "string", "minLength": 1},
                         "system_prompt": {"type": "string"},
                         "params": PARAMS,
+                        "tag": TAG,
                     },
                 })},
                 "responses": {
@@ -193,6 +200,7 @@ SPEC = {
                         "params": PARAMS,
                         "left_params": PARAMS,
                         "right_params": PARAMS,
+                        "tag": TAG,
                     },
                 })},
                 "responses": {

@@ -13,11 +13,12 @@ from arena import streams
 from orchestration.status import snapshot
 
 from .auth import error, form_error, json_body, token_required
+from arena.history.openapi import OPENAPI_PATHS as EXPORT_PATHS
 from arena.tournaments.openapi import OPENAPI_PATHS as TOURNAMENT_PATHS
 
 from .openapi import SPEC
 
-FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS}}
+FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **EXPORT_PATHS}}
 
 
 @require_GET
@@ -44,6 +45,7 @@ def generation_json(gen: Generation) -> dict:
         "prompt": gen.prompt,
         "system_prompt": gen.system_prompt,
         "params": gen.params,
+        "tag": gen.tag,
         "text": gen.text,
         "finish_reason": gen.finish_reason,
         "failure_reason": gen.failure_reason,
@@ -76,7 +78,7 @@ def create_generation(request):
         body = json_body(request)
     except ValueError as exc:
         return error(400, str(exc))
-    unknown = sorted(set(body) - {"model", "prompt", "system_prompt", "params"})
+    unknown = sorted(set(body) - {"model", "prompt", "system_prompt", "params", "tag"})
     if unknown:
         return error(400, f"Unknown field(s): {', '.join(unknown)}.")
     params = body.get("params") or {}
@@ -86,10 +88,10 @@ def create_generation(request):
         SamplingParams.from_dict(params)  # strict types and ranges before the form's merge
     except ParamError as exc:
         return error(400, f"Invalid parameters: {exc}", exc.errors)
-    if not isinstance(body.get("prompt", ""), str) or not isinstance(body.get("system_prompt", ""), str):
-        return error(400, "prompt and system_prompt must be strings.")
+    if not all(isinstance(body.get(name, ""), str) for name in ("prompt", "system_prompt", "tag")):
+        return error(400, "prompt, system_prompt and tag must be strings.")
     form = GenerationForm({"model": body.get("model"), "prompt": body.get("prompt", ""),
-                           "system_prompt": body.get("system_prompt", "")})
+                           "system_prompt": body.get("system_prompt", ""), "tag": body.get("tag", "")})
     if not form.is_valid():
         return form_error(form)
     cleaned = {**form.cleaned_data, "params": form.cleaned_data["model"].params_with_defaults(params).to_dict()}

@@ -4,6 +4,7 @@ from django.core.validators import MaxLengthValidator
 
 from arena.catalogue.models import ModelEntry
 from arena.playground.forms import require_text
+from arena.tags import TagField
 from inference.protocol import ParamError, SamplingParams
 
 LIMITS = SamplingParams.LIMITS
@@ -42,6 +43,7 @@ class ComparisonForm(forms.Form):
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
     left_temperature = _temperature("Left temperature (overrides)")
     right_temperature = _temperature("Right temperature (overrides)")
+    tag = TagField()
 
     SHARED = ("temperature", "top_p", "max_new_tokens", "seed")
 

@@ -14,6 +14,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from arena import tags
 from arena.playground.models import Generation
 
 
@@ -39,6 +40,7 @@ class Battle(models.Model):
                                help_text="The battle this one re-runs, swaps or continues.")
     outcome = models.CharField(max_length=10, choices=Outcome.choices, blank=True)
     voted_at = models.DateTimeField(null=True, blank=True)
+    tag = tags.model_field()
     self_identified = models.BooleanField(default=False, help_text="An answer named its own model.")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 

@@ -12,19 +12,20 @@ from .tasks import run_battle
 
 @transaction.atomic
 def start_battle(user, *, prompt: str, sides: dict[str, dict], mode: str = Battle.Mode.COMPARISON,
-                 blind: bool = False, parent: Battle | None = None, origin: str = Generation.Origin.WEB) -> Battle:
+                 blind: bool = False, parent: Battle | None = None, origin: str = Generation.Origin.WEB,
+                 tag: str = "") -> Battle:
     """`sides`: {"left": {model, system_prompt, params, history}, "right": {...}}.
 
     A web battle is cancelled when every viewer has left; an API one runs to the end."""
     gens = {
         side: Generation.objects.create(
             owner=user, model=s["model"], origin=origin, prompt=prompt,
-            system_prompt=s.get("system_prompt") or "", params=s["params"], history=s.get("history") or [],
+            system_prompt=s.get("system_prompt") or "", params=s["params"], history=s.get("history") or [], tag=tag,
         )
         for side, s in sides.items()
     }
     battle = Battle.objects.create(owner=user, mode=mode, blind=blind, left=gens["left"], right=gens["right"],
-                                   parent=parent)
+                                   parent=parent, tag=tag)
     run_battle.delay_on_commit(str(battle.id))
     return battle
 
@@ -35,7 +36,7 @@ def start_comparison(user, cleaned: dict, origin: str = Generation.Origin.WEB) -
                "params": cleaned[f"{side}_params"]}
         for side in ("left", "right")
     }
-    return start_battle(user, prompt=cleaned["prompt"], sides=sides, origin=origin)
+    return start_battle(user, prompt=cleaned["prompt"], sides=sides, origin=origin, tag=cleaned.get("tag") or "")
 
 
 def _side_settings(gen: Generation, history: list | None = None) -> dict:
@@ -47,10 +48,10 @@ def rerun(battle: Battle, *, swap: bool = False) -> Battle:
     """The same battle again (a fresh sample), or with the sides swapped."""
     left, right = (battle.right, battle.left) if swap else (battle.left, battle.right)
     return start_battle(battle.owner, prompt=battle.prompt, mode=battle.mode, blind=battle.blind, parent=battle,
-                        sides={"left": _side_settings(left), "right": _side_settings(right)})
+                        tag=battle.tag, sides={"left": _side_settings(left), "right": _side_settings(right)})
 
 
 def follow_up(battle: Battle, prompt: str) -> Battle:
     """Another turn on both sides, each continuing its own conversation."""
     return start_battle(battle.owner, prompt=prompt, mode=battle.mode, blind=battle.blind, parent=battle,
-                        sides={side: _side_settings(gen, gen.conversation()) for side, gen in battle.sides})
+                        tag=battle.tag, sides={side: _side_settings(gen, gen.conversation()) for side, gen in battle.sides})

@@ -14,15 +14,27 @@ MODES = {"all": "All verdicts", "named": "Named comparisons", "blind": "Blind (t
 PERIODS = {"all": None, "1": 1, "7": 7, "30": 30}
 
 
-def battle_records(mode: str = "all", days: int | None = None):
+def counted_battles():
+    """The battles whose verdict counts. A blind battle counts once its tournament has revealed
+    it: before, its effect on the table would tell its judge which model they picked."""
+    return Battle.objects.exclude(outcome="").exclude(blind=True, revealed=False)
+
+
+def tags() -> list[str]:
+    """The prompt tags of counted battles, for the filter."""
+    return sorted(counted_battles().exclude(tag="").order_by().values_list("tag", flat=True).distinct())
+
+
+def battle_records(mode: str = "all", days: int | None = None, tag: str = ""):
     """Every verdict (ties and "both bad" count as ties), as (left slug, right slug, score of left,
-    from a tournament). A blind battle counts once its tournament has revealed it: before, its
-    effect on the table would tell its judge which model they picked."""
-    battles = Battle.objects.exclude(outcome="").exclude(blind=True, revealed=False)
+    from a tournament), optionally only those of one prompt tag."""
+    battles = counted_battles()
     if mode == "named":
         battles = battles.filter(blind=False)
     elif mode == "blind":
         battles = battles.filter(blind=True)
+    if tag:
+        battles = battles.filter(tag=tag)
     if days:
         battles = battles.filter(voted_at__gte=timezone.now() - timedelta(days=days))
     rows = battles.values_list("left__model__slug", "right__model__slug", "outcome", "mode")

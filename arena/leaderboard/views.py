@@ -2,7 +2,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
 from . import ratings
-from .records import MODES, PERIODS, battle_records, names
+from .records import MODES, PERIODS, battle_records, names, tags
 
 CHART_W, ROW_H, PAD = 520, 22, 8
 
@@ -12,7 +12,9 @@ def leaderboard(request):
     """Ratings of every model from the team's verdicts: table, interval chart, win-rate matrix."""
     mode = request.GET.get("mode") if request.GET.get("mode") in MODES else "all"
     period = request.GET.get("days") if request.GET.get("days") in PERIODS else "all"
-    records = battle_records(mode, PERIODS[period])
+    tag_choices = tags()
+    tag = request.GET.get("tag") if request.GET.get("tag") in tag_choices else ""
+    records = battle_records(mode, PERIODS[period], tag)
     triples = [(left, right, score) for left, right, score, _t in records]
     rows = ratings.leaderboard(triples)
     from_tournaments = _tournament_counts(records)
@@ -21,6 +23,7 @@ def leaderboard(request):
              for r in rows]
     context = {
         "table": table, "modes": MODES, "mode": mode, "periods": PERIODS, "period": period,
+        "tags": tag_choices, "tag": tag,
         "battles": len(records), "tournament_battles": sum(1 for *_x, t in records if t),
         "chart": _chart(table), "matrix": _matrix(table, ratings.win_matrix(triples)),
     }

@@ -3,6 +3,7 @@ from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
 from arena.catalogue.models import ModelEntry
+from arena.tags import TagField
 from inference.protocol import ParamError, SamplingParams
 
 LIMITS = SamplingParams.LIMITS
@@ -30,6 +31,7 @@ class GenerationForm(forms.Form):
         required=False, min_value=LIMITS["max_new_tokens"][0], max_value=LIMITS["max_new_tokens"][1]
     )
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
+    tag = TagField()
     stop = forms.CharField(
         label="Stop sequences", required=False, strip=False, widget=forms.Textarea(attrs={"rows": 2}),
         help_text=r"One per line; write \n for a line break. The answer ends before the first one.",

@@ -7,6 +7,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from arena import tags
 from inference.protocol import SamplingParams
 
 
@@ -41,6 +42,7 @@ class Generation(models.Model):
     prompt = models.TextField()
     history = models.JSONField(default=list, blank=True, help_text="Earlier turns: [{role, content}, ...].")
     params = models.JSONField(default=dict)
+    tag = tags.model_field()
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
     failure_reason = models.TextField(blank=True)
     text = models.TextField(blank=True)

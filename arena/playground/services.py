@@ -14,7 +14,9 @@ def start_generation(user, cleaned: dict, origin: str) -> Generation:
         origin=origin,
         prompt=cleaned["prompt"],
         system_prompt=cleaned.get("system_prompt") or "",
+        history=cleaned.get("history") or [],  # earlier turns [{role, content}] (the OpenAI-compatible API)
         params=cleaned["params"],
+        tag=cleaned.get("tag") or "",
     )
     run_generation.delay_on_commit(str(gen.id))
     return gen

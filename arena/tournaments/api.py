@@ -13,7 +13,7 @@ from . import display
 from .forms import MAX_CONTESTANTS, TournamentForm
 from .models import Tournament, TournamentError
 
-CREATE_FIELDS = {"contestants", "prompt", "system_prompt", "history", "params", "seeding"}
+CREATE_FIELDS = {"contestants", "prompt", "system_prompt", "history", "params", "seeding", "tag"}
 
 
 def _get_tournament_for_user(request, tournament_id) -> Tournament | None:
@@ -49,14 +49,14 @@ def create_tournament(request):
         params = body.get("params") or {}
         if not isinstance(params, dict):
             return error(400, "params must be an object.", {"params": "must be an object"})
-        for name in ("prompt", "system_prompt", "seeding"):
+        for name in ("prompt", "system_prompt", "seeding", "tag"):
             if not isinstance(body.get(name, ""), str):
                 raise ValueError(f"{name} must be a string.")
         history = _history(body.get("history"))
     except ValueError as exc:
         return error(400, str(exc))
     data = {"prompt": body.get("prompt", ""), "system_prompt": body.get("system_prompt", ""),
-            "seeding": body.get("seeding", Tournament.Seeding.RANDOM),
+            "seeding": body.get("seeding", Tournament.Seeding.RANDOM), "tag": body.get("tag", ""),
             **{f"contestant_{i + 1}": slug for i, slug in enumerate(contestants[:MAX_CONTESTANTS])}}
     form = TournamentForm(data, extra_params=params)
     if not form.is_valid():
@@ -65,7 +65,7 @@ def create_tournament(request):
     try:
         tournament = Tournament.start(request.user, contestants=cleaned["contestants"], prompt=cleaned["prompt"],
                                       system_prompt=cleaned["system_prompt"], history=history,
-                                      params=cleaned["params"], seeding=cleaned["seeding"])
+                                      params=cleaned["params"], seeding=cleaned["seeding"], tag=cleaned["tag"])
     except TournamentError as exc:
         return error(400, str(exc))
     response = JsonResponse(display.tournament_json(tournament), status=201)

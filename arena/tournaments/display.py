@@ -83,6 +83,7 @@ def tournament_json(tournament: Tournament) -> dict:
         "state": tournament.state,
         "size": tournament.size,
         "seeding": tournament.seeding,
+        "tag": tournament.tag,
         "prompt": tournament.prompt,
         "system_prompt": tournament.system_prompt,
         "history": tournament.history,

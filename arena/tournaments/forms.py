@@ -3,6 +3,7 @@ from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
 from arena.catalogue.models import ModelEntry
+from arena.tags import TagField
 from inference.protocol import ParamError, SamplingParams
 
 from . import bracket
@@ -59,6 +60,7 @@ class TournamentForm(ParamsMixin, forms.Form):
     prompt = _prompt_field()
     system_prompt = forms.CharField(label="System prompt (empty: each contestant's own)", required=False,
                                     strip=False, widget=forms.Textarea(attrs={"rows": 2}))
+    tag = TagField()
 
     def __init__(self, *args, extra_params: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -19,6 +19,8 @@ from django.db import models, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from arena import tags
+
 from arena.battles.models import Battle
 from arena.playground.models import Generation
 
@@ -47,6 +49,7 @@ class Tournament(models.Model):
     params = models.JSONField(default=dict, blank=True,
                               help_text="Shared sampling parameters, over each contestant's defaults.")
     size = models.PositiveSmallIntegerField(choices=[(n, str(n)) for n in bracket.SIZES])
+    tag = tags.model_field()
     seeding = models.CharField(max_length=8, choices=Seeding.choices, default=Seeding.RANDOM)
     state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING, db_index=True)
     winner = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
@@ -74,7 +77,7 @@ class Tournament(models.Model):
     @transaction.atomic
     def start(cls, owner, *, contestants: list, prompt: str, system_prompt: str = "", history=None,
               params: dict | None = None, seeding: str = Seeding.RANDOM, parent: Tournament | None = None,
-              rng: random.Random | None = None) -> Tournament:
+              rng: random.Random | None = None, tag: str = "") -> Tournament:
         """Seed the bracket and start match 1. `contestants`: ModelEntry objects, in the
         order given (the seed order when `seeding` is "given")."""
         ids = [c.id for c in contestants]
@@ -88,7 +91,7 @@ class Tournament(models.Model):
             raise TournamentError("Seeding is random or given.")
         tournament = cls.objects.create(owner=owner, prompt=prompt, system_prompt=system_prompt or "",
                                         history=list(history or []), params=dict(params or {}),
-                                        size=len(ids), seeding=seeding, parent=parent)
+                                        size=len(ids), seeding=seeding, parent=parent, tag=tag)
         seeded = bracket.seeding(contestants, seeding, rng)
         Entrant.objects.bulk_create([Entrant(tournament=tournament, model=m, seed=i + 1, position=ids.index(m.id) + 1)
                                      for i, m in enumerate(seeded)])
@@ -123,7 +126,7 @@ class Tournament(models.Model):
             self.owner, contestants=contestants, prompt=prompt,
             system_prompt=self.system_prompt if system_prompt is None else system_prompt,
             history=history or [], params=self.params if params is None else params,
-            seeding=self.seeding, parent=self,
+            seeding=self.seeding, parent=self, tag=self.tag,
         )
 
     # --- playing -----------------------------------------------------------------------
@@ -314,7 +317,7 @@ class Match(models.Model):
                         "params": model.params_with_defaults(t.params).to_dict()}
                  for side, model in (("left", first), ("right", second))}
         battle = start_battle(t.owner, prompt=t.prompt, sides=sides, mode=Battle.Mode.TOURNAMENT, blind=True,
-                              parent=self.battle)
+                              parent=self.battle, tag=t.tag)
         self.battle = battle
         self.save(update_fields=["battle"])
         self.runs.add(battle)

@@ -1,6 +1,6 @@
 """OpenAPI 3.1 path items of the tournament endpoints, merged into arena.api.openapi.SPEC."""
 
-from arena.api.openapi import ERROR, PARAMS
+from arena.api.openapi import ERROR, PARAMS, TAG
 
 _STATUS = {"type": "string", "enum": ["queued", "loading", "running", "done", "failed", "cancelled"]}
 
@@ -57,6 +57,7 @@ TOURNAMENT = {
         "state": {"type": "string", "enum": ["running", "stopped", "finished"]},
         "size": {"type": "integer", "enum": [4, 8]},
         "seeding": {"type": "string", "enum": ["random", "given"]},
+        "tag": TAG,
         "prompt": {"type": "string"},
         "system_prompt": {"type": "string"},
         "history": {"type": "array", "items": {"type": "object"}},
@@ -106,6 +107,7 @@ OPENAPI_PATHS = {
                         "properties": {"role": {"type": "string", "enum": ["user", "assistant"]},
                                        "content": {"type": "string"}}}},
                     "params": PARAMS,
+                    "tag": TAG,
                     "seeding": {"type": "string", "enum": ["random", "given"], "default": "random",
                                 "description": "given: round 1 pairs seeds 1 v 4, 2 v 3 (8: 1 v 8, 4 v 5, 2 v 7, 3 v 6)"},
                 },

@@ -45,7 +45,7 @@ def tournament_new(request):
         try:
             tournament = Tournament.start(request.user, contestants=data["contestants"], prompt=data["prompt"],
                                           system_prompt=data["system_prompt"], params=data["params"],
-                                          seeding=data["seeding"])
+                                          seeding=data["seeding"], tag=data["tag"])
         except TournamentError as exc:
             form.add_error(None, str(exc))
         else:
