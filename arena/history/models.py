@@ -1,0 +1,127 @@
+"""Read-only share links: an unguessable URL to one generation, battle or tournament.
+
+The owner creates a link from the object's permalink page and may revoke it; a revoked
+link stays revoked (a new one gets a new token). Anyone holding an active link sees the
+object as its owner would, read-only, blindness included: an unrevealed blind battle or
+tournament shows neutral labels only (see arena.history.share)."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import IntegrityError, models, transaction
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+TOKEN_BYTES = 32  # 43 URL-safe characters, 256 bits
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+class ShareLinkQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(revoked_at__isnull=True)
+
+    def for_object(self, obj):
+        return self.filter(**{ShareLink.kind_of(obj): obj})
+
+    def resolve(self, token: str) -> ShareLink | None:
+        """The active link with this exact token, or None (unknown and revoked alike)."""
+        if not token or len(token) > 100:
+            return None
+        return self.active().select_related("generation__model", "battle__left__model", "battle__right__model",
+                                            "tournament__winner").filter(token=token).first()
+
+
+class ShareLink(models.Model):
+    class Kind(models.TextChoices):
+        GENERATION = "generation"
+        BATTLE = "battle"
+        TOURNAMENT = "tournament"
+
+    token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links")
+    generation = models.ForeignKey("playground.Generation", null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="share_links")
+    battle = models.ForeignKey("battles.Battle", null=True, blank=True, on_delete=models.CASCADE,
+                               related_name="share_links")
+    tournament = models.ForeignKey("tournaments.Tournament", null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="share_links")
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    views = models.PositiveIntegerField(default=0, help_text="How many times the shared page was opened.")
+    last_viewed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ShareLinkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                name="sharelink_exactly_one_target",
+                condition=(Q(generation__isnull=False, battle__isnull=True, tournament__isnull=True)
+                           | Q(generation__isnull=True, battle__isnull=False, tournament__isnull=True)
+                           | Q(generation__isnull=True, battle__isnull=True, tournament__isnull=False)),
+            ),
+            # One active link per object: sharing twice (a double click, two tabs) gives the same URL.
+            *[models.UniqueConstraint(fields=[kind], condition=Q(revoked_at__isnull=True),
+                                      name=f"sharelink_one_active_per_{kind}")
+              for kind in ("generation", "battle", "tournament")],
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} link {self.token[:6]}…"
+
+    @staticmethod
+    def kind_of(obj) -> str:
+        """The field an object goes in: 'generation', 'battle' or 'tournament'."""
+        kind = obj._meta.model_name
+        if kind not in ShareLink.Kind.values:
+            raise TypeError(f"{type(obj).__name__} cannot be shared.")
+        return kind
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in self.Kind.values if getattr(self, f"{k}_id") is not None)
+
+    @property
+    def target(self):
+        return getattr(self, self.kind)
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+    def get_absolute_url(self) -> str:
+        return reverse("share", args=[self.token])
+
+    @classmethod
+    def share(cls, owner, obj) -> ShareLink:
+        """The object's active link, created if it has none. Only the owner may share:
+        the caller looks the object up by owner; this checks it again."""
+        if obj.owner_id != owner.id:
+            raise PermissionError("Only the owner can share this.")
+        kind = cls.kind_of(obj)
+        existing = cls.objects.active().filter(**{kind: obj}).first()
+        if existing:
+            return existing
+        try:
+            with transaction.atomic():
+                return cls.objects.create(owner=owner, **{kind: obj})
+        except IntegrityError:  # another request created it first
+            return cls.objects.active().get(**{kind: obj})
+
+    def revoke(self) -> bool:
+        """Revoke once (conditional update); a revoked link is never active again."""
+        now = timezone.now()
+        updated = ShareLink.objects.filter(id=self.id, revoked_at__isnull=True).update(revoked_at=now)
+        if updated:
+            self.revoked_at = now
+        return bool(updated)
+
+    def note_view(self) -> None:
+        ShareLink.objects.filter(id=self.id).update(views=models.F("views") + 1, last_viewed_at=timezone.now())

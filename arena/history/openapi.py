@@ -1,0 +1,131 @@
+"""OpenAPI 3.1 path items of the export endpoints, merged into arena.api.openapi.SPEC."""
+
+from arena.api.openapi import ERROR
+
+_FILTERS = [
+    {"name": "format", "in": "query", "required": False,
+     "schema": {"type": "string", "enum": ["json", "csv"], "default": "json"}},
+    {"name": "q", "in": "query", "required": False, "schema": {"type": "string"},
+     "description": "Words that must all appear (case-insensitive) in the prompt or a system prompt; "
+     "\"a phrase\" in double quotes stays whole"},
+    {"name": "tag", "in": "query", "required": False, "schema": {"type": "string"},
+     "description": "Only rows with this prompt tag (e.g. coding)"},
+]
+
+_SIDE = {
+    "type": "object",
+    "properties": {
+        "generation_id": {"type": "string", "format": "uuid"},
+        "model": {"type": "string", "description": "Catalogue slug"},
+        "model_name": {"type": "string"},
+        "system_prompt": {"type": "string"},
+        "params": {"type": "object"},
+        "status": {"type": "string"},
+        "text": {"type": "string"},
+        "finish_reason": {"type": "string"},
+        "failure_reason": {"type": "string"},
+        "prompt_tokens": {"type": ["integer", "null"]},
+        "generated_tokens": {"type": ["integer", "null"]},
+        "time_to_first_token_s": {"type": ["number", "null"]},
+        "tokens_per_s": {"type": ["number", "null"]},
+    },
+}
+
+BATTLE_ROW = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "mode": {"type": "string", "enum": ["comparison", "tournament"]},
+        "blind": {"type": "boolean"},
+        "tag": {"type": "string", "description": "The prompt tag, or empty"},
+        "prompt": {"type": "string"},
+        "history": {"type": "array", "items": {"type": "object"}},
+        "outcome": {"type": ["string", "null"], "enum": ["left", "right", "tie", "both_bad", None]},
+        "winner_model": {"type": ["string", "null"], "description": "The slug of the side that won, if one did"},
+        "voted_at": {"type": ["string", "null"], "format": "date-time"},
+        "self_identified": {"type": "boolean"},
+        "parent_id": {"type": ["string", "null"]},
+        "tournament_id": {"type": ["string", "null"]},
+        "left": _SIDE,
+        "right": _SIDE,
+        "permalink": {"type": "string", "format": "uri"},
+    },
+}
+
+GENERATION_ROW = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "origin": {"type": "string", "enum": ["web", "api"]},
+        "model": {"type": "string"},
+        "model_name": {"type": "string"},
+        "tag": {"type": "string", "description": "The prompt tag, or empty"},
+        "prompt": {"type": "string"},
+        "system_prompt": {"type": "string"},
+        "history": {"type": "array", "items": {"type": "object"}},
+        "params": {"type": "object"},
+        "status": {"type": "string"},
+        "text": {"type": "string"},
+        "finish_reason": {"type": "string"},
+        "failure_reason": {"type": "string"},
+        "prompt_tokens": {"type": ["integer", "null"]},
+        "generated_tokens": {"type": ["integer", "null"]},
+        "time_to_first_token_s": {"type": ["number", "null"]},
+        "tokens_per_s": {"type": ["number", "null"]},
+        "load_wait_s": {"type": ["number", "null"]},
+        "finished_at": {"type": ["string", "null"], "format": "date-time"},
+        "permalink": {"type": "string", "format": "uri"},
+    },
+}
+
+
+def _export(dataset: str, row: dict) -> dict:
+    return {
+        "type": "object",
+        "required": ["dataset", "exported_at", "filters", "rows"],
+        "properties": {
+            "dataset": {"type": "string", "const": dataset},
+            "exported_at": {"type": "string", "format": "date-time"},
+            "filters": {"type": "object", "description": "The filters applied"},
+            "rows": {"type": "array", "items": row},
+        },
+    }
+
+
+def _responses(dataset: str, row: dict, csv_note: str) -> dict:
+    return {
+        "200": {"description": "The export, newest first, streamed as an attachment", "content": {
+            "application/json": {"schema": _export(dataset, row)},
+            "text/csv": {"schema": {"type": "string", "description": csv_note}},
+        }},
+        "400": {"description": "Unknown format", "content": {"application/json": {"schema": ERROR}}},
+        "401": {"description": "Missing or invalid token", "content": {"application/json": {"schema": ERROR}}},
+    }
+
+
+_CSV = ("One row per {}, a header row first; each side's fields prefixed left_/right_, params and history "
+        "as JSON. A cell starting with = + - @, a tab or a carriage return gets a leading apostrophe (so a "
+        "spreadsheet does not run it as a formula).")
+
+OPENAPI_PATHS = {
+    "/api/v1/export/battles": {
+        "get": {
+            "operationId": "exportBattles",
+            "summary": "Your battles (comparisons, and tournament matches once their tournament revealed them) "
+            "with both answers, metrics and verdicts. Blind battles not yet revealed are left out.",
+            "parameters": [*_FILTERS, {"name": "mode", "in": "query", "required": False,
+                                       "schema": {"type": "string", "enum": ["comparison", "tournament"]}}],
+            "responses": _responses("battles", BATTLE_ROW, _CSV.format("battle")),
+        }
+    },
+    "/api/v1/export/generations": {
+        "get": {
+            "operationId": "exportGenerations",
+            "summary": "Your playground and API generations (a battle's answers are in the battles export)",
+            "parameters": _FILTERS,
+            "responses": _responses("generations", GENERATION_ROW, _CSV.format("generation")),
+        }
+    },
+}

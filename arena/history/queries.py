@@ -1,0 +1,107 @@
+"""What a user's history lists and exports hold: their own objects, newest first,
+narrowed by a search of the prompt text.
+
+Blindness: generations come through `Generation.objects.visible()`, and the battles an
+export or a list names models for are those whose names may be shown; unrevealed blind
+battles appear only under neutral labels (tournaments) or not at all (exports). A search
+never looks at model names, so it cannot tell which blind battle a model played in."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from django import forms
+from django.db.models import Q, QuerySet
+
+from arena import tags
+from arena.battles.models import Battle
+from arena.playground.models import Generation
+from arena.tournaments.models import Tournament
+
+MAX_TERMS = 10
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The user's narrowing of a list or an export: `q`, words that must all appear
+    (case-insensitive) in the prompt or a system prompt ("a phrase" in quotes stays whole);
+    `tag`, the prompt tag (normalised as the forms store it)."""
+
+    q: str = ""
+    tag: str = ""
+
+    @classmethod
+    def from_query(cls, params) -> Filters:
+        raw_tag = (params.get("tag") or "")[:2 * tags.MAX_LENGTH]
+        try:
+            tag = tags.normalise(raw_tag)
+        except forms.ValidationError:  # no object can have it: it matches nothing
+            tag = raw_tag.strip().lower()
+        return cls(q=(params.get("q") or "").strip()[:200], tag=tag)
+
+    def terms(self) -> list[str]:
+        try:
+            words = shlex.split(self.q)
+        except ValueError:  # an unbalanced quote: plain words
+            words = self.q.split()
+        return [w for w in words if w.strip()][:MAX_TERMS]
+
+    def as_query(self) -> dict:
+        """The non-empty filters, for links that keep them (pages, exports)."""
+        return {k: v for k, v in (("q", self.q), ("tag", self.tag)) if v}
+
+    def apply(self, qs: QuerySet, fields: list[str]) -> QuerySet:
+        if self.tag:
+            qs = qs.filter(tag=self.tag)
+        for term in self.terms():
+            match = Q()
+            for field in fields:
+                match |= Q(**{f"{field}__icontains": term})
+            qs = qs.filter(match)
+        return qs
+
+
+GENERATION_TEXT = ["prompt", "system_prompt"]
+BATTLE_TEXT = ["left__prompt", "left__system_prompt", "right__system_prompt"]
+TOURNAMENT_TEXT = ["prompt", "system_prompt"]
+
+
+def generations(user, filters: Filters = Filters()) -> QuerySet:
+    """Playground generations (web and API); a battle's answers are reached through it."""
+    qs = Generation.objects.visible().filter(owner=user, battle_as_left__isnull=True, battle_as_right__isnull=True)
+    return filters.apply(qs.select_related("model"), GENERATION_TEXT).order_by("-created_at")
+
+
+def comparisons(user, filters: Filters = Filters()) -> QuerySet:
+    qs = Battle.objects.filter(owner=user, mode=Battle.Mode.COMPARISON).select_related("left__model", "right__model")
+    return filters.apply(qs, BATTLE_TEXT).order_by("-created_at")
+
+
+def battles(user, filters: Filters = Filters(), mode: str | None = None) -> QuerySet:
+    """Every battle whose models may be named (comparisons, and tournament matches once
+    revealed): what an export holds. Unrevealed blind battles are left out."""
+    qs = Battle.objects.filter(owner=user).exclude(blind=True, revealed=False)
+    if mode:
+        qs = qs.filter(mode=mode)
+    qs = qs.select_related("left__model", "right__model")
+    return filters.apply(qs, BATTLE_TEXT).order_by("-created_at")
+
+
+def tournaments(user, filters: Filters = Filters()) -> QuerySet:
+    qs = Tournament.objects.filter(owner=user).select_related("winner")
+    return filters.apply(qs, TOURNAMENT_TEXT).order_by("-created_at")
+
+
+def tags_used(user) -> list[str]:
+    """Every tag the user has given (generations, battles, tournaments): the filter's choices."""
+    found = set(tags.used_by(user))
+    found.update(Tournament.objects.filter(owner=user).exclude(tag="").order_by().values_list("tag", flat=True)
+                 .distinct()[:200])
+    return sorted(found)
+
+
+def counts(user, filters: Filters) -> dict[str, int]:
+    """How many of each the filters match: the tabs' numbers."""
+    return {"generations": generations(user, filters).count(), "comparisons": comparisons(user, filters).count(),
+            "tournaments": tournaments(user, filters).count()}

@@ -1,0 +1,69 @@
+from urllib.parse import urlencode
+
+from django import template
+from django.utils.safestring import mark_safe
+
+from arena.history.models import ShareLink
+from arena.playground import fragments
+
+register = template.Library()
+
+
+@register.inclusion_tag("history/_share_panel.html", takes_context=True)
+def share_panel(context, obj):
+    """The owner's share control on a permalink page: create, copy, revoke. Nothing for anyone else."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if obj is None or user is None or not user.is_authenticated or obj.owner_id != user.id:
+        return {"show": False}
+    link = ShareLink.objects.active().for_object(obj).first()
+    return {
+        "show": True,
+        "kind": ShareLink.kind_of(obj),
+        "object": obj,
+        "link": link,
+        "url": request.build_absolute_uri(link.get_absolute_url()) if link else "",
+        "blind": _blind(obj),
+        "csrf_token": context.get("csrf_token"),
+    }
+
+
+def _blind(obj) -> bool:
+    """Whether the shared page shows neutral labels (names come at the reveal)."""
+    if hasattr(obj, "names_visible"):
+        return not obj.names_visible
+    if hasattr(obj, "revealed"):
+        return not obj.revealed
+    return False
+
+
+@register.simple_tag
+def shared_generation(gen):
+    """A generation's status, answer and metrics as stored: the permalink's panel without its Stop control."""
+    values = {"ttft_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s, "tokens": gen.generated_tokens}
+    return mark_safe(fragments.status(gen.status, gen.failure_reason) + fragments.output_replace(gen.text)
+                     + fragments.metrics(values))
+
+
+@register.simple_tag
+def query(filters, **extra):
+    """The filters (and e.g. page=2) as a query string, starting with '?', or ''."""
+    params = {**filters.as_query(), **{k: v for k, v in extra.items() if v not in (None, "")}}
+    return "?" + urlencode(params) if params else ""
+
+
+@register.inclusion_tag("history/_side.html")
+def shared_side(battle, side: str, heading: str = "h2"):
+    """One side of a battle on a shared page, as its owner's page shows it: while the battle
+    is blind, a neutral label, no system prompt, parameters or speeds, and no failure detail."""
+    from arena.battles.fragments import BLIND_FAILURE
+    from arena.playground.fragments import STATUS_TEXT
+
+    gen = battle.left if side == "left" else battle.right
+    visible = battle.names_visible
+    reason = gen.failure_reason if visible or not gen.failure_reason else BLIND_FAILURE
+    return {
+        "side": side, "gen": gen, "visible": visible, "heading": heading,
+        "label": gen.model.name if visible else ("Model A" if side == "left" else "Model B"),
+        "status": STATUS_TEXT.get(gen.status, gen.status), "reason": reason,
+    }

@@ -1,0 +1,123 @@
+"""History lists, share links and exports. Thin: the querying is in queries.py, what a
+shared page shows in share.py, the export formats in export.py."""
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from arena.api.auth import error, token_required
+from arena.battles.models import Battle
+
+from . import export, queries, share
+from .models import ShareLink
+
+PER_PAGE = 25
+TABS = {
+    "generations": ("Generations", queries.generations),
+    "comparisons": ("Comparisons", queries.comparisons),
+    "tournaments": ("Tournaments", queries.tournaments),
+}
+
+
+def _list(request, tab: str):
+    filters = queries.Filters.from_query(request.GET)
+    rows = TABS[tab][1](request.user, filters)
+    page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "history/list.html", {
+        "tab": tab, "tabs": TABS, "page": page, "filters": filters,
+        "counts": queries.counts(request.user, filters), "tag_choices": queries.tags_used(request.user),
+        "exportable": tab in ("generations", "comparisons"),
+    })
+
+
+@login_required
+def generations(request):
+    return _list(request, "generations")
+
+
+@login_required
+def comparisons(request):
+    return _list(request, "comparisons")
+
+
+@login_required
+def tournaments(request):
+    return _list(request, "tournaments")
+
+
+@login_required
+def shared(request):
+    links = ShareLink.objects.filter(owner=request.user).select_related(
+        "generation__model", "battle__left", "tournament").order_by("revoked_at", "-created_at")
+    page = Paginator(links, PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "history/shared.html", {"tab": "shared", "tabs": TABS, "page": page,
+                                                   "filters": queries.Filters()})
+
+
+def _back(request, fallback: str):
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        return redirect(target)
+    return redirect(fallback)
+
+
+@login_required
+@require_POST
+def share_create(request, kind, object_id):
+    obj = share.owned(request.user, kind, object_id)
+    ShareLink.share(request.user, obj)
+    return _back(request, obj.get_absolute_url() + "#share")
+
+
+@login_required
+@require_POST
+def share_revoke(request, link_id):
+    link = ShareLink.objects.filter(id=link_id, owner=request.user).first()
+    if link is None:
+        raise Http404("No such link.")
+    link.revoke()
+    return _back(request, link.target.get_absolute_url() + "#share")
+
+
+@require_GET
+def shared_page(request, token):
+    """Anyone holding an active link; a revoked link and an unknown one get the same 404."""
+    link = ShareLink.objects.resolve(token)
+    if link is None:
+        raise Http404("No such link.")
+    template, context = share.page(link)
+    link.note_view()
+    response = render(request, template, {**context, "link": link})
+    response["Referrer-Policy"] = "no-referrer"  # the token must not leave in a Referer header
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    response["Cache-Control"] = "private, no-store"  # a revoked link must not live on in a cache
+    return response
+
+
+def _export(request, dataset: str, fmt: str):
+    filters = queries.Filters.from_query(request.GET)
+    if dataset == "battles":
+        mode = request.GET.get("mode") if request.GET.get("mode") in Battle.Mode.values else None
+        rows = queries.battles(request.user, filters, mode)
+        applied = {**filters.as_query(), **({"mode": mode} if mode else {})}
+    else:
+        rows, applied = queries.generations(request.user, filters), filters.as_query()
+    return export.response(request, dataset, fmt, rows, applied)
+
+
+@login_required
+@require_GET
+def export_page(request, dataset, fmt):
+    return _export(request, dataset, fmt)
+
+
+@require_GET
+@token_required
+def export_api(request, dataset):
+    fmt = request.GET.get("format", "json")
+    if fmt not in export.FORMATS:
+        return error(400, "format must be csv or json.", {"format": "must be csv or json"})
+    return _export(request, dataset, fmt)
