@@ -1,3 +1,12 @@
-from django.urls import path  # noqa: F401
+"""The OpenAI-compatible API (/v1/models, /v1/chat/completions): any OpenAI client can
+talk to the catalogue's models with an arena API token."""
+from django.urls import path, re_path
 
-urlpatterns: list = []
+from . import views
+
+urlpatterns = [
+    path("models", views.models, name="openai-models"),
+    path("models/<str:slug>", views.model_detail, name="openai-model"),
+    path("chat/completions", views.chat_completions, name="openai-chat-completions"),
+    re_path(r"^(?P<rest>.*)$", views.not_found),  # OpenAI-style 404 for any other /v1/ path
+]

@@ -1,0 +1,86 @@
+"""OpenAI-style errors: `{"error": {"message", "type", "param", "code"}}` with an HTTP status.
+
+The openai client turns the status into its exception class (400 BadRequestError, 401
+AuthenticationError, 404 NotFoundError, 5xx InternalServerError...) and reads `param` and
+`code` from the body. It retries 408/409/429/5xx unless the `x-should-retry` header says
+"false": we send that where a retry could only fail the same way (or start a second,
+wasted generation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.http import JsonResponse
+
+from inference import protocol as p
+
+INVALID_REQUEST = "invalid_request_error"
+AUTHENTICATION = "authentication_error"
+NOT_FOUND = "not_found_error"
+SERVER = "server_error"
+
+
+@dataclass
+class OpenAIError(Exception):
+    status: int
+    message: str
+    type: str = INVALID_REQUEST
+    param: str | None = None
+    code: str | None = None
+    retry: bool = False  # True: the same request may well succeed later (5xx only)
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+    def response(self) -> JsonResponse:
+        response = JsonResponse(self.body(), status=self.status)
+        if self.status >= 500 or self.status in (408, 409, 429):
+            response["x-should-retry"] = "true" if self.retry else "false"
+        if self.status == 401:
+            response["WWW-Authenticate"] = 'Bearer realm="llm-arena"'
+        return response
+
+
+def invalid(message: str, param: str | None = None, code: str | None = None) -> OpenAIError:
+    """A 400 about the request itself."""
+    return OpenAIError(400, message, INVALID_REQUEST, param, code)
+
+
+def model_not_found(slug: str) -> OpenAIError:
+    return OpenAIError(404, f"The model `{slug}` does not exist or you do not have access to it.",
+                       INVALID_REQUEST, "model", "model_not_found")
+
+
+def authentication_failed(present: bool) -> OpenAIError:
+    message = ("Incorrect API key provided. Use an arena API token (manage.py arena_token USERNAME)."
+               if present else
+               "You didn't provide an API key. Send 'Authorization: Bearer <token>' with an arena API token "
+               "(manage.py arena_token USERNAME).")
+    return OpenAIError(401, message, AUTHENTICATION, None, "invalid_api_key")
+
+
+# How a generation that did not end `done` reaches the client. The worker's own failure
+# codes (inference.protocol) are kept as `code`, except where OpenAI has a name for it.
+_FAILURES = {
+    # The request cannot run on this model as written: the client must change it.
+    p.PROMPT_TOO_LONG: (400, INVALID_REQUEST, "messages", "context_length_exceeded", False),
+    p.BAD_JOB: (400, INVALID_REQUEST, "messages", p.BAD_JOB, False),
+    # The server's side: worth a retry only where the fault is passing.
+    p.BUSY: (503, SERVER, None, p.BUSY, True),
+    p.WORKER_DIED: (503, SERVER, None, p.WORKER_DIED, True),
+    p.LOAD_FAILED: (503, SERVER, None, p.LOAD_FAILED, False),
+    p.ENGINE_ERROR: (503, SERVER, None, p.ENGINE_ERROR, False),
+    p.TIMEOUT: (503, SERVER, None, p.TIMEOUT, False),
+}
+
+
+def generation_failed(code: str | None, reason: str) -> OpenAIError:
+    """The error for a FAILED event (`code`, `reason`); an unknown code is a server error."""
+    status, kind, param, name, retry = _FAILURES.get(code or "", (503, SERVER, None, code or None, False))
+    return OpenAIError(status, reason or "The generation failed.", kind, param, name, retry)
+
+
+def generation_cancelled() -> OpenAIError:
+    return OpenAIError(503, "The generation was cancelled before it finished (stopped from its page in the arena, "
+                       "or its worker was shut down).", SERVER, None, "cancelled", False)

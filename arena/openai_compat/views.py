@@ -1,0 +1,263 @@
+"""The OpenAI-compatible endpoints: GET /v1/models, GET /v1/models/<slug>, POST /v1/chat/completions.
+
+Thin async views (daphne serves them on its event loop): translation lives in
+`translate.py` (request -> generation) and `chunks.py` (events -> response shapes). A
+completion is an ordinary arena generation (origin API: it shows in the owner's history,
+and `id` = "chatcmpl-<generation id>"), run by the same Celery task as every other, which
+asks the orchestrator for a worker; these views only follow its Redis Stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import time
+from typing import AsyncIterator
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.http import JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from arena import streams
+from arena.accounts.models import ApiToken
+from arena.catalogue.models import ModelEntry
+from arena.playground.models import Generation
+from arena.playground.services import start_generation
+from inference import protocol as p
+from inference.protocol import ParamError
+
+from . import chunks
+from .errors import SERVER, OpenAIError, authentication_failed, generation_cancelled, generation_failed, invalid, \
+    model_not_found
+from .translate import ChatRequest, param_error, parse_request
+
+log = logging.getLogger(__name__)
+BLOCK_MS = 5000  # a quiet stream gets a keep-alive comment this often
+DB_SETTLE_S = 10  # after the terminal event, how long the Celery task may take to store it
+OWNER = "llm-arena"
+
+
+def openai_endpoint(*methods: str):
+    """Method check (405), bearer token (401) and OpenAIError -> its response, for an async view."""
+
+    def decorate(view):
+        @csrf_exempt  # no cookies are used: a bearer token cannot be forged cross-site
+        @functools.wraps(view)
+        async def wrapper(request, *args, **kwargs):
+            try:
+                if request.method not in methods:
+                    response = OpenAIError(405, f"Method {request.method} is not allowed on {request.path}; "
+                                                f"use {' or '.join(methods)}.", code="method_not_allowed").response()
+                    response["Allow"] = ", ".join(methods)
+                    return response
+                request.user = await authenticate(request.headers.get("Authorization", ""))
+                return await view(request, *args, **kwargs)
+            except OpenAIError as err:
+                return err.response()
+
+        return wrapper
+
+    return decorate
+
+
+@sync_to_async
+def _user_for(token: str):
+    return ApiToken.objects.user_for(token)
+
+
+async def authenticate(header: str):
+    scheme, _, token = header.partition(" ")
+    user = await _user_for(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+    if user is None:
+        raise authentication_failed(present=bool(header))
+    return user
+
+
+# --- models ---------------------------------------------------------------------------
+def model_object(entry: ModelEntry) -> dict:
+    return {"id": entry.slug, "object": "model", "created": int(entry.created_at.timestamp()), "owned_by": OWNER}
+
+
+@openai_endpoint("GET")
+async def models(request):
+    entries = [entry async for entry in ModelEntry.objects.enabled().order_by("slug")]
+    return JsonResponse({"object": "list", "data": [model_object(e) for e in entries]})
+
+
+@openai_endpoint("GET")
+async def model_detail(request, slug):
+    entry = await ModelEntry.objects.enabled().filter(slug=slug).afirst()
+    if entry is None:
+        raise model_not_found(slug)
+    return JsonResponse(model_object(entry))
+
+
+@csrf_exempt
+def not_found(request, rest=""):
+    return OpenAIError(404, f"Invalid URL ({request.method} {request.path}).", code="unknown_url").response()
+
+
+# --- chat completions -----------------------------------------------------------------
+@openai_endpoint("POST")
+async def chat_completions(request):
+    try:
+        body = json.loads(request.body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise invalid(f"We could not parse the JSON body of your request: {exc}. "
+                      "Send a JSON object (Content-Type: application/json).") from exc
+    chat = parse_request(body)
+    entry = await ModelEntry.objects.enabled().filter(slug=chat.model).afirst()
+    if entry is None:
+        raise model_not_found(chat.model)
+    limit = settings.ARENA_MAX_PROMPT_CHARS
+    if chat.total_chars() > limit:
+        raise invalid(f"Invalid 'messages': {chat.total_chars()} characters in all, at most {limit} allowed.",
+                      "messages", "string_above_max_length")
+    try:
+        params = entry.params_with_defaults(chat.params).to_dict()
+    except ParamError as exc:  # the entry's defaults with these overrides
+        raise param_error(exc, chat.param_names) from exc
+    gen = await create_generation(request.user, entry, chat, params)
+    if chat.stream:
+        return streaming_response(gen, chat.include_usage)
+    response = await completion_response(gen)
+    response["x-arena-generation-id"] = str(gen.id)
+    return response
+
+
+@sync_to_async
+def create_generation(user, entry: ModelEntry, chat: ChatRequest, params: dict) -> Generation:
+    with transaction.atomic():  # run_generation is queued when this commits
+        return start_generation(user, {"model": entry, "prompt": chat.prompt, "system_prompt": chat.system_prompt,
+                                       "history": chat.history, "params": params}, origin=Generation.Origin.API)
+
+
+def streaming_response(gen: Generation, include_usage: bool) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(event_stream(gen, include_usage), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # a proxy in front must not hold the tokens back
+    response["x-arena-generation-id"] = str(gen.id)
+    return response
+
+
+async def event_stream(gen: Generation, include_usage: bool) -> AsyncIterator[str]:
+    """The SSE body. A client that goes away cancels the generation (the worker stops)."""
+    translator = chunks.StreamTranslator(id=chunks.completion_id(gen.id), created=int(gen.created_at.timestamp()),
+                                         model=gen.model.slug, include_usage=include_usage)
+    redis = streams.async_client()
+    try:
+        async for ev in follow(redis, gen):
+            for text in translator.feed(ev) if ev is not None else [chunks.comment("waiting")]:
+                yield text
+            if translator.finished:
+                return
+    except OpenAIError as err:  # follow() gave up on it (and cancelled it)
+        yield translator.error(err)[0]
+    except asyncio.CancelledError:
+        raise  # the client disconnected: `finally` cancels the generation
+    except Exception:  # Redis gone, ...: say so in the stream rather than cutting it
+        log.exception("Streaming completion %s failed", gen.id)
+        cancel(gen.id, "error")
+        yield translator.error(OpenAIError(503, "Streaming was interrupted by a server error.", SERVER,
+                                           code="stream_interrupted"))[0]
+    finally:
+        if not translator.finished:  # the client went away before the end
+            cancel(gen.id, "client")
+        await redis.aclose()
+
+
+async def completion_response(gen: Generation) -> JsonResponse:
+    """Wait for the generation's end (a client that leaves does not stop it) and answer."""
+    redis = streams.async_client()
+    try:
+        terminal = None
+        async for ev in follow(redis, gen):
+            if ev is not None and ev["type"] in p.TERMINAL_EVENTS:
+                terminal = ev
+                break
+    except OpenAIError:
+        raise
+    except Exception as exc:
+        log.exception("Following completion %s failed", gen.id)
+        raise OpenAIError(503, "The server lost track of this generation.", SERVER, code="stream_interrupted") \
+            from exc
+    finally:
+        await redis.aclose()
+    stored = await settled(gen)
+    if stored is not None:
+        terminal = stored_terminal_event(stored, terminal)
+    if terminal["type"] == p.FAILED:
+        raise generation_failed(terminal.get("code"), terminal.get("reason", ""))
+    if terminal["type"] == p.CANCELLED:
+        raise generation_cancelled()
+    metrics = terminal.get("metrics") or {}
+    return JsonResponse(chunks.completion(
+        id=chunks.completion_id(gen.id), created=int(gen.created_at.timestamp()), model=gen.model.slug,
+        text=terminal.get("text", ""), finish_reason=terminal.get("finish_reason", ""),
+        prompt_tokens=metrics.get("prompt_tokens"), completion_tokens=metrics.get("generated_tokens")))
+
+
+async def follow(redis, gen: Generation) -> AsyncIterator[dict | None]:
+    """The generation's events from the first, then live; None after each quiet BLOCK_MS.
+
+    Ends with an event made from the database if the stream is gone while the generation
+    is finished (it expired); raises a 503 after too long without a single event (no
+    Celery worker took it), having cancelled it."""
+    key = streams.keys().stream(str(gen.id))
+    last_id, heard_at = "0", time.monotonic()
+    silence_limit = settings.ARENA_GENERATION_TIMEOUT_S + 60
+    while True:
+        reply = await redis.xread({key: last_id}, block=BLOCK_MS, count=200)
+        for _name, entries in reply or []:
+            for entry_id, fields in entries:
+                last_id, heard_at = entry_id, time.monotonic()
+                yield p.parse_event(fields)
+        if reply:
+            continue
+        if not await redis.exists(key):
+            stored = await Generation.objects.filter(id=gen.id).afirst()
+            if stored is not None and stored.finished:
+                yield stored_terminal_event(stored, None)
+                return
+        if time.monotonic() - heard_at > silence_limit:
+            cancel(gen.id, "timeout")
+            raise OpenAIError(503, f"Nothing happened to this generation for {silence_limit:.0f} s; it was cancelled.",
+                              SERVER, code=p.TIMEOUT)
+        yield None
+
+
+async def settled(gen: Generation) -> Generation | None:
+    """The stored generation once the Celery task has recorded its end (None if it never does)."""
+    deadline = time.monotonic() + DB_SETTLE_S
+    while time.monotonic() < deadline:
+        stored = await Generation.objects.filter(id=gen.id).afirst()
+        if stored is None or stored.finished:
+            return stored
+        await asyncio.sleep(0.05)
+    return None
+
+
+def stored_terminal_event(gen: Generation, event: dict | None) -> dict:
+    """The outcome as the database has it, in the shape of a terminal event (the database
+    is what the API and the history show; the event only adds a failure's code)."""
+    if gen.status == Generation.Status.DONE:
+        return {"type": p.DONE, "text": gen.text, "finish_reason": gen.finish_reason,
+                "metrics": {"prompt_tokens": gen.prompt_tokens, "generated_tokens": gen.generated_tokens}}
+    if gen.status == Generation.Status.CANCELLED:
+        return {"type": p.CANCELLED, "text": gen.text}
+    code = event.get("code") if event and event["type"] == p.FAILED else None
+    return {"type": p.FAILED, "reason": gen.failure_reason, "code": code}
+
+
+def cancel(generation_id, reason: str) -> None:
+    """Ask the worker (or the task still waiting for one) to stop; it frees the slot within a second.
+    A plain SET on the process's sync client: it must happen even while the view is being cancelled."""
+    try:
+        streams.client().set(streams.keys().cancel(str(generation_id)), reason, ex=p.STREAM_TTL_S)
+    except Exception:  # Redis gone: the generation's own timeout still ends it
+        log.warning("Could not cancel generation %s", generation_id)
+
