@@ -22,6 +22,13 @@ def new_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
+def noun(obj) -> str:
+    """What a user calls the object: generation, comparison, tournament match or tournament."""
+    if obj._meta.model_name == "battle":
+        return "comparison" if obj.mode == "comparison" else "tournament match"
+    return obj._meta.model_name
+
+
 class ShareLinkQuerySet(models.QuerySet):
     def active(self):
         return self.filter(revoked_at__isnull=True)
@@ -91,6 +98,10 @@ class ShareLink(models.Model):
     @property
     def target(self):
         return getattr(self, self.kind)
+
+    @property
+    def noun(self) -> str:
+        return noun(self.target)
 
     @property
     def active(self) -> bool:

@@ -363,6 +363,7 @@ def test_the_shared_links_list_shows_and_revokes(client, owner, outsider, catalo
     link = ShareLink.objects.get(owner=owner)
     html = client.get("/history/shared/").content.decode()
     assert "My shared prompt" in html and link.token in html and "Their shared prompt" not in html
+    assert ">generation</a>" in html
     assert reverse("share-revoke", args=[link.id]) in html
     client.post(reverse("share-revoke", args=[link.id]), {"next": "/history/shared/"})
     html = client.get("/history/shared/").content.decode()
@@ -376,6 +377,8 @@ def test_the_share_control_is_on_every_permalink_page(client, owner, catalogue):
     for obj, kind in ((battle, "battle"), (t, "tournament")):
         html = client.get(obj.get_absolute_url()).content.decode()
         assert reverse("share-create", args=[kind, obj.id]) in html
+    share(client, battle)
+    assert "can read this comparison" in client.get(battle.get_absolute_url()).content.decode()
     assert "neutral labels until the reveal" in client.get(t.get_absolute_url()).content.decode()
 
 

@@ -3,7 +3,7 @@ from urllib.parse import urlencode
 from django import template
 from django.utils.safestring import mark_safe
 
-from arena.history.models import ShareLink
+from arena.history.models import ShareLink, noun
 from arena.playground import fragments
 
 register = template.Library()
@@ -20,6 +20,7 @@ def share_panel(context, obj):
     return {
         "show": True,
         "kind": ShareLink.kind_of(obj),
+        "noun": noun(obj),
         "object": obj,
         "link": link,
         "url": request.build_absolute_uri(link.get_absolute_url()) if link else "",
