@@ -11,8 +11,10 @@ setup:
 run: setup
 	@$(PY) -m arena.launcher
 
+# The whole suite on SQLite, then (with no PYTEST_ARGS) its database-backed tests on PostgreSQL.
 test: setup
 	@$(PY) -m pytest $(PYTEST_ARGS)
+	@[ -n "$(PYTEST_ARGS)" ] || PY=$(PY) bash scripts/test_postgres.sh
 
 bench: bench-streaming bench-engine bench-orchestration
 

@@ -38,3 +38,21 @@ def redis_client(redis_url):
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     yield client
     client.close()
+
+
+def pytest_unconfigure(config):
+    """On PostgreSQL a thread pool's connection (Channels' database_sync_to_async) can outlive
+    pytest-django's teardown, which then cannot drop the test database: drop it with FORCE."""
+    from django.conf import settings
+
+    if not settings.configured or not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        return
+    import psycopg
+
+    db = settings.DATABASES["default"]
+    name = db.get("TEST", {}).get("NAME")
+    if not name:
+        return
+    with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], password=db["PASSWORD"],
+                         dbname="postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

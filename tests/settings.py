@@ -11,3 +11,11 @@ os.environ.setdefault("ARENA_REDIS_PREFIX", f"arena-test-{uuid.uuid4().hex[:8]}"
 from arena.settings import *  # noqa: E402,F401,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
+    # A test database of this session's own: two suites at once never drop each other's.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_arena_{uuid.uuid4().hex[:8]}"}  # noqa: F405
+else:
+    # A file, as in production (WAL, busy timeout): an in-memory test database would share one
+    # cache between threads, where concurrent writers fail at once instead of waiting their turn.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-arena.sqlite3")}  # noqa: F405
