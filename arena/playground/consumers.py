@@ -119,8 +119,9 @@ class GenerationConsumer(AsyncWebsocketConsumer):
         return last_id, any(ev["type"] in p.TERMINAL_EVENTS for ev in events)
 
     def _snapshot_html(self, events: list[dict]) -> str:
-        text = "".join(ev.get("text", "") for ev in events if ev["type"] == p.TOKEN)
-        parts = [fragments.output_replace(text), fragments.controls(True)]
+        tokens = [ev for ev in events if ev["type"] == p.TOKEN]
+        text = "".join(ev.get("text", "") for ev in tokens)
+        parts = [fragments.output_replace(text, tokens[-1].get("n", 0) if tokens else 0), fragments.controls(True)]
         state = "queued"
         for ev in events:
             if ev["type"] in (p.LOADING, p.STARTED):

@@ -24,12 +24,16 @@ def status(state: str, detail: str = "") -> str:
     )
 
 
-def output_replace(text: str) -> str:
-    return format_html('<div id="gen-output" class="output">{}</div>', text)
+def output_replace(text: str, n: int | None = None) -> str:
+    """The whole output; `n` (the replay's last token index) lets a client tell replayed tokens from live ones."""
+    if n is None:
+        return format_html('<div id="gen-output" class="output">{}</div>', text)
+    return format_html('<div id="gen-output" class="output" data-n="{}">{}</div>', n, text)
 
 
-def output_append(text: str) -> str:
-    return format_html('<div id="gen-output" hx-swap-oob="beforeend">{}</div>', text)
+def output_append(text: str, n: int) -> str:
+    """One token's text; `data-n` is its index, so a client can check nothing was lost or repeated (bench/load.py)."""
+    return format_html('<div id="gen-output" hx-swap-oob="beforeend" data-n="{}">{}</div>', n, text)
 
 
 def metrics(values: dict) -> str:
@@ -65,7 +69,7 @@ def for_event(ev: dict, created_at: float) -> str:
     """The fragment(s) one stream event turns into, in the page."""
     kind = ev["type"]
     if kind == p.TOKEN:
-        return output_append(ev.get("text", ""))
+        return output_append(ev.get("text", ""), ev.get("n", 0))
     if kind == p.LOADING:
         progress = f" — {ev['progress']}" if ev.get("progress") else ""
         return status("loading", f"{ev.get('model', '')} — {ev.get('elapsed_s', 0):.0f} s{progress}")

@@ -42,9 +42,11 @@ async def test_owner_gets_the_replay_then_live_tokens_then_the_outcome(gen, owne
     assert connected
     snapshot = await comm.receive_from()
     assert 'id="gen-output"' in snapshot and "Hello" in snapshot and 'data-state="running"' in snapshot
+    assert 'data-n="1"' in snapshot  # the replay holds token 1
     emit(gen, p.TOKEN, text=" <b>world</b>", n=2)
     append = await comm.receive_from()
     assert 'hx-swap-oob="beforeend"' in append and "&lt;b&gt;world&lt;/b&gt;" in append and "<b>" not in append
+    assert 'data-n="2"' in append
     emit(gen, p.DONE, text="Hello <b>world</b>", finish_reason="stop",
          metrics={"generated_tokens": 2, "decode_tokens_per_s": 12.5, "first_token_time": gen.created_at.timestamp() + 1.5})
     final = await comm.receive_from()
