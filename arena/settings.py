@@ -192,3 +192,15 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("ARENA_LOG_LEVEL", "INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }
+
+# --- Limits (arena/limits.py) ---------------------------------------------------------
+# Per user: requests that start work (a generation, comparison, tournament, re-run, match...)
+# in a sliding window, and generations running at once (a comparison or tournament match is
+# 2). 0 turns either off; staff are exempt. A refusal is a 429 naming the limit, with Retry-After.
+ARENA_RATE_LIMIT_PER_MIN = int(os.environ.get("ARENA_RATE_LIMIT_PER_MIN", 30))
+ARENA_RATE_LIMIT_WINDOW_S = float(os.environ.get("ARENA_RATE_LIMIT_WINDOW_S", 60))
+ARENA_MAX_CONCURRENT_PER_USER = int(os.environ.get("ARENA_MAX_CONCURRENT_PER_USER", 4))
+# A request body past this many bytes gets a 413 before anything reads it (arena.asgi) or
+# parses it. The default leaves room for a prompt and a system prompt at the prompt limit,
+# every character escaped in JSON.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("ARENA_MAX_BODY_BYTES", max(2**20, 32 * ARENA_MAX_PROMPT_CHARS)))

@@ -131,6 +131,10 @@ def running_app(redis_url: str, data_dir: Path, **env_overrides: str):
         "PORT": str(port),
         "ARENA_DISCONNECT_GRACE_S": "1",
         "ARENA_CELERY_CONCURRENCY": "8",
+        # The live tests and benchmarks start many generations as one user: per-user limits
+        # off unless a test passes its own (see arena/limits.py).
+        "ARENA_RATE_LIMIT_PER_MIN": "0",
+        "ARENA_MAX_CONCURRENT_PER_USER": "0",
         "DJANGO_SETTINGS_MODULE": "arena.settings",
         **env_overrides,
     }

@@ -1,0 +1,209 @@
+"""Per-user limits on starting work, and the request-body size limit.
+
+`check_start(user, cost)` is called by the services that create generations
+(arena.playground.services.start_generation, arena.battles.services.start_battle), inside
+the transaction that creates them, so every page, API and tournament path that starts work
+goes through it. It raises `LimitExceeded`, which says which limit, the numbers and when to
+retry; views and APIs turn it into a 429 (`Retry-After`, the limit named).
+
+Two limits, off when set to 0; staff are exempt from both (they operate the service: they
+load and unload models, and run the benchmarks):
+- concurrent generations (`ARENA_MAX_CONCURRENT_PER_USER`): counted from the database's
+  live generations, not a counter, so a crashed process can never leak a slot. A comparison
+  or tournament match is two generations and costs 2. The owner's user row is locked (on
+  PostgreSQL; SQLite's IMMEDIATE transactions already serialise writers), so two requests at
+  once cannot both take the last slot. A generation still "live" long after every timeout
+  (its task died) stops counting after `stale_after_s()`. A lone request is never refused
+  by it: with nothing running, a comparison runs even if the limit is 1.
+- requests that start work (`ARENA_RATE_LIMIT_PER_MIN` per `ARENA_RATE_LIMIT_WINDOW_S`): a
+  sliding window kept in a Redis sorted set (one member per accepted request, scored by
+  Redis's own clock), checked and recorded by one Lua script, so racing requests cannot both
+  take the last place, and `retry_after_s` is exactly when the oldest request leaves the
+  window. Refused requests are not recorded (they start nothing). If Redis does not answer,
+  the rate limit lets the request through (logged): it protects the service, it must not be
+  what takes it down; the concurrency limit still holds.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+log = logging.getLogger(__name__)
+
+REQUESTS_PER_MINUTE = "requests_per_minute"
+CONCURRENT_GENERATIONS = "concurrent_generations"
+# What a refusal for too many running generations suggests as Retry-After: the real time
+# is when one of them ends, which nobody knows; a short wait is a fair first try.
+CONCURRENCY_RETRY_S = 5
+
+
+class LimitExceeded(Exception):
+    """A per-user limit refused a request: `limit` names it, `allowed` and `current` are the
+    numbers, `retry_after_s` how long to wait."""
+
+    def __init__(self, limit: str, *, allowed: int, current: int, retry_after_s: int, message: str):
+        super().__init__(message)
+        self.limit, self.allowed, self.current = limit, allowed, current
+        self.retry_after_s = max(1, int(retry_after_s))
+        self.message = message
+
+    def as_json(self) -> dict:
+        """The API's error body: {"error": {"message", "limit", "allowed", "current", "retry_after_s"}}."""
+        return {"error": {"message": self.message, "limit": self.limit, "allowed": self.allowed,
+                          "current": self.current, "retry_after_s": self.retry_after_s}}
+
+
+def check_start(user, cost: int = 1) -> None:
+    """Refuse (raise LimitExceeded) or record a request that starts `cost` generations.
+
+    Call it inside the transaction that creates them, before creating them."""
+    if user.is_staff:
+        return
+    _check_concurrency(user, cost)
+    _check_rate(user)
+
+
+# --- concurrent generations -----------------------------------------------------------
+def stale_after_s() -> float:
+    """After this long a generation cannot still be running (the task's own load wait and
+    generation timeout have both passed): a live status that old is a leftover."""
+    return settings.ARENA_LOAD_TIMEOUT_S + settings.ARENA_GENERATION_TIMEOUT_S + 60
+
+
+def live_generations(user) -> int:
+    from arena.playground.models import Generation  # limits is imported by the apps' services
+
+    since = timezone.now() - timedelta(seconds=stale_after_s())
+    return Generation.objects.filter(owner=user, status__in=Generation.live_statuses(), created_at__gte=since).count()
+
+
+def _check_concurrency(user, cost: int) -> None:
+    allowed = settings.ARENA_MAX_CONCURRENT_PER_USER
+    if not allowed:
+        return
+    # Serialise this user's starts until the transaction ends (a no-op on SQLite, whose
+    # IMMEDIATE transactions hold the write lock already).
+    list(get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk"))
+    live = live_generations(user)
+    if live and live + cost > allowed:
+        needs = f"; this needs {cost} at once" if cost > 1 else ""
+        noun = "generation" if live == 1 else "generations"
+        raise LimitExceeded(
+            CONCURRENT_GENERATIONS, allowed=allowed, current=live, retry_after_s=CONCURRENCY_RETRY_S,
+            message=f"You have {live} {noun} running (the limit is {allowed}{needs}): "
+                    f"wait for one to finish, or stop one.")
+
+
+# --- requests per minute --------------------------------------------------------------
+# KEYS[1]: the user's window. ARGV: limit, window in ms, a unique member.
+# Returns {accepted (1/0), requests in the window, ms until the oldest one leaves it}.
+_RATE_SCRIPT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+if count < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], window)
+  return {1, count + 1, 0}
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {0, count, tonumber(oldest[2]) + window - now}
+"""
+
+
+@functools.lru_cache(maxsize=4)
+def _rate_script(client):
+    """The script registered on this client (EVALSHA, loaded again after a Redis restart)."""
+    return client.register_script(_RATE_SCRIPT)
+
+
+def rate_key(user) -> str:
+    return f"{settings.ARENA_REDIS_PREFIX}:limits:rate:{user.pk}"
+
+
+def _check_rate(user) -> None:
+    from arena import streams
+
+    allowed = settings.ARENA_RATE_LIMIT_PER_MIN
+    if not allowed:
+        return
+    window_s = settings.ARENA_RATE_LIMIT_WINDOW_S
+    try:
+        accepted, count, retry_ms = _rate_script(streams.client())(keys=[rate_key(user)], args=[allowed, int(window_s * 1000), uuid.uuid4().hex])
+    except Exception:  # redis.RedisError and friends: see the module docstring
+        log.warning("Rate limit not checked for user %s: Redis did not answer", user.pk, exc_info=True)
+        return
+    if not accepted:
+        retry_s = math.ceil(int(retry_ms) / 1000)
+        window = "minute" if window_s == 60 else f"{window_s:g} s"
+        raise LimitExceeded(
+            REQUESTS_PER_MINUTE, allowed=allowed, current=int(count), retry_after_s=retry_s,
+            message=f"{count} requests in the last {window} (the limit is {allowed}): try again in {max(1, retry_s)} s.")
+
+
+# --- request bodies -------------------------------------------------------------------
+class BodySizeLimit:
+    """ASGI middleware: an HTTP request whose body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE
+    gets a 413 before the application reads or parses any of it (by its Content-Length, or,
+    for a chunked body, as soon as the bytes received pass the limit)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if scope["type"] != "http" or limit is None:
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if length.isdigit() and int(length) > limit:
+            return await too_large(scope, send, limit)
+        received = 0
+        sent_413 = False
+
+        async def counting_receive():
+            nonlocal received, sent_413
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit and not sent_413:
+                    sent_413 = True
+                    await too_large(scope, send, limit)
+                    return {"type": "http.disconnect"}  # the application stops reading and answers nobody
+            return message
+
+        async def guarded_send(message):
+            if not sent_413:  # after our 413 the connection has had its answer
+                await send(message)
+
+        return await self.app(scope, counting_receive, guarded_send)
+
+
+def body_too_large_message(limit: int) -> str:
+    return f"The request body is larger than the limit of {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)."
+
+
+async def too_large(scope, send, limit: int) -> None:
+    """The 413: JSON for the APIs (a body that fits both the arena's and OpenAI's error shape), text elsewhere."""
+    message = body_too_large_message(limit)
+    if scope.get("path", "").startswith(("/api/", "/v1/")):
+        body = json.dumps({"error": {"message": message, "limit": "body_bytes", "allowed": limit,
+                                     "type": "invalid_request_error", "param": None,
+                                     "code": "request_too_large"}}).encode()
+        content_type = b"application/json"
+    else:
+        body, content_type = message.encode(), b"text/plain; charset=utf-8"
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
