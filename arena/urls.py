@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from arena.api import comparisons as api_comparisons
@@ -38,4 +38,5 @@ urlpatterns = [
     path("api/v1/comparisons/<uuid:battle_id>", api_comparisons.comparison, name="api-comparison"),
     path("api/v1/comparisons/<uuid:battle_id>/vote", api_comparisons.vote, name="api-comparison-vote"),
     path("api/v1/workers", api.workers, name="api-workers"),
+    re_path(r"^api/v1/(?P<rest>.*)$", api.not_found),  # last: a JSON 404 for any other API URL
 ]

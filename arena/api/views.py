@@ -1,6 +1,7 @@
 """The JSON API (v1), described at /api/v1/openapi.json (`openapi.SPEC` with the tournament paths)."""
 
 from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from arena.catalogue.models import ModelEntry
@@ -24,6 +25,12 @@ FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **EXPORT_PAT
 @require_GET
 def openapi(request):
     return JsonResponse(FULL_SPEC)
+
+
+@csrf_exempt
+def not_found(request, rest=""):
+    """Any other /api/v1/ URL (an id that is not a UUID included): a JSON 404, not the HTML page."""
+    return error(404, f"No such API URL: {request.method} {request.path}. See /api/v1/openapi.json.")
 
 
 def model_json(entry: ModelEntry) -> dict:
