@@ -100,7 +100,7 @@ def _responses(dataset: str, row: dict, csv_note: str) -> dict:
             "application/json": {"schema": _export(dataset, row)},
             "text/csv": {"schema": {"type": "string", "description": csv_note}},
         }},
-        "400": {"description": "Unknown format", "content": {"application/json": {"schema": ERROR}}},
+        "400": {"description": "Unknown format (or battles mode)", "content": {"application/json": {"schema": ERROR}}},
         "401": {"description": "Missing or invalid token", "content": {"application/json": {"schema": ERROR}}},
     }
 

@@ -120,4 +120,7 @@ def export_api(request, dataset):
     fmt = request.GET.get("format", "json")
     if fmt not in export.FORMATS:
         return error(400, "format must be csv or json.", {"format": "must be csv or json"})
+    if dataset == "battles" and request.GET.get("mode", "") not in ("", *Battle.Mode.values):
+        # the page ignores an unknown mode; a script must hear that its filter was not applied
+        return error(400, "mode must be comparison or tournament.", {"mode": "must be comparison or tournament"})
     return _export(request, dataset, fmt)
