@@ -1,12 +1,14 @@
 """HTML fragments for a battle's two sides, pushed over its WebSocket (htmx out-of-band swaps).
 
-Model output is untrusted: every piece of it goes through escaping here. A blind battle's
+Model output is untrusted: every piece of it goes through escaping here, or through
+arena.markdown once an answer is finished (tokens stream in as escaped text). A blind battle's
 fragments carry no speeds and no failure details (either could tell the contestants apart)."""
 
 from __future__ import annotations
 
 from django.utils.html import format_html, format_html_join
 
+from arena import markdown
 from arena.playground.fragments import STATUS_TEXT
 from inference import protocol as p
 
@@ -53,7 +55,10 @@ def status(side: str, state: str, detail: str = "") -> str:
     )
 
 
-def output_replace(side: str, text: str) -> str:
+def output_replace(side: str, text: str, rendered: bool = False) -> str:
+    """A side's whole answer: Markdown once finished (`rendered`), else plain text the tokens append to."""
+    if rendered:
+        return format_html('<div id="{}-output" class="output markdown">{}</div>', side, markdown.render(text))
     return format_html('<div id="{}-output" class="output">{}</div>', side, text)
 
 
@@ -122,8 +127,8 @@ def final(view: Side, ev: dict) -> str:
     if view.blind and reason:
         reason = BLIND_FAILURE
     parts = [status(view.name, state, reason), metrics(view)]
-    if kind == p.DONE and "text" in ev:
-        parts.append(output_replace(view.name, ev["text"]))
+    if kind in (p.DONE, p.CANCELLED) and "text" in ev:
+        parts.append(output_replace(view.name, ev["text"], rendered=True))
     return "".join(parts)
 
 
@@ -134,7 +139,8 @@ def stored(view: Side, gen) -> str:
     if gen.time_to_first_token_s is not None:
         view.first_token_at = view.created_at + gen.time_to_first_token_s
     reason = BLIND_FAILURE if view.blind and gen.failure_reason else gen.failure_reason
-    return status(view.name, gen.status, reason) + output_replace(view.name, gen.text) + metrics(view)
+    return (status(view.name, gen.status, reason) + output_replace(view.name, gen.text, rendered=gen.finished)
+            + metrics(view))
 
 
 def verdict_open(open_: bool) -> str:

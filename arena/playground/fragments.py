@@ -1,9 +1,12 @@
 """HTML fragments pushed over the WebSocket for htmx's ws extension (out-of-band swaps).
 
-Model output is untrusted: every piece of it goes through escaping here."""
+Model output is untrusted: every piece of it goes through escaping here, or through
+arena.markdown (formatting without HTML). While an answer streams, tokens are appended as
+escaped text; the final frame and any finished answer show it as Markdown."""
 
 from django.utils.html import format_html
 
+from arena import markdown
 from inference import protocol as p
 
 STATUS_TEXT = {
@@ -24,8 +27,11 @@ def status(state: str, detail: str = "") -> str:
     )
 
 
-def output_replace(text: str, n: int | None = None) -> str:
-    """The whole output; `n` (the replay's last token index) lets a client tell replayed tokens from live ones."""
+def output_replace(text: str, n: int | None = None, rendered: bool = False) -> str:
+    """The whole output; `n` (the replay's last token index) lets a client tell replayed tokens from live ones.
+    A finished answer is `rendered` as Markdown; until then plain text, which streamed tokens append to."""
+    if rendered:
+        return format_html('<div id="gen-output" class="output markdown">{}</div>', markdown.render(text))
     if n is None:
         return format_html('<div id="gen-output" class="output">{}</div>', text)
     return format_html('<div id="gen-output" class="output" data-n="{}">{}</div>', n, text)
@@ -91,8 +97,8 @@ def final(ev: dict, created_at: float) -> str:
     }
     state = {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}[kind]
     parts = [status(state, ev.get("reason", "")), metrics(values), controls(False)]
-    if kind == p.DONE and "text" in ev:
-        parts.append(output_replace(ev["text"]))
+    if kind in (p.DONE, p.CANCELLED) and "text" in ev:
+        parts.append(output_replace(ev["text"], rendered=True))
     return "".join(parts)
 
 
@@ -101,7 +107,7 @@ def stored(gen) -> str:
     values = {"ttft_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s, "tokens": gen.generated_tokens}
     return (
         status(gen.status, gen.failure_reason)
-        + output_replace(gen.text)
+        + output_replace(gen.text, rendered=gen.finished)
         + metrics(values)
         + controls(not gen.finished)
         + '<div id="gen-notice"></div>'

@@ -42,8 +42,8 @@ def _blind(obj) -> bool:
 def shared_generation(gen):
     """A generation's status, answer and metrics as stored: the permalink's panel without its Stop control."""
     values = {"ttft_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s, "tokens": gen.generated_tokens}
-    return mark_safe(fragments.status(gen.status, gen.failure_reason) + fragments.output_replace(gen.text)
-                     + fragments.metrics(values))
+    return mark_safe(fragments.status(gen.status, gen.failure_reason)
+                     + fragments.output_replace(gen.text, rendered=True) + fragments.metrics(values))
 
 
 @register.simple_tag
@@ -57,6 +57,7 @@ def query(filters, **extra):
 def shared_side(battle, side: str, heading: str = "h2"):
     """One side of a battle on a shared page, as its owner's page shows it: while the battle
     is blind, a neutral label, no system prompt, parameters or speeds, and no failure detail."""
+    from arena import markdown
     from arena.battles.fragments import BLIND_FAILURE
     from arena.playground.fragments import STATUS_TEXT
 
@@ -67,4 +68,5 @@ def shared_side(battle, side: str, heading: str = "h2"):
         "side": side, "gen": gen, "visible": visible, "heading": heading,
         "label": gen.model.name if visible else ("Model A" if side == "left" else "Model B"),
         "status": STATUS_TEXT.get(gen.status, gen.status), "reason": reason,
+        "answer": markdown.render(gen.text),  # untrusted: Markdown without HTML (arena.markdown)
     }
