@@ -3,7 +3,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test setup bench bench-streaming bench-engine bench-orchestration clean
+.PHONY: run test setup bench bench-streaming bench-engine bench-orchestration bench-load clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -16,7 +16,7 @@ test: setup
 	@$(PY) -m pytest $(PYTEST_ARGS)
 	@[ -n "$(PYTEST_ARGS)" ] || PY=$(PY) bash scripts/test_postgres.sh
 
-bench: bench-streaming bench-engine bench-orchestration
+bench: bench-streaming bench-engine bench-orchestration bench-load
 
 bench-streaming: setup
 	@$(PY) bench/streaming.py
@@ -26,6 +26,10 @@ bench-engine: setup
 
 bench-orchestration: setup
 	@$(PY) bench/orchestration.py
+
+# 200 WebSocket viewers on 32 concurrent generations: tokens lost/duplicated, extra latency, errors.
+bench-load: setup
+	@$(PY) bench/load.py $(BENCH_LOAD_ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache
