@@ -181,6 +181,11 @@ ARENA_LOAD_TIMEOUT_S = float(os.environ.get("ARENA_LOAD_TIMEOUT_S", 300))
 ARENA_ORCHESTRATOR_BACKEND = os.environ.get("ARENA_ORCHESTRATOR_BACKEND", "local").strip().lower()
 ARENA_GENERATION_TIMEOUT_S = float(os.environ.get("ARENA_GENERATION_TIMEOUT_S", 900))
 ARENA_DISCONNECT_GRACE_S = float(os.environ.get("ARENA_DISCONNECT_GRACE_S", 5))
+# The sweeper (arena/playground/sweeper.py): a generation whose following task has been gone
+# this long is ended; one no task picked up is queued again after the grace, failed after the timeout.
+ARENA_WATCH_TTL_S = float(os.environ.get("ARENA_WATCH_TTL_S", 15))
+ARENA_QUEUE_GRACE_S = float(os.environ.get("ARENA_QUEUE_GRACE_S", 60))
+ARENA_QUEUE_TIMEOUT_S = float(os.environ.get("ARENA_QUEUE_TIMEOUT_S", 900))
 ARENA_WORKER_LOG_DIR = DATA_DIR / "logs"
 ARENA_MAX_PROMPT_CHARS = int(os.environ.get("ARENA_MAX_PROMPT_CHARS", 32000))
 
