@@ -50,7 +50,8 @@ class ComparisonForm(forms.Form):
     def __init__(self, *args, side_params: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.side_params = side_params or {}  # the API's {"left": {...}, "right": {...}}
-        self.fields["prompt"].validators.append(MaxLengthValidator(settings.ARENA_MAX_PROMPT_CHARS))
+        for name in ("prompt", "left_system_prompt", "right_system_prompt"):
+            self.fields[name].validators.append(MaxLengthValidator(settings.ARENA_MAX_PROMPT_CHARS))
         self.fields["top_p"].widget.attrs["step"] = "0.01"
 
     def clean_prompt(self):

@@ -42,7 +42,8 @@ class GenerationForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         limit = settings.ARENA_MAX_PROMPT_CHARS
-        self.fields["prompt"].validators.append(MaxLengthValidator(limit))
+        for name in ("prompt", "system_prompt"):  # each is sent to the model whole
+            self.fields[name].validators.append(MaxLengthValidator(limit))
         # The browser's step check counts from `min`: top_p's min of 0.01 needs a step of 0.01.
         self.fields["temperature"].widget.attrs["step"] = "0.05"
         self.fields["top_p"].widget.attrs["step"] = "0.01"

@@ -4,6 +4,7 @@ Until a tournament ends its state names no contestant: slots carry neutral label
 battle sides "Model A"/"Model B", with their status and text but no model, speed or
 failure reason. The contestants a client sent are not echoed back."""
 
+from django.conf import settings
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -30,6 +31,17 @@ def _history(value) -> list:
     return value
 
 
+def _check_size(body: dict, history: list) -> None:
+    """With a history, the whole conversation each contestant is sent counts, as the
+    OpenAI-compatible API counts it (without one, the form's limit on each field is clearer)."""
+    if not history:
+        return
+    limit = settings.ARENA_MAX_PROMPT_CHARS
+    total = len(body.get("prompt", "")) + len(body.get("system_prompt", "")) + sum(len(t["content"]) for t in history)
+    if total > limit:
+        raise ValueError(f"prompt, system_prompt and history are {total} characters in all, at most {limit} allowed.")
+
+
 @require_POST
 @token_required
 def create_tournament(request):
@@ -53,6 +65,7 @@ def create_tournament(request):
             if not isinstance(body.get(name, ""), str):
                 raise ValueError(f"{name} must be a string.")
         history = _history(body.get("history"))
+        _check_size(body, history)
     except ValueError as exc:
         return error(400, str(exc))
     data = {"prompt": body.get("prompt", ""), "system_prompt": body.get("system_prompt", ""),

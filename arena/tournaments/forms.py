@@ -15,9 +15,13 @@ PARAM_FIELDS = ("temperature", "top_p", "max_new_tokens", "seed")
 
 
 def _prompt_field(label="Prompt") -> forms.CharField:
-    field = forms.CharField(label=label, widget=forms.Textarea(attrs={"rows": 4}), strip=False)
-    field.validators.append(MaxLengthValidator(settings.ARENA_MAX_PROMPT_CHARS))
-    return field
+    return forms.CharField(label=label, widget=forms.Textarea(attrs={"rows": 4}), strip=False)
+
+
+def _limit_size(form, *names) -> None:
+    """ARENA_MAX_PROMPT_CHARS on these fields, read when the form is made (as the other forms do)."""
+    for name in names:
+        form.fields[name].validators.append(MaxLengthValidator(settings.ARENA_MAX_PROMPT_CHARS))
 
 
 def _clean_prompt(value: str) -> str:
@@ -65,6 +69,7 @@ class TournamentForm(ParamsMixin, forms.Form):
     def __init__(self, *args, extra_params: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.extra_params = extra_params  # the API's whole params object (stop sequences too)
+        _limit_size(self, "prompt", "system_prompt")
         for i in range(1, MAX_CONTESTANTS + 1):
             self.fields[f"contestant_{i}"] = forms.ModelChoiceField(
                 queryset=ModelEntry.objects.enabled(), to_field_name="slug", required=False,
@@ -106,6 +111,7 @@ class ReplayForm(ParamsMixin, forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        _limit_size(self, "prompt")
         self.extra_params = None
         self._add_param_fields()
 
