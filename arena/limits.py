@@ -62,6 +62,13 @@ class LimitExceeded(Exception):
                           "current": self.current, "retry_after_s": self.retry_after_s}}
 
 
+def refused_page(response, exc: LimitExceeded):
+    """A page re-shown with the refusal in its form: 429 with Retry-After."""
+    response.status_code = 429
+    response["Retry-After"] = str(exc.retry_after_s)
+    return response
+
+
 def check_start(user, cost: int = 1) -> None:
     """Refuse (raise LimitExceeded) or record a request that starts `cost` generations.
 

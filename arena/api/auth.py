@@ -3,9 +3,12 @@
 import functools
 import json
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from arena import limits
 from arena.accounts.models import ApiToken
 
 
@@ -22,8 +25,19 @@ def form_error(form) -> JsonResponse:
     return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in fields.items()), fields)
 
 
+def limit_error(exc: limits.LimitExceeded) -> JsonResponse:
+    """A 429 naming the per-user limit, with Retry-After."""
+    response = JsonResponse(exc.as_json(), status=429)
+    response["Retry-After"] = str(exc.retry_after_s)
+    return response
+
+
 def token_required(view):
-    """The request must carry `Authorization: Bearer <token>`; sets request.user."""
+    """The request must carry `Authorization: Bearer <token>`; sets request.user.
+
+    Also where every endpoint's refusals by a limit become responses: a per-user limit
+    (raised by the services that start work) a 429, a body over DATA_UPLOAD_MAX_MEMORY_SIZE
+    (raised on reading request.body, before parsing) a 413."""
 
     @csrf_exempt  # no cookies are used: a bearer token cannot be forged cross-site
     @functools.wraps(view)
@@ -36,7 +50,12 @@ def token_required(view):
             response["WWW-Authenticate"] = 'Bearer realm="llm-arena"'
             return response
         request.user = user
-        return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except limits.LimitExceeded as exc:
+            return limit_error(exc)
+        except RequestDataTooBig:
+            return error(413, limits.body_too_large_message(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
 
     return wrapper
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from arena import limits
 from arena.playground.models import Generation
 
 from .models import Battle
@@ -16,7 +17,9 @@ def start_battle(user, *, prompt: str, sides: dict[str, dict], mode: str = Battl
                  tag: str = "") -> Battle:
     """`sides`: {"left": {model, system_prompt, params, history}, "right": {...}}.
 
-    A web battle is cancelled when every viewer has left; an API one runs to the end."""
+    A web battle is cancelled when every viewer has left; an API one runs to the end.
+    Raises limits.LimitExceeded when the user may not start it now (it costs one per side)."""
+    limits.check_start(user, cost=len(sides))
     gens = {
         side: Generation.objects.create(
             owner=user, model=s["model"], origin=origin, prompt=prompt,

@@ -7,6 +7,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from arena.catalogue.models import ModelEntry
+from arena.limits import LimitExceeded, refused_page
 
 from . import services
 from .forms import ComparisonForm, FollowUpForm, VoteForm
@@ -29,12 +30,18 @@ def _get_battle_for_user(request, battle_id, mode: str | None = None) -> Battle:
 @require_http_methods(["GET", "POST"])
 def compare(request):
     form = ComparisonForm(request.POST or None, initial=_initial(request))
+    refusal = None
     if request.method == "POST" and form.is_valid():
-        return redirect(services.start_comparison(request.user, form.cleaned_data))
+        try:
+            return redirect(services.start_comparison(request.user, form.cleaned_data))
+        except LimitExceeded as exc:
+            form.add_error(None, exc.message)
+            refusal = exc
     recent = Battle.objects.filter(owner=request.user, mode=Battle.Mode.COMPARISON).select_related(
         "left__model", "right__model")[:10]
-    return render(request, "battles/compare.html", {"form": form, "recent": recent},
-                  status=400 if form.errors else 200)
+    response = render(request, "battles/compare.html", {"form": form, "recent": recent},
+                      status=400 if form.errors else 200)
+    return refused_page(response, refusal) if refusal else response
 
 
 def _initial(request) -> dict:
@@ -84,16 +91,32 @@ def battle_vote(request, battle_id):
         "battle": battle, "follow_up": FollowUpForm(), "vote_error": True}, status=400)
 
 
+def _start_from(request, battle, start, follow_up=None):
+    """Redirect to the battle `start()` begins; refused by a limit, this battle's page again
+    with the reason (429): beside the follow-up form when it was a follow-up, else the buttons."""
+    try:
+        return redirect(start())
+    except LimitExceeded as exc:
+        context = {"battle": battle, "follow_up": follow_up or FollowUpForm()}
+        if follow_up is not None:
+            follow_up.add_error(None, exc.message)
+        else:
+            context["action_error"] = exc.message
+        return refused_page(render(request, "battles/battle.html", context), exc)
+
+
 @login_required
 @require_POST
 def battle_rerun(request, battle_id):
-    return redirect(services.rerun(_get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)))
+    battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
+    return _start_from(request, battle, lambda: services.rerun(battle))
 
 
 @login_required
 @require_POST
 def battle_swap(request, battle_id):
-    return redirect(services.rerun(_get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON), swap=True))
+    battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
+    return _start_from(request, battle, lambda: services.rerun(battle, swap=True))
 
 
 @login_required
@@ -105,4 +128,4 @@ def battle_continue(request, battle_id):
         form.add_error(None, "Both answers must be complete before the conversation can go on.")
     if form.errors or not form.is_valid():
         return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)
-    return redirect(services.follow_up(battle, form.cleaned_data["prompt"]))
+    return _start_from(request, battle, lambda: services.follow_up(battle, form.cleaned_data["prompt"]), form)

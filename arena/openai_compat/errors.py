@@ -28,10 +28,13 @@ class OpenAIError(Exception):
     type: str = INVALID_REQUEST
     param: str | None = None
     code: str | None = None
-    retry: bool = False  # True: the same request may well succeed later (5xx only)
+    retry: bool = False  # True: the same request may well succeed later (5xx and 429)
+    retry_after_s: int | None = None  # sent as Retry-After (the openai client waits that long)
+    extra: dict | None = None  # more fields for the error object (a limit's name and numbers)
 
     def body(self) -> dict:
-        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code,
+                          **(self.extra or {})}}
 
     def response(self) -> JsonResponse:
         response = JsonResponse(self.body(), status=self.status)
@@ -39,12 +42,27 @@ class OpenAIError(Exception):
             response["x-should-retry"] = "true" if self.retry else "false"
         if self.status == 401:
             response["WWW-Authenticate"] = 'Bearer realm="llm-arena"'
+        if self.retry_after_s is not None:
+            response["Retry-After"] = str(self.retry_after_s)
         return response
 
 
 def invalid(message: str, param: str | None = None, code: str | None = None) -> OpenAIError:
     """A 400 about the request itself."""
     return OpenAIError(400, message, INVALID_REQUEST, param, code)
+
+
+def rate_limited(exc) -> OpenAIError:
+    """OpenAI's 429 for a per-user limit (arena.limits.LimitExceeded): code rate_limit_exceeded,
+    with the limit named and Retry-After, which the openai client waits before retrying."""
+    return OpenAIError(429, exc.message, "requests", None, "rate_limit_exceeded", retry=True,
+                       retry_after_s=exc.retry_after_s,
+                       extra={"limit": exc.limit, "allowed": exc.allowed, "current": exc.current,
+                              "retry_after_s": exc.retry_after_s})
+
+
+def too_large(message: str) -> OpenAIError:
+    return OpenAIError(413, message, INVALID_REQUEST, None, "request_too_large")
 
 
 def model_not_found(slug: str) -> OpenAIError:

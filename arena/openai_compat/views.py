@@ -18,11 +18,12 @@ from typing import AsyncIterator
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import transaction
 from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from arena import streams
+from arena import limits, streams
 from arena.accounts.models import ApiToken
 from arena.catalogue.models import ModelEntry
 from arena.playground.models import Generation
@@ -32,7 +33,7 @@ from inference.protocol import ParamError
 
 from . import chunks
 from .errors import SERVER, OpenAIError, authentication_failed, generation_cancelled, generation_failed, invalid, \
-    model_not_found
+    model_not_found, rate_limited, too_large
 from .translate import ChatRequest, param_error, parse_request
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,8 @@ OWNER = "llm-arena"
 
 
 def openai_endpoint(*methods: str):
-    """Method check (405), bearer token (401) and OpenAIError -> its response, for an async view."""
+    """Method check (405), bearer token (401) and OpenAIError -> its response, for an async view;
+    a per-user limit's refusal is OpenAI's 429 rate_limit_exceeded, a body over the limit a 413."""
 
     def decorate(view):
         @csrf_exempt  # no cookies are used: a bearer token cannot be forged cross-site
@@ -58,6 +60,10 @@ def openai_endpoint(*methods: str):
                 return await view(request, *args, **kwargs)
             except OpenAIError as err:
                 return err.response()
+            except limits.LimitExceeded as exc:
+                return rate_limited(exc).response()
+            except RequestDataTooBig:
+                return too_large(limits.body_too_large_message(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)).response()
 
         return wrapper
 

@@ -1,12 +1,18 @@
 """Starting a generation, shared by the page and the API."""
 
+from django.db import transaction
+
+from arena import limits
 from arena.catalogue.models import ModelEntry
 
 from .models import Generation
 from .tasks import run_generation
 
 
+@transaction.atomic
 def start_generation(user, cleaned: dict, origin: str) -> Generation:
+    """Raises limits.LimitExceeded when the user may not start another one now."""
+    limits.check_start(user, cost=1)
     model: ModelEntry = cleaned["model"]
     gen = Generation.objects.create(
         owner=user,

@@ -5,6 +5,7 @@ from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from arena.catalogue.defaults import DEFAULT_ENTRIES
+from arena.limits import LimitExceeded, refused_page
 from arena.catalogue.models import ModelEntry
 
 from .forms import GenerationForm
@@ -25,19 +26,26 @@ def _get_generation_for_user(request, generation_id) -> Generation:
 @require_http_methods(["GET", "POST"])
 def playground(request):
     form = GenerationForm(request.POST or None, initial=_initial(request))
+    refusal = None
     if request.method == "POST" and form.is_valid():
-        gen = start_generation(request.user, form.cleaned_data, origin=Generation.Origin.WEB)
-        if request.htmx:
-            return render(request, "playground/generation.html#stream", {"gen": gen})
-        return redirect(gen)
+        try:
+            gen = start_generation(request.user, form.cleaned_data, origin=Generation.Origin.WEB)
+        except LimitExceeded as exc:
+            form.add_error(None, exc.message)
+            refusal = exc
+        else:
+            if request.htmx:
+                return render(request, "playground/generation.html#stream", {"gen": gen})
+            return redirect(gen)
     status = 400 if form.errors else 200
     if request.htmx and request.method == "POST":  # put the form with its errors back in place
         response = render(request, "playground/playground.html#form", {"form": form}, status=status)
         response["HX-Retarget"] = "#playground-form"
         response["HX-Reswap"] = "outerHTML"
-        return response
-    recent = Generation.objects.visible().filter(owner=request.user).select_related("model")[:10]
-    return render(request, "playground/playground.html", {"form": form, "recent": recent}, status=status)
+    else:
+        recent = Generation.objects.visible().filter(owner=request.user).select_related("model")[:10]
+        response = render(request, "playground/playground.html", {"form": form, "recent": recent}, status=status)
+    return refused_page(response, refusal) if refusal else response
 
 
 def _initial(request) -> dict:

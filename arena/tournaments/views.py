@@ -8,6 +8,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from arena.catalogue.models import ModelEntry
+from arena.limits import LimitExceeded, refused_page
 
 from . import display
 from .forms import MatchForm, ReplayForm, TournamentForm, WinnerForm
@@ -40,6 +41,7 @@ def tournament_list(request):
 @require_http_methods(["GET", "POST"])
 def tournament_new(request):
     form = TournamentForm(request.POST or None, initial=_initial())
+    refusal = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -48,9 +50,13 @@ def tournament_new(request):
                                           seeding=data["seeding"], tag=data["tag"])
         except TournamentError as exc:
             form.add_error(None, str(exc))
+        except LimitExceeded as exc:
+            form.add_error(None, exc.message)
+            refusal = exc
         else:
             return redirect(tournament)
-    return render(request, "tournaments/new.html", {"form": form}, status=400 if form.errors else 200)
+    response = render(request, "tournaments/new.html", {"form": form}, status=400 if form.errors else 200)
+    return refused_page(response, refusal) if refusal else response
 
 
 def _initial() -> dict:
@@ -83,12 +89,16 @@ def _render_detail(request, tournament, *, error: str = "", replay_form=None, st
 
 
 def _act(request, tournament_id, action):
-    """Run an action on the owner's tournament; on a refusal, the page with the reason (409)."""
+    """Run an action on the owner's tournament; on a refusal, the page with the reason (409,
+    or 429 when starting the match's answers would pass a per-user limit: nothing is kept)."""
     tournament = _get_tournament_for_user(request, tournament_id)
     try:
         action(tournament)
     except TournamentError as exc:
         return _render_detail(request, tournament, error=str(exc), status=409)
+    except LimitExceeded as exc:
+        tournament.refresh_from_db()  # the action's transaction was rolled back
+        return refused_page(_render_detail(request, tournament, error=exc.message), exc)
     return redirect(tournament)
 
 
@@ -143,4 +153,7 @@ def tournament_replay(request, tournament_id):
                                                                          **form.cleaned_data["params"]})
     except TournamentError as exc:  # a contestant was disabled since
         return _render_detail(request, tournament, error=str(exc), status=409)
+    except LimitExceeded as exc:
+        form.add_error(None, exc.message)
+        return refused_page(_render_detail(request, tournament, replay_form=form), exc)
     return redirect(replay)
