@@ -15,7 +15,9 @@ Measured in one run:
   means nothing was lost or duplicated; each viewer's text must also equal the stored text;
 - extra latency from worker to browser, p50 and p99: for every token a viewer received
   live (not replayed), its receive time minus the time the worker wrote the token event
-  (the event's own timestamp, read back from the Redis Stream); same machine, same clock;
+  (the event's own timestamp, read back from the Redis Stream); same machine, same clock.
+  It includes the clients' own delay: all viewers share one process, whose event loop's
+  lateness is reported beside it (client_loop_lag_p50_ms / _p99_ms);
 - errors: failed generations, refused requests, socket errors, early closes or timeouts,
   error notices, and tokens missing, repeated or out of order. It must be 0 below the
   configured limits (the bench raises the application's limits to fit its own load).
@@ -228,6 +230,14 @@ async def follow_progress(redis: aioredis.Redis, run: Run) -> None:
             await asyncio.sleep(POLL_S)
 
 
+async def loop_lag(samples: list[float]) -> None:
+    """How late this process's own event loop wakes (ms): the share of the latency that is the clients' own."""
+    while True:
+        before = time.perf_counter()
+        await asyncio.sleep(POLL_S)
+        samples.append((time.perf_counter() - before - POLL_S) * 1000)
+
+
 async def watch(app: LiveApp, view: View, join_after_tokens: int) -> View:
     """Join (at once, or once `join_after_tokens` have streamed), read until the outcome, then leave."""
     run = view.run
@@ -245,7 +255,7 @@ async def watch(app: LiveApp, view: View, join_after_tokens: int) -> View:
 
 
 async def load(app: LiveApp, accounts: list[Account], viewers: int, generations: int, max_new_tokens: int,
-               seed: int, timeout_s: float) -> tuple[list[Run], list[View], list[str], float]:
+               seed: int, timeout_s: float, lag: list[float]) -> tuple[list[Run], list[View], list[str], float]:
     rng = random.Random(seed)
     keys = Keys(app.prefix)
     redis = aioredis.Redis.from_url(REDIS_URL)
@@ -254,6 +264,7 @@ async def load(app: LiveApp, accounts: list[Account], viewers: int, generations:
     tasks: list[asyncio.Task] = []
     problems: list[str] = []
     started = time.time()
+    monitor = asyncio.create_task(loop_lag(lag))
     try:
         async with asyncio.timeout(timeout_s):
             for g in range(generations):
@@ -280,9 +291,9 @@ async def load(app: LiveApp, accounts: list[Account], viewers: int, generations:
             if not view.final_state:
                 view.problems.append("timed out")
     finally:
-        for task in tasks:
+        for task in (*tasks, monitor):
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, monitor, return_exceptions=True)
         wall_s = time.time() - started
         for run in runs:  # when the worker wrote each token, from the stream itself
             for _id, fields in await redis.xrange(run.stream):
@@ -298,8 +309,10 @@ def run_load(app: LiveApp, *, viewers: int, generations: int, max_new_tokens: in
     """The whole measurement against a running application; the figures as one dict."""
     accounts = create_accounts(app, min(users, generations))
     warm_up(app, accounts[0])
+    lag: list[float] = []
     runs, views, problems, wall_s = asyncio.run(
-        load(app, accounts, viewers, generations, max_new_tokens, seed, timeout_s))
+        load(app, accounts, viewers, generations, max_new_tokens, seed, timeout_s, lag))
+    lag.sort()
     for run in runs:
         try:
             run.stored = app.wait_generation(run.account.token, run.gen_id, timeout=60)
@@ -324,6 +337,8 @@ def run_load(app: LiveApp, *, viewers: int, generations: int, max_new_tokens: in
         "delivered_over_generated": delivered / expected if expected else 0.0,
         "extra_latency_p50_ms": round(percentile(latencies, 0.50), 1),
         "extra_latency_p99_ms": round(percentile(latencies, 0.99), 1),
+        "client_loop_lag_p50_ms": round(percentile(lag, 0.50), 1),
+        "client_loop_lag_p99_ms": round(percentile(lag, 0.99), 1),
         "errors": len(problems),
         "viewers": len(views),
         "generations": len(runs),
@@ -360,6 +375,8 @@ def report(result: dict) -> None:
         ("delivered over generated", f"{result['delivered_over_generated']}"),
         ("extra latency worker -> browser, p50 / p99",
          f"{result['extra_latency_p50_ms']} ms / {result['extra_latency_p99_ms']} ms"),
+        ("the clients' own event loop waking late, p50 / p99",
+         f"{result['client_loop_lag_p50_ms']} ms / {result['client_loop_lag_p99_ms']} ms"),
         ("errors", f"{result['errors']}"),
         ("per-user limits (0: off)", f"{result['max_concurrent_per_user']} at once,"
                                      f" {result['rate_limit_per_min']} a minute"),
