@@ -61,11 +61,27 @@ class GenerationEvents:
 
 
 class WorkerStatus:
-    """The worker's hash (`Keys.worker`), written only by the worker itself."""
+    """The worker's hash (`Keys.worker`), written only by the worker itself.
+
+    It remembers what it wrote, so that a Redis restarted empty (this project's Redis
+    keeps nothing on disk) learns the worker's state again (`restore_if_lost`)."""
 
     def __init__(self, client: redis.Redis, keys: Keys, worker_id: str):
         self.client = client
         self.key = keys.worker(worker_id)
+        self._written: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def restore_if_lost(self) -> bool:
+        """Write the whole hash again if Redis no longer has it; True if it did."""
+        with self._lock:
+            fields = dict(self._written)
+        # "state", not the key: the orchestrator may already have written its own field back.
+        if not fields or self.client.hexists(self.key, "state"):
+            return False
+        self.client.hset(self.key, mapping=fields)
+        log.warning("Redis had lost this worker's status (restarted?): written again")
+        return True
 
     def starting(self, slug: str, pid: int) -> None:
         self._set(state=protocol.W_STARTING, slug=slug, pid=pid, started_at=time.time())
@@ -98,23 +114,26 @@ class WorkerStatus:
         self._set(in_flight=1)
 
     def job_finished(self) -> None:
-        pipe = self.client.pipeline()
-        pipe.hset(self.key, mapping={"in_flight": 0, "last_used": repr(time.time())})
-        pipe.hincrby(self.key, "served", 1)
-        pipe.execute()
+        self.requests_finished(1, 0)
 
     def set_in_flight(self, count: int) -> None:
         """Running plus queued requests (a batching worker holds many at once)."""
         self._set(in_flight=count)
 
     def requests_finished(self, count: int, in_flight: int) -> None:
+        fields = {"in_flight": str(in_flight), "last_used": repr(time.time())}
         pipe = self.client.pipeline()
-        pipe.hset(self.key, mapping={"in_flight": in_flight, "last_used": repr(time.time())})
+        pipe.hset(self.key, mapping=fields)
         pipe.hincrby(self.key, "served", count)
         pipe.execute()
+        with self._lock:
+            self._written.update(fields, served=str(int(self._written.get("served", 0)) + count))
 
     def _set(self, **fields: Any) -> None:
-        self.client.hset(self.key, mapping={k: _as_field(v) for k, v in fields.items()})
+        mapping = {k: _as_field(v) for k, v in fields.items()}
+        self.client.hset(self.key, mapping=mapping)
+        with self._lock:
+            self._written.update(mapping)
 
 
 def _as_field(value: Any) -> str:
@@ -122,10 +141,12 @@ def _as_field(value: Any) -> str:
 
 
 class Heartbeat:
-    """A thread that keeps `Keys.worker_heartbeat` alive while the process is."""
+    """A thread that keeps `Keys.worker_heartbeat` alive while the process is (and, given
+    the worker's `status`, writes that again when a restarted Redis has lost it)."""
 
-    def __init__(self, client: redis.Redis, keys: Keys, worker_id: str):
+    def __init__(self, client: redis.Redis, keys: Keys, worker_id: str, status: WorkerStatus | None = None):
         self.client = client
+        self.status = status
         self.key = keys.worker_heartbeat(worker_id)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
@@ -147,6 +168,8 @@ class Heartbeat:
         while True:
             try:
                 self.client.set(self.key, repr(time.time()), ex=protocol.HEARTBEAT_TTL_S)
+                if self.status is not None:
+                    self.status.restore_if_lost()
             except redis.RedisError as exc:  # Redis may come back; the key's TTL tells the truth meanwhile
                 log.warning("Heartbeat failed: %s", exc)
             if self._stop.wait(protocol.HEARTBEAT_INTERVAL_S):
