@@ -27,6 +27,8 @@ import time
 from typing import TYPE_CHECKING
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from inference import protocol
 from inference.protocol import Job, Keys, ModelSpec
@@ -43,6 +45,10 @@ log = logging.getLogger("inference.worker")
 EXIT_STOPPED = 0
 EXIT_LOAD_FAILED = 3
 JOB_WAIT_S = 1  # BLPOP timeout: how often the loop notices a stop request
+# A Redis restart (this project's keeps nothing on disk) is ridden out inside each command:
+# 0.05 s doubling to 1 s between tries, about 17 s in all, so a generation streaming at the
+# time goes on into the fresh Redis instead of failing on its first write.
+REDIS_RETRIES = 20
 _PR_SET_PDEATHSIG = 1
 
 
@@ -54,13 +60,15 @@ class Worker:
     def __init__(self, worker_id: str, spec_json: str, redis_url: str, keys: Keys):
         self.worker_id = worker_id
         self.spec_json = spec_json
-        self.client = redis.Redis.from_url(redis_url, decode_responses=True)
+        self.client = redis_client(redis_url, decode_responses=True)
         # Jobs arrive as bytes: a client may push anything, and bytes that are not
         # UTF-8 must become a rejected job, not a decoding error inside redis-py.
-        self.jobs_client = redis.Redis.from_url(redis_url, decode_responses=False)
+        self.jobs_client = redis_client(redis_url, decode_responses=False)
         self.keys = keys
         self.status = WorkerStatus(self.client, keys, worker_id)
-        self.heartbeat = Heartbeat(self.client, keys, worker_id)
+        # The heartbeat also writes the status hash again if a restarted Redis lost it,
+        # so the orchestrator and requesters keep seeing this worker (and no second one starts).
+        self.heartbeat = Heartbeat(self.client, keys, worker_id, status=self.status)
         self._stopping = threading.Event()
         self._loading = False
 
@@ -164,6 +172,15 @@ class Worker:
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
+
+
+def redis_client(url: str, *, decode_responses: bool) -> redis.Redis:
+    """A client that reconnects by itself (see REDIS_RETRIES) and notices dead connections."""
+    return redis.Redis.from_url(
+        url, decode_responses=decode_responses, health_check_interval=10,
+        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), REDIS_RETRIES),
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+    )
 
 
 def _env_int(name: str, default: int) -> int:
