@@ -19,7 +19,8 @@ load and unload models, and run the benchmarks):
   sliding window kept in a Redis sorted set (one member per accepted request, scored by
   Redis's own clock), checked and recorded by one Lua script, so racing requests cannot both
   take the last place, and `retry_after_s` is exactly when the oldest request leaves the
-  window. Refused requests are not recorded (they start nothing). If Redis does not answer,
+  window. Refused requests are not recorded (they start nothing); an accepted one stays
+  recorded even if its transaction then fails (rare, and it errs on the safe side). If Redis does not answer,
   the rate limit lets the request through (logged): it protects the service, it must not be
   what takes it down; the concurrency limit still holds.
 """
@@ -33,6 +34,7 @@ import math
 import uuid
 from datetime import timedelta
 
+import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
@@ -146,17 +148,20 @@ def _check_rate(user) -> None:
     if not allowed:
         return
     window_s = settings.ARENA_RATE_LIMIT_WINDOW_S
+    script = _rate_script(streams.client())
     try:
-        accepted, count, retry_ms = _rate_script(streams.client())(keys=[rate_key(user)], args=[allowed, int(window_s * 1000), uuid.uuid4().hex])
-    except Exception:  # redis.RedisError and friends: see the module docstring
+        accepted, count, retry_ms = script(keys=[rate_key(user)],
+                                           args=[allowed, int(window_s * 1000), uuid.uuid4().hex])
+    except redis.RedisError:  # see the module docstring
         log.warning("Rate limit not checked for user %s: Redis did not answer", user.pk, exc_info=True)
         return
     if not accepted:
-        retry_s = math.ceil(int(retry_ms) / 1000)
+        retry_s = max(1, math.ceil(int(retry_ms) / 1000))
         window = "minute" if window_s == 60 else f"{window_s:g} s"
+        noun = "request" if count == 1 else "requests"
         raise LimitExceeded(
             REQUESTS_PER_MINUTE, allowed=allowed, current=int(count), retry_after_s=retry_s,
-            message=f"{count} requests in the last {window} (the limit is {allowed}): try again in {max(1, retry_s)} s.")
+            message=f"{count} {noun} in the last {window} (the limit is {allowed}): try again in {retry_s} s.")
 
 
 # --- request bodies -------------------------------------------------------------------

@@ -64,7 +64,8 @@ def finish_battle(battle):
 
 
 def comparison(owner, catalogue) -> Battle:
-    sides = {side: {"model": model, "params": PARAMS} for side, model in (("left", catalogue[0]), ("right", catalogue[3]))}
+    sides = {side: {"model": model, "params": PARAMS}
+             for side, model in (("left", catalogue[0]), ("right", catalogue[3]))}
     return start_battle(owner, prompt="Hi", sides=sides)
 
 
@@ -144,7 +145,8 @@ SURFACES = [
     Surface("tournament resume", "page", _stop_then_resume, lambda owner, catalogue: tournament(owner, catalogue)),
     Surface("tournament replay", "page", _page("tournament-replay", {"prompt": "Name a fruit."}, lambda t: t.id),
             lambda owner, catalogue: tournament(owner, catalogue)),
-    Surface("tournament winner page", "page", _winner_page, lambda owner, catalogue: tournament(owner, eight_of(catalogue))),
+    Surface("tournament winner page", "page", _winner_page,
+            lambda owner, catalogue: tournament(owner, eight_of(catalogue))),
     Surface("API generation", "api", lambda client, token, state: api(
         client, "post", "/api/v1/generations", token, {"model": "smollm2-135m", "prompt": "Hi", "params": PARAMS})),
     Surface("API comparison", "api", lambda client, token, state: api(
@@ -155,7 +157,8 @@ SURFACES = [
     Surface("API tournament re-run", "api", lambda client, token, t: api(
         client, "post", f"/api/v1/tournaments/{t.id}/rerun", token, {"match": current(t).id}),
             lambda owner, catalogue: tournament(owner, catalogue)),
-    Surface("API tournament winner", "api", _winner_api, lambda owner, catalogue: tournament(owner, eight_of(catalogue))),
+    Surface("API tournament winner", "api", _winner_api,
+            lambda owner, catalogue: tournament(owner, eight_of(catalogue))),
     Surface("OpenAI chat completion", "openai", _chat),
 ]
 
@@ -225,7 +228,8 @@ def test_too_many_running_generations_are_refused_on_every_surface(client, owner
 # --- concurrency, in detail ------------------------------------------------------------------
 def create(client, token, what="generation"):
     if what == "generation":
-        return api(client, "post", "/api/v1/generations", token, {"model": "smollm2-135m", "prompt": "Hi", "params": PARAMS})
+        return api(client, "post", "/api/v1/generations", token,
+                   {"model": "smollm2-135m", "prompt": "Hi", "params": PARAMS})
     return api(client, "post", "/api/v1/comparisons", token,
                {"left_model": "smollm2-135m", "right_model": "gemma-3-270m", "prompt": "Hi", "params": PARAMS})
 
@@ -252,7 +256,8 @@ def test_a_comparison_counts_two(client, token, catalogue, limits_set):
     ids = [create(client, token).json()["id"] for _ in range(3)]
     response = create(client, token, "comparison")
     assert response.status_code == 429
-    assert "You have 3 generations running (the limit is 4; this needs 2 at once)" in response.json()["error"]["message"]
+    message = response.json()["error"]["message"]
+    assert "You have 3 generations running (the limit is 4; this needs 2 at once)" in message
     finish(Generation.objects.get(id=ids[0]))
     assert create(client, token, "comparison").status_code == 202
     assert create(client, token).status_code == 429  # 2 + 2 running
@@ -364,7 +369,7 @@ def test_the_window_frees_after_its_time(client, token, catalogue, limits_set):
     assert create(client, token).status_code == 202
     response = create(client, token)
     assert response.status_code == 429 and response["Retry-After"] == "1"
-    assert "1 requests in the last 1 s (the limit is 1): try again in 1 s." == response.json()["error"]["message"]
+    assert "1 request in the last 1 s (the limit is 1): try again in 1 s." == response.json()["error"]["message"]
     time.sleep(1.05)
     assert create(client, token).status_code == 202
 
@@ -441,10 +446,11 @@ def test_the_playground_shows_the_form_again_with_the_refusal(client, owner, cat
     assert client.post(reverse("playground"), data).status_code == 302
     page = client.post(reverse("playground"), data)
     html = page.content.decode()
-    assert page.status_code == 429 and "1 requests in the last minute (the limit is 1): try again in" in html
+    assert page.status_code == 429 and "1 request in the last minute (the limit is 1): try again in" in html
     assert "Tell me a story" in html and 'value="16"' in html  # what was typed is kept
     htmx = client.post(reverse("playground"), data, headers={"HX-Request": "true"})
-    assert htmx.status_code == 429 and htmx["HX-Retarget"] == "#playground-form" and "<html" not in htmx.content.decode()
+    assert htmx.status_code == 429 and htmx["HX-Retarget"] == "#playground-form"
+    assert "<html" not in htmx.content.decode()
     assert "the limit is 1" in htmx.content.decode() and int(htmx["Retry-After"]) >= 1
 
 
@@ -599,7 +605,8 @@ def test_the_api_names_the_prompt_and_token_limits(client, token, catalogue, sma
 def test_the_api_counts_a_tournaments_history_into_the_prompt_limit(client, token, catalogue, settings):
     settings.ARENA_MAX_PROMPT_CHARS = 20
     history = [{"role": "user", "content": "x" * 10}, {"role": "assistant", "content": "y" * 10}]
-    response = api(client, "post", "/api/v1/tournaments", token, {"contestants": FOUR, "prompt": "Hi", "history": history})
+    response = api(client, "post", "/api/v1/tournaments", token,
+                   {"contestants": FOUR, "prompt": "Hi", "history": history})
     assert response.status_code == 400
     assert "22 characters in all, at most 20" in response.json()["error"]["message"]
     assert not Tournament.objects.exists()
