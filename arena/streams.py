@@ -7,6 +7,9 @@ from functools import lru_cache
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from inference.protocol import STREAM_TTL_S, Keys
 
@@ -15,6 +18,15 @@ log = logging.getLogger(__name__)
 # Longer than any blocking read we make (XREAD BLOCK), or redis-py's default 5 s
 # socket timeout would cut those reads off.
 SOCKET_TIMEOUT_S = 30
+# A Redis restart is ridden out inside each command (reconnect, then the command again):
+# 0.05 s doubling to 1 s between tries, about 17 s in all, as the inference workers do.
+# A blocking read cut off by the restart is simply read again from the last entry seen.
+RETRIES = 20
+RETRY_ON = [redis.ConnectionError, redis.TimeoutError]
+
+
+def _backoff() -> ExponentialBackoff:
+    return ExponentialBackoff(cap=1.0, base=0.05)
 
 
 @lru_cache(maxsize=1)
@@ -24,12 +36,24 @@ def keys() -> Keys:
 
 @lru_cache(maxsize=1)
 def client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30, socket_timeout=SOCKET_TIMEOUT_S)
+    return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30, socket_timeout=SOCKET_TIMEOUT_S,
+                                retry=Retry(_backoff(), RETRIES), retry_on_error=RETRY_ON)
 
 
 def async_client() -> aioredis.Redis:
     """A new asyncio client (one per consumer: asyncio clients are bound to a loop)."""
-    return aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=SOCKET_TIMEOUT_S)
+    return aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=SOCKET_TIMEOUT_S, health_check_interval=30,
+                                   retry=AsyncRetry(_backoff(), RETRIES), retry_on_error=RETRY_ON)
+
+
+# --- watch: a generation whose follower (the Celery task) is gone is ended by the sweeper ---
+def watch_key(generation_id: str) -> str:
+    """Refreshed by the task following the generation; its absence means nobody follows it."""
+    return f"{keys().prefix}:gen:{generation_id}:watch"
+
+
+def watch_ttl_s() -> float:
+    return settings.ARENA_WATCH_TTL_S
 
 
 # --- viewers: a web generation nobody watches any more is cancelled ------------------

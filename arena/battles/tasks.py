@@ -6,11 +6,12 @@ from __future__ import annotations
 import logging
 import time
 
+import redis
 from celery import shared_task
 from django.conf import settings
 
 from arena.playground.models import Generation
-from arena.playground.tasks import FOLLOW_BLOCK_MS, MAX_DISPATCHES, Follower, read_many
+from arena.playground.tasks import FOLLOW_BLOCK_MS, MAX_DISPATCHES, REDIS_LOST, Follower, read_many
 from inference import protocol as p
 from orchestration import client as orch
 
@@ -55,13 +56,21 @@ class BattleRun:
                 if not follower.done:
                     follower.unavailable(str(exc) if not self.battle.blind or str(exc) == "cancelled"
                                          else "A contestant's model could not be started. Run the match again.")
+        except redis.RedisError:  # down for longer than the client's retries ride out
+            log.exception("Battle %s lost Redis", self.battle.id)
+            for follower in self.followers:
+                if not follower.done:
+                    follower.fail(p.ENGINE_ERROR, REDIS_LOST)
         except Exception:  # never leave a battle running forever
             log.exception("Battle %s crashed", self.battle.id)
             for follower in self.followers:
                 if not follower.done:
                     follower.fail(p.ENGINE_ERROR, "An internal error stopped this battle.")
         finally:
-            orch.release_lease(self.redis, self.keys, self.lease_id)
+            try:
+                orch.release_lease(self.redis, self.keys, self.lease_id)
+            except redis.RedisError:  # unrenewed, the lease lapses by itself
+                log.warning("Could not release the lease of battle %s", self.battle.id)
             self._after()
 
     def _acquire(self) -> dict[str, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 
+import redis
 from celery import shared_task
 from django.conf import settings
 
@@ -20,6 +21,12 @@ from .models import Generation
 log = logging.getLogger(__name__)
 FOLLOW_BLOCK_MS = 500
 MAX_DISPATCHES = 3  # a worker that stops before taking the job: try a fresh one
+
+# What users read when the machinery, not the model, ended their generation.
+REDIS_LOST = "The server lost its connection to Redis while writing this answer; the partial answer was kept. Send again."
+RESTARTED_BEFORE_START = "The server restarted before this answer started. Send again."
+WORKER_STOPPED = ("The model worker was stopped (the server is restarting) before this answer finished; "
+                  "the partial answer was kept. Send again.")
 
 
 @shared_task(ignore_result=True, soft_time_limit=3600, time_limit=3700)
@@ -48,6 +55,9 @@ class GenerationRun:
             follower.fail(p.WORKER_DIED, "The model worker kept stopping before it could start. Try again.")
         except orch.WorkerUnavailable as exc:
             follower.unavailable(str(exc))
+        except redis.RedisError:  # down for longer than the client's retries ride out
+            log.exception("Generation %s lost Redis", self.gen.id)
+            follower.fail(p.ENGINE_ERROR, REDIS_LOST)
         except Exception:  # never leave a generation running forever
             log.exception("Generation %s crashed", self.gen.id)
             follower.fail(p.ENGINE_ERROR, "An internal error stopped this generation.")
@@ -70,7 +80,12 @@ class Follower:
     """One generation's side of the work once it has a worker: hand it the job, read its
     event stream, notice the worker dying or every viewer leaving, and store the outcome.
 
-    A battle runs two of these off one stream read (`read_many`)."""
+    A battle runs two of these off one stream read (`read_many`).
+
+    While it follows, it keeps the generation's watch key alive (`keep_watch`): the
+    sweeper (arena/playground/sweeper.py) ends generations whose follower has gone (a
+    Celery worker killed), and the key coming back empty tells this follower that Redis
+    restarted and lost what it held (a job not yet taken, the viewers, the cancel flags)."""
 
     def __init__(self, gen: Generation):
         self.gen = gen
@@ -84,6 +99,8 @@ class Follower:
         self.done = False
         self.needs_retry = False  # the worker went away before it took the job
         self.deadline = time.time() + settings.ARENA_GENERATION_TIMEOUT_S
+        self.watch_key = streams.watch_key(str(gen.id))
+        self.watching = False  # set once: from then on a missing key means Redis lost it
 
     # --- steps ----------------------------------------------------------------------
     def job(self) -> Job:
@@ -112,11 +129,14 @@ class Follower:
         elif kind == p.TOKEN:
             self.text.append(ev.get("text", ""))
         elif kind in p.TERMINAL_EVENTS:
-            self._finish_from(ev)
+            self.store_outcome(ev)
             self.done = True
 
     def check(self) -> None:
-        """Between reads: a dead worker, an abandoned page, the time limit."""
+        """Between reads: Redis restarted, a dead worker, an abandoned page, the time limit."""
+        if self.done:
+            return
+        self.keep_watch()
         if self.done:
             return
         failure = orch.worker_failure(self.redis, self.keys, self.worker_id)
@@ -140,16 +160,42 @@ class Follower:
             self.redis.set(self.keys.cancel(str(self.gen.id)), "abandoned", ex=p.STREAM_TTL_S)
 
     def cancel_requested(self) -> bool:
+        self.keep_watch()
         self.check_abandoned()
         return bool(self.redis.exists(self.keys.cancel(str(self.gen.id))))
 
+    def keep_watch(self) -> None:
+        """Renew the watch key; if Redis no longer had it, Redis restarted under us."""
+        if self.done:
+            return  # stored: nothing left to watch
+        previous = self.redis.set(self.watch_key, self.worker_id or "waiting", px=int(streams.watch_ttl_s() * 1000),
+                                  get=True)
+        if self.watching and previous is None:
+            self._redis_lost_state()
+        self.watching = True
+
+    def _redis_lost_state(self) -> None:
+        """Redis came back empty. Waiting for a worker goes on (requests are renewed), and
+        a started generation goes on into the fresh stream (its worker rode out the restart);
+        but a job handed to a worker and not yet started was in the list Redis lost."""
+        log.warning("Redis lost its state under generation %s (restarted?)", self.gen.id)
+        if self.worker_id and not self.needs_retry and not self.started:
+            # If the worker did take it after all, it cancels it rather than answer nobody.
+            self.redis.set(self.keys.cancel(str(self.gen.id)), "restart", ex=p.STREAM_TTL_S)
+            self.fail(p.WORKER_DIED, RESTARTED_BEFORE_START)
+
     # --- outcomes -------------------------------------------------------------------
-    def _finish_from(self, ev: dict) -> None:
+    def store_outcome(self, ev: dict) -> None:
         kind = ev["type"]
         metrics = ev.get("metrics") or {}
         if kind == p.DONE:
             self.gen.finish(Generation.Status.DONE, text=ev.get("text", "".join(self.text)),
                             finish_reason=ev.get("finish_reason", ""), metrics=metrics)
+        elif kind == p.CANCELLED and not self.redis.exists(self.keys.cancel(str(self.gen.id))):
+            # Nobody asked: the worker cancelled it because it was being stopped itself
+            # (its orchestrator went away, the server is shutting down). Not the user's doing.
+            self.gen.finish(Generation.Status.FAILED, text=ev.get("text", "".join(self.text)), reason=WORKER_STOPPED,
+                            metrics=metrics)
         elif kind == p.CANCELLED:
             self.gen.finish(Generation.Status.CANCELLED, text=ev.get("text", "".join(self.text)),
                             finish_reason="cancelled", metrics=metrics)
@@ -159,6 +205,8 @@ class Follower:
 
     def unavailable(self, reason: str) -> None:
         """No worker could be had: cancelled by the user, or failed with the orchestrator's reason."""
+        if self.done:
+            return
         if reason == "cancelled":
             self.emit(p.CANCELLED, text="", metrics={})
             self.gen.finish(Generation.Status.CANCELLED, text="")
@@ -167,9 +215,15 @@ class Follower:
         self.done = True
 
     def fail(self, code: str, reason: str) -> None:
-        self.emit(p.FAILED, reason=reason, code=code)
-        self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=reason)
+        """Store the failure, then tell the viewers (if Redis can be reached: the database
+        must have it either way, and a viewer whose stream is gone reads it from there)."""
         self.done = True
+        if not self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=reason):
+            return  # already ended elsewhere (the sweeper, a stop): it told the viewers
+        try:
+            self.emit(p.FAILED, reason=reason, code=code)
+        except redis.RedisError as exc:
+            log.warning("Could not tell the viewers of generation %s that it failed: %s", self.gen.id, exc)
 
     def emit(self, kind: str, **fields) -> None:
         self.redis.xadd(self.stream, p.event(kind, **fields))

@@ -1,0 +1,187 @@
+"""The sweeper: no generation stays queued, loading or running forever.
+
+A generation is followed by one Celery task (`Follower`), which renews the
+generation's watch key in Redis every half second while it waits for a worker and
+while it reads the stream. The key lapses when that task is gone: its Celery worker
+was killed, or Redis restarted empty (this project's Redis keeps nothing on disk) and
+took the key, the job list and the Celery queue with it. The sweeper looks at every
+live generation every few seconds and acts on those whose key has been missing for a
+whole watch TTL (a follower that is still alive has renewed it long before then):
+
+- its stream already ends (the worker finished after its follower died): store that
+  outcome, exactly as the follower would have;
+- queued, so no task ever picked it up (its Celery message went with a restart or
+  with a killed worker's prefetch): after a grace, queue it again (the task's claim
+  makes a duplicate message a no-op), and after a longer time give up with a reason;
+- loading or running: cancel its worker's job (that frees the slot), keep the partial
+  answer, and fail it with a reason a user understands, told to open pages as a FAILED
+  event on its stream.
+
+It runs in the orchestrator's loop: that process always runs, exactly once, and keeps
+running while Celery workers are killed and restarted. `decide` is the whole policy,
+pure and tested with a fake clock; `Sweeper` reads the state and applies it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import redis
+from django.conf import settings
+from django.db import close_old_connections
+from django.db.models import Q
+
+from arena import streams
+from inference import protocol as p
+
+from .models import Generation
+
+log = logging.getLogger(__name__)
+SWEEP_EVERY_S = 2.0
+
+# Actions.
+KEEP = "keep"
+ADOPT = "adopt"  # store the outcome the stream already holds
+REQUEUE = "requeue"
+FAIL = "fail"
+
+RESTARTED = ("The server restarted while this answer was being written; the partial answer was kept. "
+             "Send again.")
+RESTARTED_LOADING = "The server restarted while the model was being prepared for this answer. Send again."
+NEVER_STARTED = "This request waited too long for a free slot and never started. Send again."
+
+
+@dataclass(frozen=True)
+class Policy:
+    watch_ttl_s: float = 15.0  # a follower renews its key far more often; this long missing: gone
+    queue_grace_s: float = 60.0  # queued this long with nobody following: queue it again
+    queue_timeout_s: float = 900.0  # queued this long: give up
+
+    @classmethod
+    def from_settings(cls) -> Policy:
+        return cls(watch_ttl_s=settings.ARENA_WATCH_TTL_S, queue_grace_s=settings.ARENA_QUEUE_GRACE_S,
+                   queue_timeout_s=settings.ARENA_QUEUE_TIMEOUT_S)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the sweeper knows of one live generation."""
+
+    status: str  # queued | loading | running
+    age_s: float  # since it was created
+    missing_for_s: float | None  # how long its watch key has been seen missing; None: present
+    last_event: str = ""  # the type of the last event on its stream ("" if none)
+
+
+def decide(seen: Seen, policy: Policy) -> tuple[str, str]:
+    """(action, the reason a FAIL gives the user)."""
+    if seen.missing_for_s is None or seen.missing_for_s < policy.watch_ttl_s:
+        return KEEP, ""
+    if seen.last_event in p.TERMINAL_EVENTS:
+        return ADOPT, ""
+    if seen.status == Generation.Status.QUEUED:
+        if seen.age_s < policy.queue_grace_s:
+            return KEEP, ""  # Celery has not picked it up yet: that is not a fault
+        if seen.age_s < policy.queue_timeout_s:
+            return REQUEUE, ""
+        return FAIL, NEVER_STARTED
+    if seen.status == Generation.Status.LOADING:
+        return FAIL, RESTARTED_LOADING
+    return FAIL, RESTARTED
+
+
+class Sweeper:
+    """Applies `decide` to the live generations; `maybe_sweep` is called from a loop."""
+
+    def __init__(self, client: redis.Redis | None = None, policy: Policy | None = None,
+                 clock: Callable[[], float] = time.time, every_s: float = SWEEP_EVERY_S):
+        self.redis = client or streams.client()
+        self.keys = streams.keys()
+        self.policy = policy or Policy.from_settings()
+        self.clock = clock
+        self.every_s = every_s
+        self.missing_since: dict[str, float] = {}  # generation id -> when its key was first seen missing
+        self.last_sweep = 0.0
+
+    def maybe_sweep(self) -> None:
+        now = self.clock()
+        if now - self.last_sweep >= self.every_s:
+            self.last_sweep = now
+            close_old_connections()  # a long-lived process: drop a connection the database closed
+            self.sweep()
+
+    def sweep(self) -> dict[str, int]:
+        """One pass; how many generations each action was applied to."""
+        now = self.clock()
+        live = list(Generation.objects.filter(status__in=Generation.live_statuses())
+                    .values_list("id", "status", "created_at"))
+        ids = [str(gen_id) for gen_id, _status, _created in live]
+        pipe = self.redis.pipeline(transaction=False)
+        for gen_id in ids:
+            pipe.exists(streams.watch_key(gen_id))
+        watched = dict(zip(ids, pipe.execute()))
+        for gen_id in list(self.missing_since):
+            if watched.get(gen_id, 1):  # renewed, or no longer live
+                del self.missing_since[gen_id]
+        counts: dict[str, int] = {}
+        for gen_id, status, created_at in live:
+            gen_id = str(gen_id)
+            if watched[gen_id]:
+                continue
+            since = self.missing_since.setdefault(gen_id, now)
+            seen = Seen(status, now - created_at.timestamp(), now - since, self._last_event(gen_id))
+            action, reason = decide(seen, self.policy)
+            if action != KEEP:
+                self._apply(gen_id, action, reason)
+                counts[action] = counts.get(action, 0) + 1
+        return counts
+
+    def _last_event(self, gen_id: str) -> str:
+        entries = self.redis.xrevrange(self.keys.stream(gen_id), count=1)
+        return p.parse_event(entries[0][1])["type"] if entries else ""
+
+    def _apply(self, gen_id: str, action: str, reason: str) -> None:
+        from .tasks import Follower  # the follower's own way of storing outcomes
+
+        gen = Generation.objects.select_related("model").filter(id=gen_id).first()
+        if gen is None or gen.finished:
+            return
+        if action == REQUEUE:
+            if not self.redis.exists(streams.watch_key(gen_id)):  # its battle's other side may have just done it
+                self._requeue(gen)
+            return
+        follower = Follower(gen)
+        follower.redis = self.redis
+        events = [p.parse_event(fields) for _id, fields in self.redis.xrange(follower.stream)]
+        follower.text = [ev.get("text", "") for ev in events if ev["type"] == p.TOKEN]
+        if action == ADOPT:
+            log.warning("Generation %s: its follower is gone; storing the outcome its stream holds", gen_id)
+            follower.store_outcome(events[-1])
+        else:
+            log.warning("Generation %s (%s): nobody follows it any more; failing it", gen_id, gen.status)
+            # The worker may still be writing it: stop it, so the slot is freed now.
+            self.redis.set(self.keys.cancel(gen_id), "swept", ex=p.STREAM_TTL_S)
+            follower.fail(p.WORKER_DIED, reason)
+        self.missing_since.pop(gen_id, None)
+
+    def _requeue(self, gen: Generation) -> None:
+        """Send its task again; the task's claim (queued -> loading) makes a duplicate harmless."""
+        from arena.battles.models import Battle
+        from arena.battles.tasks import run_battle
+
+        from .tasks import run_generation
+
+        battle = Battle.objects.filter(Q(left_id=gen.id) | Q(right_id=gen.id)).values("id", "left_id", "right_id").first()
+        if battle is not None:
+            run_battle.delay(str(battle["id"]))
+            requeued = [str(battle["left_id"]), str(battle["right_id"])]
+        else:
+            run_generation.delay(str(gen.id))
+            requeued = [str(gen.id)]
+        log.warning("Generation %s was never picked up; queued again", gen.id)
+        for gen_id in requeued:  # not again before another grace: the key stands for "just queued"
+            self.redis.set(streams.watch_key(gen_id), "requeued", px=int(self.policy.queue_grace_s * 1000))
+            self.missing_since.pop(gen_id, None)
