@@ -73,10 +73,12 @@ class Orchestrator:
         self.leases: dict[str, Lease] = {}
         self.cold_starts: dict[str, float] = {}  # slug -> its last measured cold start
         self.nodes: tuple[Node, ...] = ()  # as the backend reported them this tick
+        self.redis_was_down = False  # a tick failed on Redis: workers could not heartbeat meanwhile
 
     # --- the loop -----------------------------------------------------------------
     def tick(self) -> None:
         now = self.clock()
+        self._after_redis_trouble(now)
         self._read_inbox(now)
         self._reap(now)  # first: an exited worker's memory is free for this tick's decisions
         self._check_leases(now)
@@ -91,13 +93,21 @@ class Orchestrator:
         self._publish_status(views, now)
         self.redis.set(self.keys.orchestrator_heartbeat(), repr(now), ex=p.HEARTBEAT_TTL_S)
 
-    def run(self, should_stop: Callable[[], bool], interval_s: float = 0.2) -> None:
+    def run(self, should_stop: Callable[[], bool], interval_s: float = 0.2,
+            on_tick: Callable[[], None] | None = None) -> None:
+        """Tick until told to stop; `on_tick` is housekeeping of the caller's (the sweeper)."""
         self.recover()
         while not should_stop():
             try:
                 self.tick()
-            except redis.ConnectionError as exc:  # Redis restarting: keep trying
+                if on_tick is not None:
+                    on_tick()
+            except redis.RedisError as exc:  # Redis restarting: keep trying
                 log.warning("Redis unavailable: %s", exc)
+                self.redis_was_down = True
+                time.sleep(1.0)
+            except Exception:  # housekeeping (or a bug) must not stop the single writer of placements
+                log.exception("Orchestrator tick failed")
                 time.sleep(1.0)
             time.sleep(interval_s)
         self.shutdown()
@@ -174,12 +184,14 @@ class Orchestrator:
         heartbeat = self.redis.exists(self.keys.worker_heartbeat(worker_id))
         if heartbeat:
             info["last_heartbeat"] = now
+        # Never older than seen before: a Redis restarted empty forgets it until the worker writes it again.
+        info["last_used"] = max(float(get("last_used", "0")) or info["started_at"], info.get("last_used", 0.0))
         return WorkerView(
             worker_id=worker_id,
             slug=info["slug"],
             state=info["state"],
             started_at=info["started_at"],
-            last_used=float(get("last_used", "0")) or info["started_at"],
+            last_used=info["last_used"],
             last_heartbeat=info.get("last_heartbeat"),
             in_flight=int(get("in_flight", "0")),
             queued=self.redis.llen(self.keys.worker_jobs(worker_id)),
@@ -364,6 +376,40 @@ class Orchestrator:
             # this failure learns of it, however soon the retry begins.
             self.redis.hset(key, mapping={"last_error": reason, "last_error_at": repr(now)})
             self.redis.hset(self.keys.worker(worker_id), mapping={"state": p.W_FAILED, "error": reason})
+
+    # --- Redis restarts ---------------------------------------------------------------
+    def _epoch_key(self) -> str:
+        """Set once per Redis lifetime: finding it gone means Redis restarted empty."""
+        return f"{self.keys.prefix}:orchestrator:epoch"
+
+    def _after_redis_trouble(self, now: float) -> None:
+        """After an outage, or a Redis that came back empty (it keeps nothing on disk),
+        tell the world again what this process knows: where each variant is served and
+        each lease's state. The workers rewrite their own status hashes, and nobody has
+        heartbeated while Redis was away, so silence until now is not a hung worker.
+        Workers are never restarted for this: the same processes serve on (no duplicates)."""
+        wiped = not self.redis.exists(self._epoch_key())
+        if not (wiped or self.redis_was_down):
+            return
+        for info in self.workers.values():
+            info["last_heartbeat"] = now
+        if wiped:
+            self._publish_again(now)
+            self.redis.set(self._epoch_key(), repr(now))  # last: a tick cut short does it all again
+        self.redis_was_down = False
+
+    def _publish_again(self, now: float) -> None:
+        if self.workers or self.leases:
+            log.warning("Redis lost its state (restarted?): publishing placements and leases again")
+        for worker_id, info in self.workers.items():
+            self.redis.hset(self.keys.worker(worker_id), "node", info["node"])
+            if info["state"] in (policy.STARTING, policy.READY):
+                self._publish_placement(worker_id, info["slug"], info["state"], now, "")
+        for lease in self.leases.values():
+            mapping = ({"state": "granted", "workers": json.dumps(lease.workers)} if lease.workers
+                       else {"state": "waiting"})
+            self.redis.hset(self.keys.lease(lease.request_id), mapping=mapping)
+            self.redis.expire(self.keys.lease(lease.request_id), int(self.config.lease_ttl_s) + 5)
 
     def recover(self) -> None:
         """Start clean after an earlier orchestrator (a restart, a crash).
