@@ -4,6 +4,7 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from arena.playground.sweeper import Sweeper
 from inference.protocol import Keys
 from orchestration.models import DatabaseRecorder
 from orchestration.policy import Config
@@ -42,5 +43,6 @@ class Command(BaseCommand):
             recorder=DatabaseRecorder(),
         )
         self.stdout.write(f"Orchestrator running ({settings.ARENA_ORCHESTRATOR_BACKEND} backend)")
-        orchestrator.run(should_stop=lambda: bool(stopping))
+        # This process always runs, once: it also ends generations whose Celery task has gone.
+        orchestrator.run(should_stop=lambda: bool(stopping), on_tick=Sweeper(client).maybe_sweep)
         self.stdout.write("Orchestrator stopped; all workers stopped")
