@@ -16,6 +16,10 @@ INTERVAL_S = 1.0
 
 
 class StatusConsumer(AsyncWebsocketConsumer):
+    # Reads Redis directly and takes nothing from the channel layer: not subscribing to it spares a
+    # Redis pop per socket, and a Redis restart no longer kills the socket from inside Channels.
+    channel_layer_alias = None
+
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_staff:

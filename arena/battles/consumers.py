@@ -28,6 +28,10 @@ METRICS_EVERY_S = 0.25  # live speed figures and chart, at most this often per s
 
 
 class BattleConsumer(AsyncWebsocketConsumer):
+    # Reads Redis directly and takes nothing from the channel layer: not subscribing to it spares a
+    # Redis pop per socket, and a Redis restart no longer kills the socket from inside Channels.
+    channel_layer_alias = None
+
     async def connect(self):
         self.battle = await self._get_battle()
         if self.battle is None:

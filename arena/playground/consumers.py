@@ -51,6 +51,10 @@ async def stop_pump(pump: asyncio.Task | None) -> None:
 
 
 class GenerationConsumer(AsyncWebsocketConsumer):
+    # Reads Redis directly and takes nothing from the channel layer: not subscribing to it spares a
+    # Redis pop per socket, and a Redis restart no longer kills the socket from inside Channels.
+    channel_layer_alias = None
+
     async def connect(self):
         self.gen = await self._get_generation()
         if self.gen is None:
