@@ -16,7 +16,6 @@ Transport, all in Redis (see `Keys`):
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -100,11 +99,13 @@ class SamplingParams:
             if isinstance(raw, bool) or not isinstance(raw, (int, float)):
                 errors[name] = "must be a number"
                 continue
+            # The range first: exact for an int of any size (float() of a 400-digit one overflows),
+            # and false for nan and infinities.
+            if not lo <= raw <= hi:
+                errors[name] = f"must be between {lo} and {hi}"
+                continue
             if want_int and (not float(raw).is_integer()):
                 errors[name] = "must be a whole number"
-                continue
-            if not math.isfinite(raw) or not lo <= raw <= hi:
-                errors[name] = f"must be between {lo} and {hi}"
                 continue
             values[name] = int(raw) if want_int else float(raw)
         seed = data.get("seed")

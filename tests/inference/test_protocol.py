@@ -29,6 +29,9 @@ class TestSamplingParams:
             ({"temperature": True}, "temperature", "must be a number"),
             ({"temperature": 2.5}, "temperature", "between"),
             ({"temperature": float("nan")}, "temperature", "between"),
+            ({"temperature": float("inf")}, "temperature", "between"),
+            ({"temperature": 10**4000}, "temperature", "between"),  # float() of it overflows: was a crash
+            ({"max_new_tokens": -(10**4000)}, "max_new_tokens", "between"),
             ({"top_p": 0}, "top_p", "between"),
             ({"max_new_tokens": 1.5}, "max_new_tokens", "whole number"),
             ({"max_new_tokens": 0}, "max_new_tokens", "between"),
