@@ -1,14 +1,13 @@
 """Bearer-token authentication and JSON error bodies for the API."""
 
 import functools
-import json
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from arena import limits
+from arena import jsonbody, limits
 from arena.accounts.models import ApiToken
 
 
@@ -64,10 +63,7 @@ def json_body(request) -> dict:
     """The request's JSON object; raises ValueError with a message fit for a 400."""
     if not request.body:
         raise ValueError("The request body must be a JSON object.")
-    try:
-        body = json.loads(request.body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"The request body is not valid JSON: {exc}") from exc
+    body = jsonbody.parse(request.body)  # ValueError for anything a 400 must refuse
     if not isinstance(body, dict):
         raise ValueError("The request body must be a JSON object.")
     return body

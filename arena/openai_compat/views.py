@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import time
 from typing import AsyncIterator
@@ -23,7 +22,7 @@ from django.db import transaction
 from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from arena import limits, streams
+from arena import jsonbody, limits, streams
 from arena.accounts.models import ApiToken
 from arena.catalogue.models import ModelEntry
 from arena.playground.models import Generation
@@ -111,9 +110,9 @@ def not_found(request, rest=""):
 @openai_endpoint("POST")
 async def chat_completions(request):
     try:
-        body = json.loads(request.body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise invalid(f"We could not parse the JSON body of your request: {exc}. "
+        body = jsonbody.parse(request.body)
+    except ValueError as exc:
+        raise invalid(f"We could not parse the JSON body of your request: {exc} "
                       "Send a JSON object (Content-Type: application/json).") from exc
     chat = parse_request(body)
     entry = await ModelEntry.objects.enabled().filter(slug=chat.model).afirst()
