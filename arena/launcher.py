@@ -4,6 +4,10 @@ Processes: a Redis (an existing one, or a private redis-server for this session)
 daphne (HTTP + WebSocket), a Celery worker (arena tasks) and the orchestrator
 (which starts model workers). Every process runs in its own session so that the
 launcher alone receives Ctrl-C and stops them in order: nothing is left behind.
+
+A process that dies on its own (killed, crashed) is started again, as it was; the
+application rides that out (see arena/playground/sweeper.py). One that keeps dying
+(RESTART_LIMIT times within RESTART_WINDOW_S) is a broken setup: then everything stops.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 STOP_GRACE_S = 15
+RESTART_LIMIT = 5
+RESTART_WINDOW_S = 60.0
 
 
 def log(message: str) -> None:
@@ -46,6 +52,8 @@ class Launcher:
     def __init__(self, env: dict[str, str]):
         self.env = env
         self.procs: list[tuple[str, subprocess.Popen]] = []
+        self.commands: dict[str, list[str]] = {}
+        self.restarts: dict[str, list[float]] = {}  # name -> when it was restarted (monotonic)
         self.redis_dir: str | None = None
         self.stopping = False
 
@@ -77,7 +85,23 @@ class Launcher:
     def spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True)
         self.procs.append((name, proc))
+        self.commands[name] = cmd
         return proc
+
+    def restart(self, index: int) -> bool:
+        """Start the exited process at `index` again; False when it keeps dying."""
+        name, proc = self.procs[index]
+        now = time.monotonic()
+        recent = [at for at in self.restarts.get(name, []) if now - at < RESTART_WINDOW_S]
+        if len(recent) >= RESTART_LIMIT:
+            log(f"{name} exited with code {proc.returncode}, {len(recent)} restarts within "
+                f"{RESTART_WINDOW_S:.0f} s; stopping")
+            return False
+        log(f"{name} exited with code {proc.returncode}; starting it again")
+        self.restarts[name] = [*recent, now]
+        self.procs[index] = (name, subprocess.Popen(self.commands[name], cwd=ROOT, env=self.env,
+                                                    start_new_session=True))
+        return True
 
     def manage(self, *args: str) -> None:
         subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=self.env, check=True)
@@ -98,11 +122,10 @@ class Launcher:
         return f"http://127.0.0.1:{port}/"
 
     def watch(self) -> int:
-        """Wait for a signal; if a process dies on its own, stop everything and say so."""
+        """Wait for a signal, starting again whatever dies on its own meanwhile."""
         while not self.stopping:
-            for name, proc in self.procs:
-                if proc.poll() is not None:
-                    log(f"{name} exited with code {proc.returncode}; stopping")
+            for index, (_name, proc) in enumerate(self.procs):
+                if proc.poll() is not None and not self.stopping and not self.restart(index):
                     return 1
             time.sleep(0.5)
         return 0
