@@ -110,10 +110,12 @@ class SamplingParams:
             values[name] = int(raw) if want_int else float(raw)
         seed = data.get("seed")
         if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+            # JSON has one number type: 7.0 is the integer 7 (JSON Schema agrees), as for max_new_tokens.
+            if isinstance(seed, bool) or not isinstance(seed, (int, float)) or not 0 <= seed < 2**32 \
+                    or not float(seed).is_integer():
                 errors["seed"] = "must be a whole number between 0 and 4294967295"
             else:
-                values["seed"] = seed
+                values["seed"] = int(seed)
         stop = data.get("stop")
         if stop is not None:
             if cls._valid_stop(stop):

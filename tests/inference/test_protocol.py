@@ -19,6 +19,11 @@ class TestSamplingParams:
         assert isinstance(params.max_new_tokens, int)
         assert params.greedy
 
+    def test_a_whole_float_seed_is_that_integer(self):
+        """JSON (and JSON Schema) do not tell 7.0 from 7: a client that sends 7.0 gets seed 7."""
+        assert SamplingParams.from_dict({"seed": 7.0}).seed == 7
+        assert type(SamplingParams.from_dict({"seed": 7.0}).seed) is int
+
     def test_none_means_default(self):
         assert SamplingParams.from_dict({"temperature": None, "seed": None}) == SamplingParams()
 
@@ -38,7 +43,9 @@ class TestSamplingParams:
             ({"max_new_tokens": 4096}, "max_new_tokens", "between"),
             ({"seed": -1}, "seed", "whole number"),
             ({"seed": 2**32}, "seed", "whole number"),
-            ({"seed": 1.0}, "seed", "whole number"),
+            ({"seed": 1.5}, "seed", "whole number"),
+            ({"seed": float("nan")}, "seed", "whole number"),
+            ({"seed": 10**4000}, "seed", "whole number"),
             ({"seed": False}, "seed", "whole number"),
             ({"top_k": 5}, "top_k", "unknown parameter"),
         ],
