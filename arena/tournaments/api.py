@@ -95,7 +95,7 @@ def tournament(request, tournament_id):
     return JsonResponse(display.tournament_json(found))
 
 
-def _match_action(request, tournament_id, act):
+def _match_action(request, tournament_id, act, fields: set[str]):
     found = _get_tournament_for_user(request, tournament_id)
     if found is None:
         return error(404, "No such tournament.")
@@ -103,6 +103,9 @@ def _match_action(request, tournament_id, act):
         body = json_body(request)
     except ValueError as exc:
         return error(400, str(exc))
+    unknown = sorted(set(body) - fields)
+    if unknown:  # as the create endpoints do: a misspelt "battle" must not silently skip its check
+        return error(400, f"Unknown field(s): {', '.join(unknown)}.")
     match_id = body.get("match")
     if isinstance(match_id, bool) or not isinstance(match_id, int):
         return error(400, "match must be a match id (an integer from the tournament's state).",
@@ -130,7 +133,7 @@ def winner(request, tournament_id):
         found.pick_winner(match, side, body.get("battle"))
 
     try:
-        return _match_action(request, tournament_id, pick)
+        return _match_action(request, tournament_id, pick, {"match", "winner", "battle"})
     except ValueError:
         return error(400, 'winner must be "left" or "right" (a knockout needs a winner).', {"winner": "left or right"})
 
@@ -139,4 +142,4 @@ def winner(request, tournament_id):
 @token_required
 def rerun(request, tournament_id):
     """{"match": id}: the current match again, with new answers."""
-    return _match_action(request, tournament_id, lambda found, match, body: found.rerun_match(match))
+    return _match_action(request, tournament_id, lambda found, match, body: found.rerun_match(match), {"match"})
