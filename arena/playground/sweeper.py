@@ -18,7 +18,11 @@ whole watch TTL (a follower that is still alive has renewed it long before then)
   event on its stream.
 
 It runs in the orchestrator's loop: that process always runs, exactly once, and keeps
-running while Celery workers are killed and restarted. `decide` is the whole policy,
+running while Celery workers are killed and restarted. Why not Celery's `acks_late`
+instead: on the Redis transport a killed worker's unacknowledged task comes back only
+after the visibility timeout (an hour by default), a Redis restart loses it anyway, and
+a redelivered follower could not resume a half-streamed answer; the task's conditional
+claim (queued -> loading) already makes the sweeper's requeue safe. `decide` is the whole policy,
 pure and tested with a fake clock; `Sweeper` reads the state and applies it.
 """
 
