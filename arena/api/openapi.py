@@ -1,5 +1,7 @@
 """OpenAPI 3.1 description of the v1 API (kept beside the views it describes)."""
 
+from django.conf import settings
+
 from inference.protocol import SamplingParams
 
 _L = SamplingParams.LIMITS
@@ -22,16 +24,35 @@ ERROR = {
 PARAMS = {
     "type": "object",
     "additionalProperties": False,
+    "description": "Sampling parameters over the model's defaults; null counts as absent.",
     "properties": {
-        "temperature": {"type": "number", "minimum": _L["temperature"][0], "maximum": _L["temperature"][1]},
-        "top_p": {"type": "number", "minimum": _L["top_p"][0], "maximum": _L["top_p"][1]},
-        "max_new_tokens": {"type": "integer", "minimum": _L["max_new_tokens"][0], "maximum": _L["max_new_tokens"][1]},
-        "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
+        "temperature": {"type": ["number", "null"], "minimum": _L["temperature"][0], "maximum": _L["temperature"][1]},
+        "top_p": {"type": ["number", "null"], "minimum": _L["top_p"][0], "maximum": _L["top_p"][1]},
+        "max_new_tokens": {"type": ["integer", "null"], "minimum": _L["max_new_tokens"][0],
+                           "maximum": _L["max_new_tokens"][1]},
+        "seed": {"type": ["integer", "null"], "minimum": 0, "maximum": 2**32 - 1},
         "stop": {
-            "type": "array", "maxItems": SamplingParams.MAX_STOP_SEQUENCES,
-            "items": {"type": "string", "minLength": 1, "maxLength": SamplingParams.MAX_STOP_CHARS},
+            "type": ["array", "null"], "maxItems": SamplingParams.MAX_STOP_SEQUENCES,
+            "items": {"type": "string", "minLength": 1, "maxLength": SamplingParams.MAX_STOP_CHARS,
+                      "pattern": r"^[^\u0000]*$"},
         },
     },
+}
+
+# Python's str.isspace() characters, spelled out: JSON Schema's \s is ECMAScript's, which differs
+# (no U+001C-U+001F or U+0085, but U+FEFF), and the server judges "blank" the Python way.
+_BLANK = r"\t\n\u000b\f\r\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+TEXT = {"type": "string", "pattern": r"^[^\u0000]*$", "description": "Any text without NUL characters"}
+
+SYSTEM_PROMPT = {**TEXT, "maxLength": settings.ARENA_MAX_PROMPT_CHARS,
+                 "description": f"No NUL characters, at most {settings.ARENA_MAX_PROMPT_CHARS} characters"}
+
+PROMPT = {
+    "type": "string", "minLength": 1, "maxLength": settings.ARENA_MAX_PROMPT_CHARS,
+    "pattern": rf"^[^\u0000]*[^\u0000{_BLANK}][^\u0000]*$",
+    "description": f"Not blank, no NUL characters, at most {settings.ARENA_MAX_PROMPT_CHARS} characters "
+                   "(ARENA_MAX_PROMPT_CHARS); kept as written, leading spaces included",
 }
 
 MODEL = {
@@ -46,9 +67,10 @@ MODEL = {
     },
 }
 
-TAG = {"type": "string", "maxLength": 40,
-       "description": "A prompt tag such as coding (letters, digits, '-', '_'; stored in lower case); "
-                      "the leaderboard and history filter by it"}
+TAG = {"type": "string", "maxLength": 40, "pattern": rf"^[{_BLANK}]*(?:\w[\w{_BLANK}-]*)?$",
+       "description": "A prompt tag such as coding: up to 40 letters (any script), digits, '-' or '_'; stored in "
+                      "lower case with blanks trimmed and inner runs of blanks as '-'. The leaderboard and history "
+                      "filter by it"}
 
 GENERATION = {
     "type": "object",
@@ -111,12 +133,40 @@ COMPARISON = {
 _ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}]
 
 
+LIMIT_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {
+        "type": "object",
+        "required": ["message", "limit", "allowed", "current", "retry_after_s"],
+        "properties": {
+            "message": {"type": "string"},
+            "limit": {"type": "string", "enum": ["requests_per_minute", "concurrent_generations"]},
+            "allowed": {"type": "integer"},
+            "current": {"type": "integer"},
+            "retry_after_s": {"type": "integer", "minimum": 1},
+        },
+    }},
+}
+
+
 def _json(schema):
     return {"content": {"application/json": {"schema": schema}}}
 
 
 def _err(description):
     return {"description": description, **_json(ERROR)}
+
+
+# Every operation that starts generations can meet a per-user limit (arena.limits), and every
+# one that reads a body the size limit (DATA_UPLOAD_MAX_MEMORY_SIZE).
+LIMITED = {
+    "429": {"description": "A per-user limit (ARENA_RATE_LIMIT_PER_MIN, ARENA_MAX_CONCURRENT_PER_USER): "
+                           "wait Retry-After seconds",
+            "headers": {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}},
+            **_json(LIMIT_ERROR)},
+}
+TOO_LARGE = {"413": _err("The body is larger than the server accepts")}
 
 
 SPEC = {
@@ -157,8 +207,8 @@ SPEC = {
                     "additionalProperties": False,
                     "properties": {
                         "model": {"type": "string", "description": "A catalogue slug"},
-                        "prompt": {"type": "string", "minLength": 1},
-                        "system_prompt": {"type": "string"},
+                        "prompt": PROMPT,
+                        "system_prompt": SYSTEM_PROMPT,
                         "params": PARAMS,
                         "tag": TAG,
                     },
@@ -167,6 +217,7 @@ SPEC = {
                     "202": {"description": "Accepted; the generation runs in the background", **_json(GENERATION)},
                     "400": _err("Invalid request; `fields` says which"),
                     "401": _err("Missing or invalid token"),
+                    **TOO_LARGE, **LIMITED,
                 },
             }
         },
@@ -194,9 +245,9 @@ SPEC = {
                     "properties": {
                         "left_model": {"type": "string", "description": "A catalogue slug"},
                         "right_model": {"type": "string", "description": "A catalogue slug (may be the same)"},
-                        "prompt": {"type": "string", "minLength": 1},
-                        "left_system_prompt": {"type": "string"},
-                        "right_system_prompt": {"type": "string"},
+                        "prompt": PROMPT,
+                        "left_system_prompt": SYSTEM_PROMPT,
+                        "right_system_prompt": SYSTEM_PROMPT,
                         "params": PARAMS,
                         "left_params": PARAMS,
                         "right_params": PARAMS,
@@ -207,6 +258,7 @@ SPEC = {
                     "202": {"description": "Accepted; both answers run in the background", **_json(COMPARISON)},
                     "400": _err("Invalid request; `fields` says which"),
                     "401": _err("Missing or invalid token"),
+                    **TOO_LARGE, **LIMITED,
                 },
             }
         },
@@ -237,6 +289,7 @@ SPEC = {
                     "401": _err("Missing or invalid token"),
                     "404": _err("No such comparison (or not yours)"),
                     "409": _err("An answer is not complete yet"),
+                    **TOO_LARGE,
                 },
             }
         },

@@ -116,7 +116,8 @@ OPENAPI_PATHS = {
             "summary": "Your battles (comparisons, and tournament matches once their tournament revealed them) "
             "with both answers, metrics and verdicts. Blind battles not yet revealed are left out.",
             "parameters": [*_FILTERS, {"name": "mode", "in": "query", "required": False,
-                                       "schema": {"type": "string", "enum": ["comparison", "tournament"]}}],
+                                       "description": "Only comparisons or only tournament matches; empty: both",
+                                       "schema": {"type": "string", "enum": ["comparison", "tournament", ""]}}],
             "responses": _responses("battles", BATTLE_ROW, _CSV.format("battle")),
         }
     },

@@ -1,6 +1,6 @@
 """OpenAPI 3.1 path items of the tournament endpoints, merged into arena.api.openapi.SPEC."""
 
-from arena.api.openapi import ERROR, PARAMS, TAG
+from arena.api.openapi import ERROR, LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE
 
 _STATUS = {"type": "string", "enum": ["queued", "loading", "running", "done", "failed", "cancelled"]}
 
@@ -97,15 +97,16 @@ OPENAPI_PATHS = {
                 "required": ["contestants", "prompt"],
                 "additionalProperties": False,
                 "properties": {
-                    "contestants": {"type": "array", "minItems": 4, "maxItems": 8, "uniqueItems": True,
-                                    "items": {"type": "string"},
+                    "contestants": {"type": "array", "uniqueItems": True, "items": {"type": "string"},
+                                    "anyOf": [{"minItems": 4, "maxItems": 4}, {"minItems": 8, "maxItems": 8}],
                                     "description": "4 or 8 distinct enabled catalogue slugs, in seed order"},
-                    "prompt": {"type": "string", "minLength": 1},
-                    "system_prompt": {"type": "string", "description": "Empty: each contestant's own"},
+                    "prompt": PROMPT,
+                    "system_prompt": {**SYSTEM_PROMPT, "description": "Empty: each contestant's own; "
+                                      + SYSTEM_PROMPT["description"]},
                     "history": {"type": "array", "description": "Earlier turns of a chat", "items": {
                         "type": "object", "required": ["role", "content"], "additionalProperties": False,
                         "properties": {"role": {"type": "string", "enum": ["user", "assistant"]},
-                                       "content": {"type": "string"}}}},
+                                       "content": TEXT}}},
                     "params": PARAMS,
                     "tag": TAG,
                     "seeding": {"type": "string", "enum": ["random", "given"], "default": "random",
@@ -114,8 +115,10 @@ OPENAPI_PATHS = {
             })},
             "responses": {
                 "201": {"description": "Created; match 1 runs in the background", **_json(TOURNAMENT)},
-                "400": _err("Invalid request (not 4 or 8 contestants, duplicates, unknown slug, bad params)"),
+                "400": _err("Invalid request (not 4 or 8 contestants, duplicates, unknown slug, bad params, "
+                            "a conversation longer than ARENA_MAX_PROMPT_CHARS in all)"),
                 "401": _err("Missing or invalid token"),
+                **TOO_LARGE, **LIMITED,
             },
         }
     },
@@ -138,7 +141,7 @@ OPENAPI_PATHS = {
             "or the tournament ends and is revealed",
             "parameters": _ID,
             "requestBody": {"required": True, **_json({
-                "type": "object", "required": ["match", "winner"],
+                "type": "object", "required": ["match", "winner"], "additionalProperties": False,
                 "properties": {
                     "match": {"type": "integer"},
                     "winner": {"type": "string", "enum": ["left", "right"]},
@@ -153,6 +156,7 @@ OPENAPI_PATHS = {
                 "404": _err("No such tournament or match"),
                 "409": _err("Not now: the answers are not complete, the match is decided or not current, "
                             "or the tournament is stopped or finished"),
+                **TOO_LARGE, **LIMITED,
             },
         }
     },
@@ -162,13 +166,15 @@ OPENAPI_PATHS = {
             "summary": "Run the current match again (can't decide, or an answer failed)",
             "parameters": _ID,
             "requestBody": {"required": True, **_json({
-                "type": "object", "required": ["match"], "properties": {"match": {"type": "integer"}}})},
+                "type": "object", "required": ["match"], "additionalProperties": False,
+                "properties": {"match": {"type": "integer"}}})},
             "responses": {
                 "200": {"description": "The tournament with the match's new battle", **_json(TOURNAMENT)},
                 "400": _err("Invalid request"),
                 "401": _err("Missing or invalid token"),
                 "404": _err("No such tournament or match"),
                 "409": _err("Not the current match, or the tournament is not running"),
+                **TOO_LARGE, **LIMITED,
             },
         }
     },

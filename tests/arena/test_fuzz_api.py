@@ -1,0 +1,220 @@
+"""Fuzz the JSON API from its own OpenAPI description (schemathesis), in-process over WSGI.
+
+The description is fetched from the application (/api/v1/openapi.json) and every operation
+is called with a real API token under schemathesis' checks: no 5xx, only documented status
+codes, documented content types, bodies that match their schema, 401 without the token,
+schema-invalid input refused, and schema-valid input naming real catalogue models accepted.
+
+So that the fuzzer gets past "no such model" and "no such id", half of the schema-valid
+bodies name real catalogue models, half of the ids are those of a real generation,
+comparison and tournament (and half of a body's `match` one of its matches), and before
+each call every unfinished generation is finished as a worker would, so votes and winner
+picks can succeed and tournaments advance. The per-user limits are off (429 is documented
+for the operations that start work; test_limits.py tests it).
+
+Bounded for CI: 30 examples per operation, derandomised (the same cases every run).
+"""
+
+import copy
+import hashlib
+import json
+import secrets
+
+import pytest
+import schemathesis
+from django.core.wsgi import get_wsgi_application
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+
+from arena.accounts.models import TOKEN_PREFIX, ApiToken
+from arena.battles.models import Battle
+from arena.battles.services import start_battle
+from arena.catalogue.defaults import DEFAULT_ENTRIES
+from arena.catalogue.models import ModelEntry
+from arena.playground.models import Generation
+from arena.tournaments.models import Tournament
+
+from .api_client import api
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_application())
+
+# 8 enabled models, so an 8-contestant tournament can be valid: the packaged four, and each again
+# under a system prompt of its own (a contestant is a model *and* how it is served).
+SLUGS = [e["slug"] for e in DEFAULT_ENTRIES] + [f"{e['slug']}-terse" for e in DEFAULT_ENTRIES]
+SLUG_FIELDS = ("model", "left_model", "right_model")
+
+# One real token for the whole module: schemathesis builds some cases (its coverage phase) when
+# the tests are collected, before any fixture runs, so the token must be known by then.
+TOKEN = TOKEN_PREFIX + secrets.token_urlsafe(32)
+REAL: dict = {}  # ids of the running test's real objects, by the path segment that names them
+
+
+@schema.auth(refresh_interval=None)
+class BearerToken:
+    """The owner persona's API token on every call; schemathesis still leaves it out (or garbles
+    it) where it checks that a call without a valid token is refused."""
+
+    def get(self, case, context):
+        return TOKEN
+
+    def set(self, case, data, context):
+        case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
+
+
+@pytest.fixture
+def fuzz_world(owner, catalogue, settings):
+    """TOKEN (stored as ApiToken.issue stores one), 8 enabled models, and one generation,
+    comparison and tournament of the owner's, their ids in REAL."""
+    settings.ARENA_RATE_LIMIT_PER_MIN = settings.ARENA_MAX_CONCURRENT_PER_USER = 0
+    ApiToken.objects.create(user=owner, digest=hashlib.sha256(TOKEN.encode()).hexdigest(), hint=TOKEN[:12])
+    entries = catalogue + [ModelEntry.objects.create(**{**e, "slug": f"{e['slug']}-terse", "system_prompt": "Be terse."})
+                           for e in DEFAULT_ENTRIES]
+    gen = Generation.objects.create(owner=owner, model=entries[0], prompt="Hi", params={})
+    sides = {side: {"model": entries[i], "params": {}} for side, i in (("left", 0), ("right", 5))}
+    battle = start_battle(owner, prompt="Hi", sides=sides, mode=Battle.Mode.COMPARISON)
+    tournament = Tournament.start(owner, contestants=entries[:4], prompt="Hi")
+    REAL.update(generations=str(gen.id), comparisons=str(battle.id), tournaments=str(tournament.id),
+                matches=list(tournament.matches.values_list("id", flat=True)))
+    yield
+    REAL.clear()
+
+
+def finish_live_generations():
+    """What the workers would do: every generation still queued ends done, with an answer."""
+    for gen in Generation.objects.exclude(status__in=Generation.FINISHED):
+        gen.finish(Generation.Status.DONE, text="Paris.", finish_reason="stop",
+                   metrics={"prompt_tokens": 3, "generated_tokens": 2})
+
+
+def names_real_models(body) -> bool:
+    """Whether every model a body names is in the catalogue (else a schema-valid body is still refused)."""
+    if not isinstance(body, dict):
+        return True
+    named = [body[f] for f in SLUG_FIELDS if f in body]
+    if "contestants" in body:
+        named += body["contestants"] if isinstance(body["contestants"], list) else [body["contestants"]]
+    return all(name in SLUGS for name in named)
+
+
+@schema.hook
+def flatmap_case(context, case):
+    """Half the time: real models in a schema-valid body, a real object's id in the path, a
+    real match in the body; random ones alone only ever meet a 400 or a 404."""
+    resource = case.operation.path.split("/")[3]  # /api/v1/<resource>/...
+
+    @st.composite
+    def half_real(draw):
+        if "id" in (case.path_parameters or {}) and resource in REAL and draw(st.booleans()):
+            case.path_parameters = {**case.path_parameters, "id": REAL[resource]}
+        body = case.body
+        if not isinstance(body, dict) or case.meta is None or case.meta.generation.mode.is_negative:
+            return case
+        if draw(st.booleans()):
+            body = copy.deepcopy(body)
+            for name in SLUG_FIELDS:
+                if isinstance(body.get(name), str):
+                    body[name] = draw(st.sampled_from(SLUGS))
+            if isinstance(body.get("contestants"), list) and len(body["contestants"]) in (4, 8):
+                body["contestants"] = draw(st.permutations(SLUGS))[:len(body["contestants"])]
+            if isinstance(body.get("match"), int) and REAL.get("matches"):
+                body["match"] = draw(st.sampled_from(REAL["matches"]))
+            case.body = body
+        return case
+
+    return half_real()
+
+
+@schema.parametrize()
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.filter_too_much])
+def test_api_conforms(case, fuzz_world):
+    finish_live_generations()
+    excluded = [] if names_real_models(case.body) else [positive_data_acceptance]
+    case.call_and_validate(excluded_checks=excluded)
+
+
+# --- regressions the fuzzer found, as plain examples ---------------------------------------
+def test_an_api_url_that_matches_no_route_is_a_json_404(client, token):
+    """An id that is not a UUID used to fall through to Django's HTML 404 page."""
+    for path in ("/api/v1/generations/null,null", "/api/v1/comparisons/1/vote", "/api/v1/nothing-here",
+                 "/api/v1/models/"):
+        response = api(client, "post" if path.endswith("vote") else "get", path, token)
+        assert response.status_code == 404 and response["Content-Type"] == "application/json"
+        assert "No such API URL" in response.json()["error"]["message"]
+
+
+def test_an_unknown_export_mode_is_refused(client, token):
+    """mode=AAA used to be ignored silently: a script asking for one mode got every battle."""
+    response = api(client, "get", "/api/v1/export/battles?mode=AAA", token)
+    assert response.status_code == 400 and response.json()["error"]["fields"] == {
+        "mode": "must be comparison or tournament"}
+    assert api(client, "get", "/api/v1/export/battles?mode=tournament", token).status_code == 200
+
+
+GOOD = {"/api/v1/generations": {"model": "smollm2-135m", "prompt": "Hi"},
+        "/api/v1/comparisons": {"left_model": "smollm2-135m", "right_model": "gemma-3-270m", "prompt": "Hi"},
+        "/api/v1/tournaments": {"contestants": [e["slug"] for e in DEFAULT_ENTRIES], "prompt": "Hi"},
+        "/v1/chat/completions": {"model": "smollm2-135m", "messages": [{"role": "user", "content": "Hi"}]}}
+BIG_INT = "1" + "0" * 4000  # under Python's 4300-digit limit for int(str): parses, then overflows float()
+
+
+def with_stop(path: str, stop: str) -> str:
+    """The good body with a stop sequence (a JSON field that no form checks), raw."""
+    body = dict(GOOD[path])
+    if path == "/v1/chat/completions":
+        body["stop"] = [stop]
+    elif path == "/api/v1/comparisons":
+        body["left_params"] = {"stop": [stop]}
+    else:
+        body["params"] = {"stop": [stop]}
+    return json.dumps(body)
+
+
+@pytest.mark.parametrize("path", GOOD)
+@pytest.mark.parametrize("raw", [
+    pytest.param(lambda path: json.dumps(GOOD[path]).replace('"Hi"', '"Hi \\ud800"'), id="lone-surrogate"),
+    pytest.param(lambda path: json.dumps(GOOD[path]).replace('"Hi"', '"Hi \\u0000"'), id="nul"),
+    pytest.param(lambda path: with_stop(path, "\x00"), id="nul-in-a-stop-sequence"),
+    pytest.param(lambda path: json.dumps(GOOD[path])[:-1] + ', "x": ' + "[" * 50_000 + "]" * 50_000 + "}",
+                 id="deep-nesting"),
+    pytest.param(lambda path: json.dumps(GOOD[path])[:-1] + ', "x": ' + "9" * 5000 + "}", id="5000-digit-int"),
+])
+def test_json_no_database_can_store_is_a_400_and_creates_nothing(client, token, catalogue, path, raw):
+    """Each of these was a 500 (or, on SQLite, a generation PostgreSQL would have refused): a lone
+    surrogate cannot be encoded for any database, PostgreSQL refuses NUL in text and jsonb, and
+    json.loads raises RecursionError and a bare ValueError for the last two."""
+    from arena.playground.models import Generation
+
+    response = api(client, "post", path, token, raw=raw(path))
+    assert response.status_code == 400, response.content[:300]
+    assert response["Content-Type"] == "application/json" and response.json()["error"]["message"]
+    assert not Generation.objects.exists()
+
+
+@pytest.mark.parametrize("params", [{"temperature": BIG_INT}, {"top_p": BIG_INT}, {"max_new_tokens": BIG_INT},
+                                    {"max_new_tokens": "-" + BIG_INT}, {"seed": BIG_INT}])
+def test_a_huge_integer_parameter_is_a_400_naming_it(client, token, catalogue, params):
+    """float() of a 4000-digit int raises OverflowError: SamplingParams let it escape as a 500."""
+    name, value = next(iter(params.items()))
+    raw = '{"model": "smollm2-135m", "prompt": "Hi", "params": {"%s": %s}}' % (name, value)
+    response = api(client, "post", "/api/v1/generations", token, raw=raw)
+    assert response.status_code == 400 and name in response.json()["error"]["fields"]
+    raw = '{"model": "smollm2-135m", "messages": [{"role": "user", "content": "Hi"}], "%s": %s}' % (
+        {"max_new_tokens": "max_tokens"}.get(name, name), value)
+    response = api(client, "post", "/v1/chat/completions", token, raw=raw)
+    assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_unknown_fields_in_a_winner_or_rerun_body_are_refused(client, token, owner, catalogue):
+    """As the create endpoints do; they were ignored, so {"batle": ...} skipped the stale-battle check."""
+    t = Tournament.start(owner, contestants=catalogue[:4], prompt="Hi")
+    match = t.current_match()
+    for action, body in (("winner", {"match": match.id, "winner": "left", "batle": "x"}),
+                         ("rerun", {"match": match.id, "winner": "left"})):
+        response = api(client, "post", f"/api/v1/tournaments/{t.id}/{action}", token, body)
+        assert response.status_code == 400 and "Unknown field" in response.json()["error"]["message"]
+    assert t.current_match().battle_id == match.battle_id  # nothing was re-run
