@@ -12,6 +12,12 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from arena.limits import BodySizeLimit  # noqa: E402
 from arena.routing import websocket_urlpatterns  # noqa: E402
 
+# WebSockets, outermost first: the handshake's Origin must name one of ALLOWED_HOSTS (any port),
+# so another site's page cannot open a socket with the user's cookie; a handshake without an
+# Origin is refused too (browsers always send one; a script must send one naming this site).
+# Then the session cookie gives scope["user"], and each consumer opens only its owner's object
+# (4404 for anyone else, anonymous included; the worker status socket: staff, else 4403).
+# Tested in tests/arena/test_security.py.
 application = ProtocolTypeRouter(
     {
         "http": BodySizeLimit(django_asgi_app),  # an oversized body: 413 before Django reads it

@@ -6,6 +6,8 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlparse
 
+from django.core.exceptions import ImproperlyConfigured
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("ARENA_DATA_DIR", BASE_DIR / "var")).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -36,12 +38,34 @@ def _secret_key() -> str:
     return path.read_text().strip()
 
 
-SECRET_KEY = _secret_key()
 DEBUG = _env_bool("ARENA_DEBUG")
 ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]"] + [
-    h for h in os.environ.get("ARENA_ALLOWED_HOSTS", "").split(",") if h
+    h.strip() for h in os.environ.get("ARENA_ALLOWED_HOSTS", "").split(",") if h.strip()
 ]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("ARENA_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+# --- Production mode ------------------------------------------------------------------
+# ARENA_PRODUCTION=1 refuses to start on a development configuration (DEBUG, a missing or
+# weak secret key, no public host name) and sends cookies over HTTPS only, with HSTS.
+ARENA_PRODUCTION = _env_bool("ARENA_PRODUCTION")
+if ARENA_PRODUCTION:
+    from arena.security import production_problems
+
+    _problems = production_problems(debug=DEBUG, secret_key=os.environ.get("ARENA_SECRET_KEY", ""),
+                                    allowed_hosts=ALLOWED_HOSTS)
+    if _problems:
+        raise ImproperlyConfigured("ARENA_PRODUCTION=1, but:\n- " + "\n- ".join(_problems))
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = _env_bool("ARENA_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # a load balancer's plain-HTTP health check
+    SECURE_HSTS_SECONDS = int(os.environ.get("ARENA_HSTS_SECONDS", 60 * 60 * 24 * 365))
+    # Only the operator knows whether every subdomain is HTTPS too (Django's check warns until set).
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("ARENA_HSTS_INCLUDE_SUBDOMAINS")
+    SECURE_HSTS_PRELOAD = _env_bool("ARENA_HSTS_PRELOAD")
+    if _env_bool("ARENA_BEHIND_PROXY"):
+        # Only behind a proxy that sets X-Forwarded-Proto itself: anyone could send the header.
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECRET_KEY = _secret_key()
 
 INSTALLED_APPS = [
     "daphne",
@@ -67,6 +91,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "arena.security.SecurityHeadersMiddleware",  # CSP and the rest, static files included
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
