@@ -166,9 +166,8 @@ class Sweeper:
             follower.store_outcome(events[-1])
         else:
             log.warning("Generation %s (%s): nobody follows it any more; failing it", gen_id, gen.status)
-            # The worker may still be writing it: stop it, so the slot is freed now.
-            self.redis.set(self.keys.cancel(gen_id), "swept", ex=p.STREAM_TTL_S)
             follower.fail(p.WORKER_DIED, reason)
+            follower.stop_worker_job("swept")  # the worker may still be writing it: free its slot now
         self.missing_since.pop(gen_id, None)
 
     def _requeue(self, gen: Generation) -> None:

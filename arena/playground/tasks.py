@@ -148,8 +148,8 @@ class Follower:
             return
         self.check_abandoned()
         if time.time() > self.deadline:
-            self.redis.set(self.keys.cancel(str(self.gen.id)), "timeout", ex=p.STREAM_TTL_S)
             self.fail(p.TIMEOUT, f"Stopped after {settings.ARENA_GENERATION_TIMEOUT_S:.0f} s.")
+            self.stop_worker_job("timeout")
 
     def check_abandoned(self) -> None:
         """A web generation whose every viewer left more than the grace ago is cancelled."""
@@ -180,9 +180,13 @@ class Follower:
         but a job handed to a worker and not yet started was in the list Redis lost."""
         log.warning("Redis lost its state under generation %s (restarted?)", self.gen.id)
         if self.worker_id and not self.needs_retry and not self.started:
-            # If the worker did take it after all, it cancels it rather than answer nobody.
-            self.redis.set(self.keys.cancel(str(self.gen.id)), "restart", ex=p.STREAM_TTL_S)
             self.fail(p.WORKER_DIED, RESTARTED_BEFORE_START)
+            self.stop_worker_job("restart")  # if the worker did take it after all, rather than answer nobody
+
+    def stop_worker_job(self, why: str) -> None:
+        """Cancel the worker's job of a generation already failed. After the FAILED event, never
+        before: the worker's CANCELLED would otherwise be what the viewers hear first."""
+        self.redis.set(self.keys.cancel(str(self.gen.id)), why, ex=p.STREAM_TTL_S)
 
     # --- outcomes -------------------------------------------------------------------
     def store_outcome(self, ev: dict) -> None:
