@@ -33,12 +33,13 @@ class Filters:
 
     @classmethod
     def from_query(cls, params) -> Filters:
-        raw_tag = (params.get("tag") or "")[:2 * tags.MAX_LENGTH]
+        # NUL characters dropped: no stored text holds one, and PostgreSQL refuses a query with one (a 500).
+        raw_tag = (params.get("tag") or "").replace("\x00", "")[:2 * tags.MAX_LENGTH]
         try:
             tag = tags.normalise(raw_tag)
         except forms.ValidationError:  # no object can have it: it matches nothing
             tag = raw_tag.strip().lower()
-        return cls(q=(params.get("q") or "").strip()[:200], tag=tag)
+        return cls(q=(params.get("q") or "").replace("\x00", "").strip()[:200], tag=tag)
 
     def terms(self) -> list[str]:
         try:

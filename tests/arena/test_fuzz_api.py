@@ -218,3 +218,18 @@ def test_unknown_fields_in_a_winner_or_rerun_body_are_refused(client, token, own
         response = api(client, "post", f"/api/v1/tournaments/{t.id}/{action}", token, body)
         assert response.status_code == 400 and "Unknown field" in response.json()["error"]["message"]
     assert t.current_match().battle_id == match.battle_id  # nothing was re-run
+
+
+@pytest.mark.parametrize("query", ["q=%00", "q=Hi%00", "tag=%00", "tag=coding%00", "q=%00&tag=%00"])
+def test_a_nul_in_a_search_or_tag_filter_is_ignored(client, token, owner, catalogue, query):
+    """On PostgreSQL a NUL in ?q= or ?tag= reached the query and was a DataError 500 (exports and history pages)."""
+    Generation.objects.create(owner=owner, model=catalogue[0], prompt="Hi there", params={}, tag="coding")
+    for dataset in ("generations", "battles"):
+        response = api(client, "get", f"/api/v1/export/{dataset}?{query}", token)
+        assert response.status_code == 200
+        body = json.loads(b"".join(response.streaming_content))
+        assert "\x00" not in json.dumps(body["filters"])
+    assert len(body["rows"]) == 0 and len(json.loads(b"".join(api(
+        client, "get", f"/api/v1/export/generations?{query}", token).streaming_content))["rows"]) == 1
+    client.force_login(owner)
+    assert client.get(f"/history/?{query}").status_code == 200
