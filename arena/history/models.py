@@ -38,7 +38,7 @@ class ShareLinkQuerySet(models.QuerySet):
 
     def resolve(self, token: str) -> ShareLink | None:
         """The active link with this exact token, or None (unknown and revoked alike)."""
-        if not token or len(token) > 100:
+        if not token or len(token) > 100 or "\x00" in token:  # PostgreSQL refuses a NUL in a query: a 500
             return None
         return self.active().select_related("generation__model", "battle__left__model", "battle__right__model",
                                             "tournament__winner").filter(token=token).first()

@@ -95,7 +95,8 @@ async def models(request):
 
 @openai_endpoint("GET")
 async def model_detail(request, slug):
-    entry = await ModelEntry.objects.enabled().filter(slug=slug).afirst()
+    # A NUL (/v1/models/%00) cannot be a slug, and PostgreSQL refuses it in a query (a 500).
+    entry = None if "\x00" in slug else await ModelEntry.objects.enabled().filter(slug=slug).afirst()
     if entry is None:
         raise model_not_found(slug)
     return JsonResponse(model_object(entry))

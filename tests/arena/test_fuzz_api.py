@@ -233,3 +233,10 @@ def test_a_nul_in_a_search_or_tag_filter_is_ignored(client, token, owner, catalo
         client, "get", f"/api/v1/export/generations?{query}", token).streaming_content))["rows"]) == 1
     client.force_login(owner)
     assert client.get(f"/history/?{query}").status_code == 200
+
+
+def test_a_nul_in_a_share_token_or_model_slug_in_the_url_is_a_404(client, token, catalogue):
+    """/s/%00/ and /v1/models/%00 reached PostgreSQL with the NUL: a DataError 500."""
+    assert client.get("/s/%00/").status_code == 404
+    response = api(client, "get", "/v1/models/smollm2-135m%00", token)
+    assert response.status_code == 404 and response.json()["error"]["code"] == "model_not_found"
