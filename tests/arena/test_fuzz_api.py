@@ -23,7 +23,7 @@ import secrets
 import pytest
 import schemathesis
 from django.core.wsgi import get_wsgi_application
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -135,6 +135,101 @@ def test_api_conforms(case, fuzz_world):
     finish_live_generations()
     excluded = [] if names_real_models(case.body) else [positive_data_acceptance]
     case.call_and_validate(excluded_checks=excluded)
+
+
+# --- the OpenAI-compatible endpoint, fuzzed with hypothesis ---------------------------------
+# Bounded so that no body can start a generation (it would wait for a model): every body that
+# names an enabled model carries an out-of-range max_tokens, and the "valid-looking" bodies
+# name a model that exists but is disabled (a 404 after everything else was checked). So each
+# answer must be a 4xx in OpenAI's error shape, and no generation may exist afterwards.
+DISABLED = "smollm2-135m-disabled"
+OPENAI_ARGS = ["model", "messages", "n", "stream", "stream_options", "max_tokens", "max_completion_tokens",
+               "temperature", "top_p", "seed", "stop", "user", "metadata", "store", "logprobs", "top_logprobs",
+               "presence_penalty", "frequency_penalty", "logit_bias", "tools", "tool_choice", "response_format",
+               "modalities", "functions", "audio"]
+NUMERIC_ARGS = ["temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "n", "top_logprobs"]
+HUGE = st.sampled_from([2**31, 2**53 + 1, 2**64, -(2**63), 10**400, -(10**400), 1e308, -1e308, 5e-324])
+scalars = (st.none() | st.booleans() | st.integers() | HUGE | st.floats(allow_nan=True, allow_infinity=True)
+           | st.text(max_size=20) | st.sampled_from(["", " ", "user", "assistant", "system", "text", "\u202e",
+                                                    "\x00", "\x1c"]))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=12)
+part = st.fixed_dictionaries({"type": st.sampled_from(["text", "image_url", "input_audio"]) | values,
+                              "text": st.text(max_size=30) | values})
+turn = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system", "developer"]),
+                              "content": st.text(max_size=40) | st.lists(part, max_size=2)})
+last = st.fixed_dictionaries({"role": st.just("user"), "content": st.text(min_size=1, max_size=40)})
+# A request OpenAI's client could send, every argument in range...
+valid_request = st.fixed_dictionaries(
+    {"model": st.just(DISABLED), "messages": st.builds(lambda turns, end: turns + [end], st.lists(turn, max_size=3), last)},
+    optional={"temperature": st.floats(0, 2), "top_p": st.floats(0.01, 1), "max_tokens": st.integers(1, 2048),
+              "seed": st.integers(0, 2**32 - 1), "n": st.just(1), "stream": st.just(False), "user": st.text(),
+              "stop": st.text(min_size=1, max_size=64) | st.lists(st.text(min_size=1, max_size=64), max_size=4),
+              "logprobs": st.just(False), "presence_penalty": st.just(0), "tools": st.just([])})
+
+
+@st.composite
+def bounded_openai_body(draw):
+    """...then up to three arguments (or a message's fields) replaced by anything, or dropped."""
+    body = draw(valid_request)
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(st.sampled_from(NUMERIC_ARGS) | st.sampled_from(OPENAI_ARGS) | st.text(max_size=12))
+        if draw(st.booleans()) and name in body:
+            del body[name]
+        elif name == "messages" and draw(st.booleans()):
+            i = draw(st.integers(0, len(body["messages"]) - 1)) if isinstance(body.get("messages"), list) \
+                and body["messages"] else None
+            if i is not None:
+                field = draw(st.sampled_from(["role", "content", "name", "tool_calls"]))
+                body["messages"][i] = {**body["messages"][i], field: draw(values)}
+        else:
+            body[name] = draw(st.sampled_from(SLUGS) if name == "model" else HUGE | values if name in NUMERIC_ARGS
+                              else values | HUGE)
+    if body.get("model") in SLUGS:  # an enabled model: make sure a valid rest cannot start it
+        body["max_tokens"] = body["max_completion_tokens"] = draw(st.integers(min_value=2049) | HUGE
+                                                                  | st.integers(max_value=0))
+    return json.dumps(body)  # NaN and Infinity as Python writes them: the server's json.loads reads them
+
+
+def deeply_nested(depth: int, opener: str) -> str:
+    closer = {"[": "]", '{"a":': "}"}[opener]
+    return '{"model": "%s", "messages": %s1%s}' % (DISABLED, opener * depth, closer * depth)
+
+
+junk = st.one_of(
+    st.binary(max_size=200),
+    st.text(max_size=200),
+    values.map(json.dumps),
+    st.dictionaries(st.sampled_from(OPENAI_ARGS) | st.text(max_size=12), values).map(json.dumps),
+    st.builds(deeply_nested, st.integers(min_value=1, max_value=100_000), st.sampled_from(["[", '{"a":'])),
+    st.sampled_from(['{"model": "%s", "messages": [{"role": "user", "content": "\\ud800"}]}' % DISABLED,
+                     '{"model": "%s", "messages": [{"role": "user", "content": "x"}], "seed": %s}' % (DISABLED, "9" * 5000),
+                     '{"model": "%s", "messages": [{"role": "user", "content": "' % DISABLED + "x" * 3_000_000 + '"}]}']),
+)
+
+
+# Mostly near-valid requests (they reach the deepest checks), the rest junk.
+raw_openai_body = st.one_of(bounded_openai_body(), bounded_openai_body(), bounded_openai_body(), junk)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(raw=raw_openai_body)
+@example(raw='{"model": "%s", "messages": [{"role": "user", "content": "Hi"}], "temperature": 1%s}' % (DISABLED, "0" * 400))
+@example(raw='{"model": "smollm2-135m", "messages": [{"role": "user", "content": "Hi \\u0000"}], "max_tokens": 9999}')
+def test_the_openai_endpoint_answers_any_body_with_an_openai_4xx(client, fuzz_world, catalogue, raw):
+    """Arbitrary JSON values, wrong types, huge numbers, deep nesting, unicode, non-JSON, a 3 MB body."""
+    if not ModelEntry.objects.filter(slug=DISABLED).exists():
+        ModelEntry.objects.create(**{**DEFAULT_ENTRIES[0], "slug": DISABLED, "enabled": False})
+    before = Generation.objects.count()  # fuzz_world's
+    response = client.post("/v1/chat/completions", data=raw, content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert 400 <= response.status_code < 500, (response.status_code, response.content[:300])
+    error = response.json()["error"]
+    assert isinstance(error["message"], str) and error["message"]
+    assert isinstance(error["type"], str) and set(error) == {"message", "type", "param", "code"}
+    assert Generation.objects.count() == before
 
 
 # --- regressions the fuzzer found, as plain examples ---------------------------------------
