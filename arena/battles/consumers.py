@@ -16,7 +16,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.utils.html import format_html
 
 from arena import streams
-from arena.playground.consumers import stop_frame_problem, stop_pump
+from arena.playground.consumers import frame_too_big, stop_frame_problem, stop_pump
 from inference import protocol as p
 
 from . import fragments
@@ -58,6 +58,8 @@ class BattleConsumer(AsyncWebsocketConsumer):
 
     async def receive(self, text_data=None, bytes_data=None):
         """Clients may only ask to stop both sides; anything else gets an error, never a crash."""
+        if frame_too_big(text_data, bytes_data):
+            return await self.close(code=1009)
         problem = stop_frame_problem(text_data, bytes_data)
         if problem:
             return await self._notice(problem)

@@ -22,7 +22,10 @@ from . import fragments
 from .models import Generation
 
 log = logging.getLogger(__name__)
-MAX_CLIENT_FRAME = 4096
+MAX_CLIENT_FRAME = 4096  # a stop is 18 characters: a longer frame gets an error
+# ...and one longer than this closes the socket with 1009 (message too big): a client sending
+# such frames to a socket that only takes a stop is broken or hostile, and no reply is worth it.
+MAX_FRAME_CHARS = 64 * 1024
 FOLLOW_BLOCK_MS = 5000
 
 
@@ -32,11 +35,15 @@ def stop_frame_problem(text_data, bytes_data) -> str:
         return "Frames must be JSON text under 4 KB."
     try:
         message = json.loads(text_data)
-    except ValueError:
+    except (ValueError, RecursionError):  # "[[[[..." 4 KB deep overflows the parser: it crashed the consumer
         return "Frames must be JSON."
     if not isinstance(message, dict) or message.get("action") != "stop":
         return 'Unknown action: the only action is {"action": "stop"}.'
     return ""
+
+
+def frame_too_big(text_data, bytes_data) -> bool:
+    return len(text_data if text_data is not None else bytes_data or b"") > MAX_FRAME_CHARS
 
 
 async def stop_pump(pump: asyncio.Task | None) -> None:
@@ -77,6 +84,8 @@ class GenerationConsumer(AsyncWebsocketConsumer):
 
     async def receive(self, text_data=None, bytes_data=None):
         """Clients may only ask to stop; anything else gets an error, never a crash."""
+        if frame_too_big(text_data, bytes_data):
+            return await self.close(code=1009)
         problem = stop_frame_problem(text_data, bytes_data)
         if problem:
             return await self._send_error(problem)
