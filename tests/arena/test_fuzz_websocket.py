@@ -18,6 +18,7 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
+from django.test import Client
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -35,8 +36,11 @@ REPLY_TIMEOUT_S = 2  # generous: the machine is shared; a missing reply fails af
 
 
 @pytest.fixture
-def world(client, owner, catalogue):
-    """The owner's session cookie, a generation and a comparison mid-stream (started, a token)."""
+def world(client, owner, outsider, catalogue):
+    """The owner's and an outsider's session cookies, and the owner's generation and comparison
+    mid-stream (started, a token)."""
+    other = Client()
+    other.force_login(outsider)
     client.force_login(owner)
     gen = Generation.objects.create(owner=owner, model=catalogue[0], prompt="Hi", params={})
     sides = {side: {"model": catalogue[i], "params": {}} for side, i in (("left", 0), ("right", 3))}
@@ -44,8 +48,9 @@ def world(client, owner, catalogue):
     for g in (gen, battle.left, battle.right):
         emit(g, p.STARTED, prompt_tokens=3, queue_s=0.0)
         emit(g, p.TOKEN, text="Hel", n=1)
-    cookie = client.cookies[django_settings.SESSION_COOKIE_NAME].value
-    yield {"cookie": cookie, "generation": gen, "battle": battle}
+    name = django_settings.SESSION_COOKIE_NAME
+    yield {"cookie": client.cookies[name].value, "outsider": other.cookies[name].value, "anonymous": "",
+           "generation": gen, "battle": battle}
     keys = streams.keys()
     for g in (gen, battle.left, battle.right):
         streams.client().delete(keys.stream(str(g.id)), keys.cancel(str(g.id)), keys.viewers(str(g.id)))
@@ -55,8 +60,8 @@ def emit(gen, kind, **fields):
     streams.client().xadd(streams.keys().stream(str(gen.id)), p.event(kind, **fields))
 
 
-def socket(world, path: str) -> WebsocketCommunicator:
-    headers = [(b"cookie", f"{django_settings.SESSION_COOKIE_NAME}={world['cookie']}".encode()),
+def socket(world, path: str, who: str = "cookie") -> WebsocketCommunicator:
+    headers = [(b"cookie", f"{django_settings.SESSION_COOKIE_NAME}={world[who]}".encode()),
                (b"origin", b"http://localhost"), (b"host", b"localhost")]
     return WebsocketCommunicator(application, path, headers=headers)
 
@@ -108,16 +113,22 @@ text_frames = st.one_of(st.text(max_size=100), json_values.map(json.dumps), acti
 frames = st.lists(st.one_of(text_frames, st.binary(max_size=300)), min_size=1, max_size=5)
 
 
-async def run_session(world, target: str, as_json: bool, sent: list) -> None:
+async def run_session(world, who: str, target: str, as_json: bool, sent: list) -> None:
     as_json = as_json and target == "generation"  # the battle socket speaks HTML only
     gen_ids = ([world["generation"].id] if target == "generation"
                else [world["battle"].left_id, world["battle"].right_id])
     path = (f"/ws/generations/{world['generation'].id}/" if target == "generation"
             else f"/ws/battles/{world['battle'].id}/") + ("?format=json" if as_json else "")
-    comm = socket(world, path)
-    connected, _ = await comm.connect(timeout=REPLY_TIMEOUT_S)
+    comm = socket(world, path, who)
+    connected, code = await comm.connect(timeout=REPLY_TIMEOUT_S)
+    if who != "cookie":  # not the owner: refused as if it did not exist, before any frame
+        assert (connected, code) == (False, 4404)
+        assert all(streams.client().get(streams.keys().cancel(str(gen_id))) is None for gen_id in gen_ids)
+        return
     assert connected
-    await drain(comm)
+    # The snapshot: the stream's two events as JSON, or one HTML frame per pane.
+    for _ in range(2 if as_json or target == "battle" else 1):
+        assert (await comm.receive_output(REPLY_TIMEOUT_S))["type"] == "websocket.send"
     closed = False
     for frame in sent:
         # send_input, not send_to: an empty frame is a legal frame too
@@ -146,14 +157,20 @@ async def run_session(world, target: str, as_json: bool, sent: list) -> None:
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large, HealthCheck.large_base_example])
-@given(target=st.sampled_from(["generation", "battle"]), as_json=st.booleans(), sent=frames)
-@example(target="generation", as_json=True, sent=["[" * MAX_CLIENT_FRAME])  # unclosed: json.loads recurses 4096 deep
-@example(target="battle", as_json=False, sent=['{"a":' * 3000 + "1" + "}" * 3000])
-@example(target="generation", as_json=False, sent=["x" * (3 * 2**20), json.dumps({"action": "stop"})])
-def test_junk_frames_get_an_error_or_a_1009_close_and_only_a_stop_cancels(world, target, as_json, sent):
-    before = Generation.objects.values().get(id=world["generation"].id)
-    async_to_sync(run_session)(world, target, as_json, sent)
-    assert Generation.objects.values().get(id=world["generation"].id) == before
+@given(who=st.sampled_from(["cookie", "cookie", "cookie", "outsider", "anonymous"]),
+       target=st.sampled_from(["generation", "battle"]), as_json=st.booleans(), sent=frames)
+@example(who="cookie", target="generation", as_json=True, sent=["[" * MAX_CLIENT_FRAME])  # json.loads recursed
+@example(who="cookie", target="battle", as_json=False, sent=['{"a":' * 3000 + "1" + "}" * 3000])
+@example(who="cookie", target="generation", as_json=False, sent=["x" * (3 * 2**20), json.dumps({"action": "stop"})])
+def test_junk_frames_get_an_error_or_a_1009_close_and_only_a_stop_cancels(world, who, target, as_json, sent):
+    """Each example starts with a normal connection: so each also shows the last one's junk left
+    the server serving."""
+    gens = [world["generation"].id, world["battle"].left_id, world["battle"].right_id]
+    before = list(Generation.objects.filter(id__in=gens).order_by("id").values())
+    streamed = [streams.client().xlen(streams.keys().stream(str(g))) for g in gens]
+    async_to_sync(run_session)(world, who, target, as_json, sent)
+    assert list(Generation.objects.filter(id__in=gens).order_by("id").values()) == before  # rows untouched
+    assert [streams.client().xlen(streams.keys().stream(str(g))) for g in gens] == streamed  # streams too
 
 
 async def test_the_sockets_still_serve_after_rapid_connects_and_disconnects(world):
