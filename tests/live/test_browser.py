@@ -32,8 +32,8 @@ def test_log_in_stream_an_answer_then_stop_another(page, live_app):
     page.fill("#id_max_new_tokens", "800")
     page.click("#playground-form button[type=submit]")
     # Tokens arrive over the WebSocket while the status still says "running"...
-    page.wait_for_function(
-        "document.querySelector('#gen-output') && document.querySelector('#gen-output').textContent.length > 20"
+    page.wait_for_function(  # a function, not an expression: the page's CSP refuses eval
+        "() => document.querySelector('#gen-output') && document.querySelector('#gen-output').textContent.length > 20"
         " && document.querySelector('#gen-status').dataset.state === 'running'", timeout=120_000)
     # ...until Stop, which ends it within a second or so.
     page.click("#gen-controls button.stop")

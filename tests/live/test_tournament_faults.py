@@ -136,8 +136,8 @@ def test_closing_the_tab_mid_match_then_coming_back(live_app, admin_token, slugs
         page.fill("#id_password", live_app.admin_password)
         page.click("button[type=submit]")
         page.wait_for_url(url)
-        page.wait_for_function(
-            "['left', 'right'].every(s => document.getElementById(s + '-output').textContent.length > 20"
+        page.wait_for_function(  # a function, not an expression: the page's CSP refuses eval
+            "() => ['left', 'right'].every(s => document.getElementById(s + '-output').textContent.length > 20"
             " && document.getElementById(s + '-status').dataset.state === 'running')", timeout=600_000)
         page.close()  # the tab is gone mid-match: its answers are cancelled after the grace period
         ended = wait_state(live_app, admin_token, tid, sides_done, timeout=60, what="the answers stopped")
