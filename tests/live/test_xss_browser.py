@@ -140,7 +140,7 @@ def test_streamed_answer_runs_nothing_and_ends_as_markdown(watched, live_app, se
     for n, payload in enumerate(PAYLOADS.values(), start=1):
         live_app.redis.xadd(stream, p.event(p.TOKEN, text=payload + "\n\n", n=n))
     last = json.dumps(list(PAYLOADS.values())[-1])
-    page.wait_for_function(f"document.querySelector('#gen-output').textContent.includes({last})")
+    page.wait_for_function(f"() => document.querySelector('#gen-output').textContent.includes({last})")
     assert_nothing_ran(page, seen, answers=1)
     live_app.redis.xadd(stream, p.event(p.DONE, text=ALL_PAYLOADS, finish_reason="stop",
                                         metrics={"generated_tokens": len(PAYLOADS)}))
