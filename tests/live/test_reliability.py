@@ -12,6 +12,7 @@ the socket hears it, what was stored before is unchanged, there is exactly one m
 worker for the model and none orphaned, and the next generation is served."""
 
 import json
+import signal
 import threading
 import time
 
@@ -44,7 +45,7 @@ def redis_server():
 @pytest.fixture(scope="module")
 def app(redis_server, tmp_path_factory):
     with running_app(redis_server.url, tmp_path_factory.mktemp("reliability-app"),
-                     ARENA_WATCH_TTL_S=str(WATCH_TTL_S)) as app:
+                     ARENA_WATCH_TTL_S=str(WATCH_TTL_S), PYTHONFAULTHANDLER="1") as app:
         app.redis = redis_client(redis_server.url, decode_responses=False)  # rides the restarts out
         yield app
 
@@ -141,7 +142,7 @@ def unchanged(app, token, stored):
 
 def test_redis_restarted_mid_stream_the_answer_completes_and_everything_reconnects(app, token, stored, redis_server):
     session = app.login()
-    gen_id, watcher = start_watched(app, session, max_new_tokens=150)
+    gen_id, watcher = start_watched(app, session, max_new_tokens=80)
     (worker,) = model_workers(app)
     try:
         restarted_at = time.time()
@@ -195,7 +196,8 @@ def test_celery_worker_killed_mid_comparison_both_sides_fail_and_the_next_runs(a
     created = app.api(token, "post", "/api/v1/comparisons", json=body)
     assert created.status_code == 202, created.text
     battle_id = created.json()["id"]
-    _wait(lambda: _comparison(app, token, battle_id)["left"]["status"] == "running", 120, "never started")
+    _wait(lambda: all(_comparison(app, token, battle_id)[side]["status"] == "running" for side in ("left", "right")),
+          120, "never started")
     time.sleep(1.0)  # a few tokens on each side
     launcher_child(app, "celery").kill()
     _wait(lambda: _comparison(app, token, battle_id)["finished"], 2 * WATCH_TTL_S + sweeper.SWEEP_EVERY_S + 10,
@@ -233,13 +235,28 @@ def test_orchestrator_killed_mid_stream_the_generation_fails_with_a_reason(app, 
     body = app.wait_generation(token, gen_id, timeout=30)
     assert body["status"] == "failed" and body["failure_reason"] == WORKER_STOPPED, body
     assert body["text"]
-    _wait(lambda: _gone(worker), 15, "the killed orchestrator's worker outlived it")  # not orphaned
+    _wait_gone(app, worker, 15)  # not orphaned
     unchanged(app, token, stored)
     # The launcher started the orchestrator again; the next generation gets one fresh worker, its child.
     restarted = launcher_child(app, "orchestrator")
     assert restarted.pid != orchestrator.pid
     serves_the_next_generation(app, token)
     assert one_worker_of(app, restarted).pid != worker.pid
+
+
+def _wait_gone(app, worker: psutil.Process, timeout: float) -> None:
+    """Wait for `worker` to exit; if it does not, fail with its threads' stacks (SIGABRT makes
+    the worker's faulthandler print them into its log)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if _gone(worker):
+            return
+        time.sleep(0.2)
+    worker_id = worker.cmdline()[worker.cmdline().index("--worker-id") + 1]
+    worker.send_signal(signal.SIGABRT)
+    time.sleep(2)
+    log = (app.data_dir / "logs" / f"worker-{worker_id}.log").read_text(errors="replace")
+    raise AssertionError(f"the killed orchestrator's worker outlived it by {timeout} s:\n{log[-6000:]}")
 
 
 def _gone(proc: psutil.Process) -> bool:
