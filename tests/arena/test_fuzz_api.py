@@ -195,9 +195,16 @@ def bounded_openai_body(draw):
     return json.dumps(body)  # NaN and Infinity as Python writes them: the server's json.loads reads them
 
 
+def with_raw(body: dict, name: str, raw_value: str) -> str:
+    """`body` as JSON with `name` set to `raw_value` written verbatim (JSON no Python value prints as)."""
+    return json.dumps({**body, name: "@RAW@"}).replace('"@RAW@"', raw_value)
+
+
+HELLO = {"model": DISABLED, "messages": [{"role": "user", "content": "Hi"}]}
+
+
 def deeply_nested(depth: int, opener: str) -> str:
-    closer = {"[": "]", '{"a":': "}"}[opener]
-    return '{"model": "%s", "messages": %s1%s}' % (DISABLED, opener * depth, closer * depth)
+    return with_raw(HELLO, "messages", opener * depth + "1" + {"[": "]", '{"a":': "}"}[opener] * depth)
 
 
 junk = st.one_of(
@@ -206,9 +213,9 @@ junk = st.one_of(
     values.map(json.dumps),
     st.dictionaries(st.sampled_from(OPENAI_ARGS) | st.text(max_size=12), values).map(json.dumps),
     st.builds(deeply_nested, st.integers(min_value=1, max_value=100_000), st.sampled_from(["[", '{"a":'])),
-    st.sampled_from(['{"model": "%s", "messages": [{"role": "user", "content": "\\ud800"}]}' % DISABLED,
-                     '{"model": "%s", "messages": [{"role": "user", "content": "x"}], "seed": %s}' % (DISABLED, "9" * 5000),
-                     '{"model": "%s", "messages": [{"role": "user", "content": "' % DISABLED + "x" * 3_000_000 + '"}]}']),
+    st.sampled_from([with_raw(HELLO, "messages", '[{"role": "user", "content": "\\ud800"}]'),
+                     with_raw(HELLO, "seed", "9" * 5000),
+                     json.dumps({**HELLO, "messages": [{"role": "user", "content": "x" * 3_000_000}]})]),
 )
 
 
@@ -220,8 +227,9 @@ raw_openai_body = st.one_of(bounded_openai_body(), bounded_openai_body(), bounde
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(raw=raw_openai_body)
-@example(raw='{"model": "%s", "messages": [{"role": "user", "content": "Hi"}], "temperature": 1%s}' % (DISABLED, "0" * 400))
-@example(raw='{"model": "smollm2-135m", "messages": [{"role": "user", "content": "Hi \\u0000"}], "max_tokens": 9999}')
+@example(raw=with_raw(HELLO, "temperature", "1" + "0" * 400))  # float() of it overflowed: a 500
+@example(raw=json.dumps({**HELLO, "model": "smollm2-135m", "messages": [{"role": "user", "content": "Hi \x00"}],
+                         "max_tokens": 9999}))
 def test_the_openai_endpoint_answers_any_body_with_an_openai_4xx(client, fuzz_world, catalogue, raw):
     """Arbitrary JSON values, wrong types, huge numbers, deep nesting, unicode, non-JSON, a 3 MB body."""
     if not ModelEntry.objects.filter(slug=DISABLED).exists():
@@ -299,11 +307,10 @@ def test_json_no_database_can_store_is_a_400_and_creates_nothing(client, token, 
 def test_a_huge_integer_parameter_is_a_400_naming_it(client, token, catalogue, params):
     """float() of a 4000-digit int raises OverflowError: SamplingParams let it escape as a 500."""
     name, value = next(iter(params.items()))
-    raw = '{"model": "smollm2-135m", "prompt": "Hi", "params": {"%s": %s}}' % (name, value)
+    raw = with_raw({"model": "smollm2-135m", "prompt": "Hi"}, "params", f'{{"{name}": {value}}}')
     response = api(client, "post", "/api/v1/generations", token, raw=raw)
     assert response.status_code == 400 and name in response.json()["error"]["fields"]
-    raw = '{"model": "smollm2-135m", "messages": [{"role": "user", "content": "Hi"}], "%s": %s}' % (
-        {"max_new_tokens": "max_tokens"}.get(name, name), value)
+    raw = with_raw({**HELLO, "model": "smollm2-135m"}, {"max_new_tokens": "max_tokens"}.get(name, name), value)
     response = api(client, "post", "/v1/chat/completions", token, raw=raw)
     assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
 
