@@ -346,3 +346,35 @@ def test_a_nul_in_a_share_token_or_model_slug_in_the_url_is_a_404(client, token,
     assert client.get("/s/%00/").status_code == 404
     response = api(client, "get", "/v1/models/smollm2-135m%00", token)
     assert response.status_code == 404 and response.json()["error"]["code"] == "model_not_found"
+
+
+# --- states the fuzzer seldom reaches, checked against the same description -------------------
+def assert_conforms(body, path: str, method: str = "get", status: int = 200) -> None:
+    """`body` matches the description's schema for that response, formats (uuid, date-time, uri) included."""
+    import jsonschema_rs
+
+    from arena.api.views import FULL_SPEC
+
+    schema = FULL_SPEC["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
+    jsonschema_rs.Draft202012Validator(schema, validate_formats=True).validate(body)
+
+
+def test_a_finished_tournament_and_the_exports_of_its_battles_match_the_description(client, token, owner, catalogue):
+    """The reveal (winner, contestants, every match's models and speeds) and export rows with
+    both sides filled: the fuzzer's random picks rarely finish a tournament."""
+    t = Tournament.start(owner, contestants=catalogue[:4], prompt="Hi", tag="coding")
+    while (match := Tournament.objects.get(id=t.id).current_match()) is not None:
+        for _side, gen in match.battle.sides:
+            gen.finish(Generation.Status.DONE, text="Blue.", finish_reason="stop",
+                       metrics={"prompt_tokens": 3, "generated_tokens": 3, "decode_tokens_per_s": 12.5,
+                                "first_token_time": gen.created_at.timestamp() + 0.75})
+        picked = api(client, "post", f"/api/v1/tournaments/{t.id}/winner", token, {"match": match.id, "winner": "left"})
+        assert_conforms(picked.json(), "/api/v1/tournaments/{id}/winner", "post")
+    body = api(client, "get", f"/api/v1/tournaments/{t.id}", token).json()
+    assert body["state"] == "finished" and body["winner"]["slug"] and len(body["contestants"]) == 4
+    assert_conforms(body, "/api/v1/tournaments/{id}")
+    for dataset in ("battles", "generations"):
+        response = api(client, "get", f"/api/v1/export/{dataset}", token)
+        exported = json.loads(b"".join(response.streaming_content))
+        assert len(exported["rows"]) == (3 if dataset == "battles" else 0)  # a battle's answers: battles only
+        assert_conforms(exported, f"/api/v1/export/{dataset}")
