@@ -87,7 +87,7 @@ def test_a_lease_waiting_across_a_restart_is_still_granted(running, private_redi
     """A battle waiting for its models across a restart: its client rides the restart out,
     its renewals reach the orchestrator again and the grant reaches it (no stall until the
     timeout, no second worker)."""
-    orchestrator, client, keys = running
+    orchestrator, _client, keys = running
     spec = ModelSpec(slug="tiny", source=str(tiny_model_dir))
     result = {}
 
