@@ -23,11 +23,13 @@ import secrets
 
 import pytest
 import schemathesis
+from django.conf import settings as django_settings
 from django.core.wsgi import get_wsgi_application
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from arena import streams
 from arena.accounts.models import TOKEN_PREFIX, ApiToken
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
@@ -84,6 +86,14 @@ def fuzz_world(owner, catalogue, settings):
                 matches=list(tournament.matches.values_list("id", flat=True)))
     yield
     REAL.clear()
+    drop_queued_tasks()
+
+
+def drop_queued_tasks():
+    """The Celery messages the run's generations queued (no worker consumes this session's queue)."""
+    client = streams.client()
+    for key in client.scan_iter(match=f"{django_settings.ARENA_REDIS_PREFIX}:celery:*", count=500):
+        client.delete(key)
 
 
 def finish_live_generations():

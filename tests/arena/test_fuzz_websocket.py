@@ -58,6 +58,14 @@ def world(client, owner, outsider, catalogue):
     keys = streams.keys()
     for g in (gen, battle.left, battle.right):
         streams.client().delete(keys.stream(str(g.id)), keys.cancel(str(g.id)), keys.viewers(str(g.id)))
+    drop_queued_tasks()
+
+
+def drop_queued_tasks():
+    """The Celery messages start_battle queued (no worker consumes this session's queue)."""
+    client = streams.client()
+    for key in client.scan_iter(match=f"{django_settings.ARENA_REDIS_PREFIX}:celery:*", count=500):
+        client.delete(key)
 
 
 def emit(gen, kind, **fields):
