@@ -197,6 +197,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": f"{ARENA_REDIS_PREFIX}:ce
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# No task is acks_late, so nothing is redelivered either way; set to keep Celery 5.x quiet about 6.0.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_TASK_ALWAYS_EAGER = False
 
 # --- Inference and orchestration ------------------------------------------------------
