@@ -1,0 +1,183 @@
+"""Who may read or change what, for every object type, asked by its owner, another user and
+an anonymous client, by page and by API (the sockets: tests/arena/test_security.py), and what
+a read-only share link does and does not allow; staff-only pages and endpoints. Objects are
+finished by hand: no model runs."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from arena.accounts.models import ApiToken
+from arena.battles.models import Battle
+from arena.history.models import ShareLink
+from arena.playground.models import Generation
+from arena.tournaments.models import Tournament
+
+from .api_client import api
+
+pytestmark = pytest.mark.django_db
+
+
+def finished(owner, model, text="Blue.", prompt="Name a colour.") -> Generation:
+    gen = Generation.objects.create(owner=owner, model=model, prompt=prompt, params={})
+    gen.finish(Generation.Status.DONE, text=text, finish_reason="stop", metrics={"generated_tokens": 2})
+    return gen
+
+
+@pytest.fixture
+def things(owner, catalogue):
+    battle = Battle.objects.create(owner=owner, left=finished(owner, catalogue[0]), right=finished(owner, catalogue[3]))
+    tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", seeding="given")
+    return {"generation": finished(owner, catalogue[0]), "comparison": battle, "tournament": tournament}
+
+
+@pytest.fixture
+def clients(owner, outsider):
+    mine, theirs = Client(), Client()
+    mine.force_login(owner)
+    theirs.force_login(outsider)
+    return {"owner": mine, "outsider": theirs, "anonymous": Client()}
+
+
+@pytest.fixture
+def tokens(owner, outsider):
+    return {"owner": ApiToken.issue(owner), "outsider": ApiToken.issue(outsider), "anonymous": None}
+
+
+def pages(things) -> dict[str, str]:
+    return {kind: obj.get_absolute_url() for kind, obj in things.items()}
+
+
+def api_urls(things) -> dict[str, str]:
+    return {"generation": f"/api/v1/generations/{things['generation'].id}",
+            "comparison": f"/api/v1/comparisons/{things['comparison'].id}",
+            "tournament": f"/api/v1/tournaments/{things['tournament'].id}"}
+
+
+EXPECTED_PAGE = {"owner": 200, "outsider": 404, "anonymous": 302}
+EXPECTED_API = {"owner": 200, "outsider": 404, "anonymous": 401}
+
+
+@pytest.mark.parametrize("who", ["owner", "outsider", "anonymous"])
+def test_reading_each_object_by_page_and_by_api(things, clients, tokens, who, client):
+    for kind, url in pages(things).items():
+        response = clients[who].get(url)
+        assert response.status_code == EXPECTED_PAGE[who], (kind, who)
+        if who == "anonymous":
+            assert response["Location"].startswith("/accounts/login/"), kind
+        if who == "outsider":
+            assert "Name a colour." not in response.content.decode(), kind
+    for kind, url in api_urls(things).items():
+        response = api(client, "get", url, tokens[who])
+        assert response.status_code == EXPECTED_API[who], (kind, who)
+        if who != "owner":
+            assert "Name a colour." not in response.content.decode() and "error" in response.json(), kind
+
+
+def state(things) -> tuple:
+    """Everything an action could change, to check a refused one changed nothing."""
+    battle = Battle.objects.get(id=things["comparison"].id)
+    tournament = Tournament.objects.get(id=things["tournament"].id)
+    matches = tuple(tournament.matches.values_list("winner_id", "battle_id").order_by("number"))
+    return (battle.outcome, Battle.objects.count(), Generation.objects.count(), tournament.state, matches,
+            ShareLink.objects.count())
+
+
+def actions(things) -> list[tuple[str, dict]]:
+    b, t = things["comparison"], things["tournament"]
+    match = t.current_match()
+    return [
+        (f"/b/{b.id}/vote", {"outcome": "left"}),
+        (f"/b/{b.id}/rerun", {}),
+        (f"/b/{b.id}/swap", {}),
+        (f"/b/{b.id}/continue", {"prompt": "And another?"}),
+        (f"/tournaments/{t.id}/winner", {"match": match.id, "winner": "left"}),
+        (f"/tournaments/{t.id}/rerun", {"match": match.id}),
+        (f"/tournaments/{t.id}/stop", {}),
+        (f"/tournaments/{t.id}/resume", {}),
+        (f"/tournaments/{t.id}/replay", {"prompt": "Another prompt"}),
+        (f"/history/share/generation/{things['generation'].id}", {}),
+        (f"/history/share/battle/{b.id}", {}),
+        (f"/history/share/tournament/{t.id}", {}),
+    ]
+
+
+@pytest.mark.parametrize("who", ["outsider", "anonymous"])
+def test_nobody_but_the_owner_changes_anything_by_page(things, clients, who):
+    before = state(things)
+    for url, data in actions(things):
+        response = clients[who].post(url, data)
+        assert response.status_code in ((404,) if who == "outsider" else (302,)), (url, response.status_code)
+        if who == "anonymous":
+            assert response["Location"].startswith("/accounts/login/"), url
+    assert state(things) == before
+
+
+def test_the_owner_may_act(things, clients):
+    before = state(things)
+    assert clients["owner"].post(f"/b/{things['comparison'].id}/vote", {"outcome": "left"}).status_code in (200, 302)
+    assert clients["owner"].post(f"/history/share/generation/{things['generation'].id}").status_code in (200, 302)
+    assert state(things) != before
+
+
+@pytest.mark.parametrize("who", ["outsider", "anonymous"])
+def test_nobody_but_the_owner_changes_anything_by_api(things, tokens, who, client):
+    before = state(things)
+    b, t = things["comparison"], things["tournament"]
+    match = t.current_match()
+    for url, body in [(f"/api/v1/comparisons/{b.id}/vote", {"outcome": "left"}),
+                      (f"/api/v1/tournaments/{t.id}/winner", {"match": match.id, "winner": "left"}),
+                      (f"/api/v1/tournaments/{t.id}/rerun", {"match": match.id})]:
+        response = api(client, "post", url, tokens[who], body)
+        assert response.status_code == (404 if who == "outsider" else 401), (url, response.status_code)
+    assert state(things) == before
+
+
+def test_exports_and_history_hold_only_the_askers_own(things, clients, tokens, client, outsider, catalogue):
+    finished(outsider, catalogue[0], text="the outsider's own answer", prompt="Name a fruit.")
+    for url in ("/history/", "/history/comparisons/", "/history/tournaments/", "/history/export/generations.json",
+                "/history/export/battles.csv"):
+        response = clients["outsider"].get(url)
+        body = (response.getvalue() if response.streaming else response.content).decode()
+        assert "Name a colour." not in body, url
+    exported = api(client, "get", "/api/v1/export/generations?format=json", tokens["outsider"]).getvalue().decode()
+    assert "the outsider's own answer" in exported and "Name a colour." not in exported
+    assert api(client, "get", "/api/v1/export/battles", None).status_code == 401
+
+
+def test_a_share_link_opens_read_only_for_anyone_until_revoked(things, clients, owner):
+    link = ShareLink.share(owner, things["comparison"])
+    url = f"/s/{link.token}/"
+    for who in ("owner", "outsider", "anonymous"):
+        page = clients[who].get(url)
+        html = page.content.decode()
+        assert page.status_code == 200 and "Name a colour." in html, who
+        assert "<form" not in html and "ws-connect" not in html and "csrfmiddlewaretoken" not in html, who
+    # The link reads; it does not open the permalink, its actions or its socket to anyone else.
+    assert clients["outsider"].get(things["comparison"].get_absolute_url()).status_code == 404
+    assert clients["outsider"].post(f"/b/{things['comparison'].id}/vote", {"outcome": "left"}).status_code == 404
+    assert clients["outsider"].post(f"/history/shared/{link.id}/revoke").status_code == 404
+    assert ShareLink.objects.get(id=link.id).revoked_at is None
+    assert clients["owner"].post(f"/history/shared/{link.id}/revoke").status_code in (200, 302)
+    for who in ("owner", "outsider", "anonymous"):
+        assert clients[who].get(url).status_code == 404, who
+
+
+@pytest.fixture
+def staff(db):
+    return get_user_model().objects.create_superuser("boss", password="boss-pass-123")
+
+
+def test_staff_only_admin_catalogue_and_worker_status(clients, staff, tokens, client):
+    boss = Client()
+    boss.force_login(staff)
+    for url in ("/admin/", "/admin/catalogue/modelentry/", "/status/"):
+        assert boss.get(url).status_code == 200, url
+        for who in ("owner", "anonymous"):
+            response = clients[who].get(url)
+            assert response.status_code == 302 and "login" in response["Location"], (url, who)
+    assert api(client, "get", "/api/v1/workers", ApiToken.issue(staff)).status_code == 200
+    assert api(client, "get", "/api/v1/workers", tokens["owner"]).status_code == 403
+    assert api(client, "get", "/api/v1/workers", None).status_code == 401
