@@ -41,15 +41,34 @@ def redis_client(redis_url):
 
 
 def pytest_unconfigure(config):
-    """On PostgreSQL a thread pool's connection (Channels' database_sync_to_async) can outlive
-    pytest-django's teardown, which then cannot drop the test database: drop it with FORCE."""
     from django.conf import settings
 
-    if not settings.configured or not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    if not settings.configured:
         return
+    _drop_redis_keys(settings.ARENA_REDIS_PREFIX)
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        _drop_postgres_test_database(settings.DATABASES["default"])
+
+
+def _drop_redis_keys(prefix: str) -> None:
+    """The keys this session's Django side left under its own prefix (queued Celery messages,
+    streams, limits' windows): the shared Redis should not keep them. Only a test prefix: one
+    set in the environment may be a running application's."""
+    if not prefix.startswith("arena-test-"):
+        return
+    try:
+        client = redis.Redis.from_url(REDIS_URL)
+        for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+            client.delete(key)
+    except redis.RedisError:
+        pass  # Redis gone at the end of the run: nothing to tidy
+
+
+def _drop_postgres_test_database(db: dict) -> None:
+    """On PostgreSQL a thread pool's connection (Channels' database_sync_to_async) can outlive
+    pytest-django's teardown, which then cannot drop the test database: drop it with FORCE."""
     import psycopg
 
-    db = settings.DATABASES["default"]
     name = db.get("TEST", {}).get("NAME")
     if not name:
         return
