@@ -79,25 +79,15 @@ def battle_record(battle: Battle, absolute: Absolute) -> dict:
 
 
 def generation_record(gen: Generation, absolute: Absolute) -> dict:
+    answer = {name: value for name, value in side_record(gen).items() if name != "generation_id"}
     return {
         "id": str(gen.id),
         "created_at": _iso(gen.created_at),
         "origin": gen.origin,
-        "model": gen.model.slug,
-        "model_name": gen.model.name,
         "tag": gen.tag,
         "prompt": gen.prompt,
-        "system_prompt": gen.system_prompt,
         "history": gen.history,
-        "params": gen.params,
-        "status": gen.status,
-        "text": gen.text,
-        "finish_reason": gen.finish_reason,
-        "failure_reason": gen.failure_reason,
-        "prompt_tokens": gen.prompt_tokens,
-        "generated_tokens": gen.generated_tokens,
-        "time_to_first_token_s": gen.time_to_first_token_s,
-        "tokens_per_s": gen.tokens_per_s,
+        **answer,
         "load_wait_s": gen.load_wait_s,
         "finished_at": _iso(gen.finished_at),
         "permalink": absolute(gen.get_absolute_url()),
