@@ -243,6 +243,7 @@ class Request:
     row: BatchRow | None = None
     parts: list[str] = field(default_factory=list)  # the text streamed so far
     token_times: list[float] = field(default_factory=list)
+    cancel_asked: bool = False  # its cancel key was seen: a cut-short end is CANCELLED, not a failure
 
 
 def busy_reason(waiting: int) -> str:
@@ -399,7 +400,7 @@ class BatchScheduler:
         metrics = request_metrics(request.job, request.scheduled_at, chunk, request.token_times)
         log_finish(request.job.generation_id, chunk, metrics)
         if chunk.reason == FINISH_CANCELLED:
-            events.cancelled(text, metrics)
+            events.cut_short(text, metrics, asked=request.cancel_asked)
         else:
             events.done(text, chunk.reason, metrics)
         events.expire()
@@ -411,25 +412,36 @@ class BatchScheduler:
         if now - self._last_cancel_poll < self.CANCEL_POLL_S:
             return
         self._last_cancel_poll = now
-        with self._lock:
-            requests = list(self.running.values()) + list(self.queue)
-        if not requests:
-            return
-        pipe = self.client.pipeline(transaction=False)
-        for request in requests:
-            pipe.exists(request.events.cancel_key)
-        cancelled = [request for request, flag in zip(requests, pipe.execute()) if flag]
+        cancelled = [request for request in self._note_cancel_keys() if request.cancel_asked]
         if cancelled:
             self._cancel(cancelled)
 
-    def _cancel_all(self) -> None:
+    def _note_cancel_keys(self) -> list[Request]:
+        """Every running and queued request, each marked if its cancel key is set (one round trip)."""
         with self._lock:
             requests = list(self.running.values()) + list(self.queue)
+        if not requests:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for request in requests:
+            pipe.exists(request.events.cancel_key)
+        for request, flag in zip(requests, pipe.execute()):
+            request.cancel_asked = request.cancel_asked or bool(flag)
+        return requests
+
+    def _cancel_all(self) -> None:
+        """The worker is stopping: end everything; those nobody asked to cancel end as failed."""
+        try:
+            requests = self._note_cancel_keys()
+        except redis.RedisError:  # cannot tell who asked: the events below will not get through either
+            with self._lock:
+                requests = list(self.running.values()) + list(self.queue)
         if requests:
             self._cancel(requests)
 
     def _cancel(self, requests: list[Request]) -> None:
-        """CANCELLED events for these requests: running ones with their partial text."""
+        """End these requests now (running ones with their partial text): CANCELLED, or FAILED for
+        those nobody asked to cancel (the worker is stopping)."""
         unstarted = [r for r in requests if r.row is None]
         with self._lock:
             for request in unstarted:
@@ -442,8 +454,8 @@ class BatchScheduler:
         self._count_finished(unstarted)
 
     def _end_unstarted(self, request: Request, events: GenerationEvents) -> None:
-        """The CANCELLED event of a request cancelled before it reached the batch."""
-        events.cancelled("", request_metrics(request.job, request.scheduled_at, None, []))
+        """The end of a request cut short before it reached the batch."""
+        events.cut_short("", request_metrics(request.job, request.scheduled_at, None, []), asked=request.cancel_asked)
         events.expire()
 
     def _fail_running(self, exc: Exception) -> None:

@@ -155,7 +155,7 @@ class SingleJobScheduler:
         """Run `job` to a terminal event; never raises for a problem of the job's own."""
         events = GenerationEvents(self.client, self.keys, job.generation_id)
         if events.cancel_requested() or self.stopping():
-            events.cancelled("", request_metrics(job, scheduled_at, None, []))
+            events.cut_short("", request_metrics(job, scheduled_at, None, []), asked=events.cancel_requested())
             events.expire()
             self.status.job_finished()
             return
@@ -199,7 +199,7 @@ class SingleJobScheduler:
         metrics = request_metrics(job, scheduled_at, finish, token_times)
         log_finish(job.generation_id, finish, metrics)
         if finish.reason == FINISH_CANCELLED:
-            events.cancelled(text, metrics)
+            events.cut_short(text, metrics, asked=events.cancel_requested())
         else:
             events.done(text, finish.reason, metrics)
 

@@ -19,6 +19,10 @@ from inference.protocol import Keys
 log = logging.getLogger(__name__)
 
 
+WORKER_STOPPING = ("The model worker was stopped (the server is restarting) before this answer finished; "
+                   "the partial answer was kept. Send again.")
+
+
 class GenerationEvents:
     """The event stream of one generation (`Keys.stream`), and its cancel flag."""
 
@@ -52,6 +56,15 @@ class GenerationEvents:
 
     def failed(self, reason: str, code: str) -> None:
         self._add(protocol.FAILED, reason=reason, code=code)
+
+    def cut_short(self, text: str, metrics: dict[str, Any], *, asked: bool) -> None:
+        """The end of a request stopped before its answer was complete: CANCELLED when its cancel
+        key asked for it; otherwise the worker itself is stopping (the orchestrator stopped it, or
+        its parent died) and nobody cancelled this request, so its viewers are told it failed."""
+        if asked:
+            self.cancelled(text, metrics)
+        else:
+            self.failed(WORKER_STOPPING, protocol.WORKER_DIED)
 
     def expire(self) -> None:
         self.client.expire(self.stream_key, protocol.STREAM_TTL_S)

@@ -14,6 +14,7 @@ from django.conf import settings
 from arena import streams
 from inference import protocol as p
 from inference.protocol import Job
+from inference.transport import WORKER_STOPPING
 from orchestration import client as orch
 
 from .models import Generation
@@ -25,8 +26,7 @@ MAX_DISPATCHES = 3  # a worker that stops before taking the job: try a fresh one
 # What users read when the machinery, not the model, ended their generation.
 REDIS_LOST = "The server lost its connection to Redis while writing this answer; the partial answer was kept. Send again."
 RESTARTED_BEFORE_START = "The server restarted before this answer started. Send again."
-WORKER_STOPPED = ("The model worker was stopped (the server is restarting) before this answer finished; "
-                  "the partial answer was kept. Send again.")
+WORKER_STOPPED = WORKER_STOPPING  # the worker's own words when it ends a request nobody cancelled
 
 
 @shared_task(ignore_result=True, soft_time_limit=3600, time_limit=3700)

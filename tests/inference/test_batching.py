@@ -283,7 +283,8 @@ def wait_for(predicate, message, timeout=5.0):
     raise AssertionError(message() if callable(message) else message)
 
 
-def test_sigterm_cancels_running_and_queued_requests(start_worker, tiny_model_dir, redis_prefix, redis_client):
+def test_sigterm_ends_running_and_queued_requests_as_failed(start_worker, tiny_model_dir, redis_prefix, redis_client):
+    """Nobody asked to cancel them: the worker is going away, so they failed, with the reason."""
     keys = Keys(redis_prefix)
     env = {"ARENA_WORKER_MAX_BATCH": "1", "ARENA_WORKER_MAX_QUEUE": "4"}
     worker = start_worker(tiny_spec(tiny_model_dir), redis_prefix, env=env)
@@ -294,7 +295,8 @@ def test_sigterm_cancels_running_and_queued_requests(start_worker, tiny_model_di
     queued = served.push(params=LONG)
     wait_for(lambda: served.status().get("in_flight") == "2", "the second job never queued")
     worker.proc.send_signal(signal.SIGTERM)
-    assert served.events(running)[-1]["type"] == protocol.CANCELLED
-    assert [e["type"] for e in served.events(queued)] == [protocol.CANCELLED]
+    last = served.events(running)[-1]
+    assert last["type"] == protocol.FAILED and last["code"] == protocol.WORKER_DIED
+    assert [e["type"] for e in served.events(queued)] == [protocol.FAILED]
     assert worker.proc.wait(timeout=10) == 0
     assert served.status()["state"] == protocol.W_STOPPED and served.status()["in_flight"] == "0"

@@ -49,9 +49,11 @@ def test_a_job_runs_to_done_and_updates_the_status(tokenizer, tiny_model, redis_
     assert fields["in_flight"] == "0" and fields["served"] == "1"
 
 
-def test_stopping_worker_cancels_instead_of_starting(tokenizer, tiny_model, redis_client, keys, status):
+def test_stopping_worker_fails_instead_of_starting(tokenizer, tiny_model, redis_client, keys, status):
+    """Nobody cancelled it: the worker is going away, and its viewers are told so."""
     events = run_job(Engine(tokenizer, tiny_model), redis_client, keys, status, stopping=lambda: True)
-    assert [e["type"] for e in events] == ["cancelled"]
+    assert [e["type"] for e in events] == ["failed"]
+    assert events[0]["code"] == protocol.WORKER_DIED and "worker was stopped" in events[0]["reason"]
 
 
 def test_conversation_the_template_rejects_is_a_bad_job(tokenizer, tiny_model, redis_client, keys, status):

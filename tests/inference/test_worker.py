@@ -228,10 +228,12 @@ def start_streaming(start_worker, tiny_model_dir, redis_prefix, redis_client):
     return worker, keys, job
 
 
-def test_sigterm_cancels_the_current_job_and_exits_cleanly(start_worker, tiny_model_dir, redis_prefix, redis_client):
+def test_sigterm_ends_the_current_job_as_failed_and_exits_cleanly(start_worker, tiny_model_dir, redis_prefix,
+                                                                  redis_client):
     worker, keys, job = start_streaming(start_worker, tiny_model_dir, redis_prefix, redis_client)
     worker.proc.send_signal(signal.SIGTERM)
-    assert read_events(redis_client, keys, job.generation_id)[-1]["type"] == protocol.CANCELLED
+    last = read_events(redis_client, keys, job.generation_id)[-1]
+    assert last["type"] == protocol.FAILED and "worker was stopped" in last["reason"]
     assert worker.proc.wait(timeout=10) == 0
     assert redis_client.hget(keys.worker(worker.worker_id), "state") == protocol.W_STOPPED
     assert not redis_client.exists(keys.worker_heartbeat(worker.worker_id))
