@@ -353,6 +353,7 @@ class BatchScheduler:
         job, events = request.job, request.events
         request.scheduled_at = time.time()
         if events.cancel_requested():
+            request.cancel_asked = True
             self._end_unstarted(request, events)
             self._count_finished([request])
             return
