@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 
 from arena import streams
 from arena.celery import app as celery_app
-from orchestration.models import WorkerProcess
+from arena.workers.models import WorkerProcess
 
 
 def _check(fn) -> dict:

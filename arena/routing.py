@@ -2,7 +2,7 @@ from django.urls import path
 
 from arena.battles.consumers import BattleConsumer
 from arena.playground.consumers import GenerationConsumer
-from orchestration.consumers import StatusConsumer
+from arena.workers.consumers import StatusConsumer
 
 websocket_urlpatterns = [
     path("ws/generations/<uuid:generation_id>/", GenerationConsumer.as_asgi()),

@@ -86,7 +86,7 @@ INSTALLED_APPS = [
     "arena.tournaments",
     "arena.leaderboard",
     "arena.history",
-    "orchestration",
+    "arena.workers",
 ]
 
 MIDDLEWARE = [

@@ -9,7 +9,7 @@ from arena.battles import views as battles
 from arena.leaderboard import views as leaderboard
 from arena.health import healthz
 from arena.playground import views as playground
-from orchestration import views as orchestration
+from arena.workers import views as workers
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="playground", permanent=False)),
@@ -27,7 +27,7 @@ urlpatterns = [
     path("v1/", include("arena.openai_compat.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("status/", orchestration.status_page, name="status"),
+    path("status/", workers.status_page, name="status"),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
     path("api/v1/openapi.json", api.openapi, name="api-openapi"),

@@ -11,7 +11,7 @@ from arena.playground.services import start_generation
 from inference.protocol import ParamError, SamplingParams
 
 from arena import streams
-from orchestration.status import snapshot
+from arena.workers.status import snapshot
 
 from .auth import error, form_error, json_body, token_required
 from arena.history.openapi import OPENAPI_PATHS as EXPORT_PATHS

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from arena.playground.sweeper import Sweeper
 from inference.protocol import Keys
-from orchestration.models import DatabaseRecorder
+from arena.workers.models import DatabaseRecorder
 from orchestration.policy import Config
 from orchestration.service import Orchestrator
 

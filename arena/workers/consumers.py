@@ -47,4 +47,4 @@ class StatusConsumer(AsyncWebsocketConsumer):
     @database_sync_to_async
     def _render(self) -> str:
         status = snapshot(streams.client(), streams.keys())
-        return render_to_string("orchestration/_status.html", {"status": status, "oob": True})
+        return render_to_string("workers/_status.html", {"status": status, "oob": True})

@@ -8,4 +8,4 @@ from .status import snapshot
 
 @staff_member_required
 def status_page(request):
-    return render(request, "orchestration/status.html", {"status": snapshot(streams.client(), streams.keys())})
+    return render(request, "workers/status.html", {"status": snapshot(streams.client(), streams.keys())})
