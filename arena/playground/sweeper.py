@@ -148,7 +148,7 @@ class Sweeper:
         return p.parse_event(entries[0][1])["type"] if entries else ""
 
     def _apply(self, gen_id: str, action: str, reason: str) -> None:
-        from .tasks import Follower  # the follower's own way of storing outcomes
+        from arena.generations.run import Follower  # the follower's own way of storing outcomes
 
         gen = Generation.objects.select_related("model").filter(id=gen_id).first()
         if gen is None or gen.finished:

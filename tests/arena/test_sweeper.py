@@ -17,7 +17,7 @@ from arena import streams
 from arena.battles.models import Battle
 from arena.playground import sweeper as sw
 from arena.playground.models import Generation
-from arena.playground.tasks import RESTARTED_BEFORE_START, WORKER_STOPPED, Follower
+from arena.generations.run import RESTARTED_BEFORE_START, WORKER_STOPPED, Follower
 from inference import protocol as p
 
 POLICY = sw.Policy(watch_ttl_s=15, queue_grace_s=60, queue_timeout_s=900)
@@ -228,7 +228,7 @@ def test_a_follower_keeps_its_watch_and_notices_a_redis_that_lost_it(redis_clien
     follower = Follower(gen)
     follower.keep_watch()
     assert redis_client.pttl(follower.watch_key) > (POLICY.watch_ttl_s - 1) * 1000
-    follower.dispatch("smollm2-135m-0000")  # the job now waits in the worker's list...
+    follower.dispatch("smollm2-135m-0000", follower.redis)  # the job now waits in the worker's list...
     _wipe(redis_client)  # ...which a Redis restart empties
     follower.check()
     gen.refresh_from_db()
@@ -240,7 +240,7 @@ def test_a_follower_keeps_its_watch_and_notices_a_redis_that_lost_it(redis_clien
 def test_a_started_generation_goes_on_after_redis_lost_its_keys(redis_client, owner, smollm):
     gen = make_gen(owner, smollm, S.RUNNING)
     follower = Follower(gen)
-    follower.dispatch("smollm2-135m-0000")
+    follower.dispatch("smollm2-135m-0000", follower.redis)
     follower.handle({"type": p.STARTED})
     follower.keep_watch()
     _wipe(redis_client)

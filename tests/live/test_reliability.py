@@ -21,7 +21,7 @@ import pytest
 import websockets.sync.client as ws_client
 
 from arena.playground import sweeper
-from arena.playground.tasks import WORKER_STOPPED
+from arena.generations.run import WORKER_STOPPED
 from inference.worker import redis_client
 
 from ..private_redis import PrivateRedis

@@ -1,0 +1,295 @@
+"""Running generations: one request path for a single answer and a battle's two.
+
+`Run` leases the models of all its sides together from the orchestrator (a single
+generation is a one-model lease), hands each worker its job, follows every side's event
+stream with one read, and stores the outcomes. The streams are the source of truth for
+browsers; a run is what makes the database agree with them. A battle is a `Run` with two
+sides and a few hooks (arena/battles/tasks.py), not a second loop."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import redis
+from django.conf import settings
+
+from arena import streams
+from arena.playground.models import Generation
+from inference import protocol as p
+from inference.protocol import Job
+from inference.transport import WORKER_STOPPING
+from orchestration import client as orch
+
+log = logging.getLogger(__name__)
+FOLLOW_BLOCK_MS = 500
+MAX_DISPATCHES = 3  # a worker that stops before taking the job: try a fresh one
+LEASE_RENEW_S = 5.0  # well inside the orchestrator's lease TTL (30 s)
+
+# What users read when the machinery, not the model, ended their generation.
+REDIS_LOST = "The server lost its connection to Redis while writing this answer; the partial answer was kept. Send again."
+RESTARTED_BEFORE_START = "The server restarted before this answer started. Send again."
+WORKER_STOPPED = WORKER_STOPPING  # the worker's own words when it ends a request nobody cancelled
+
+
+class Run:
+    """Generations from start to end: a lease on their models, their jobs, their streams, their outcomes.
+
+    Subclasses adjust what the user reads (`KEPT_STOPPING`, `CRASHED`, `unavailable_reason`,
+    `loading_fields`) and add what happens once the run is over (`after`)."""
+
+    KEPT_STOPPING = "The model worker kept stopping before it could start. Try again."
+    CRASHED = "An internal error stopped this generation."
+
+    def __init__(self, gens: list[Generation], request_id: str):
+        self.followers = [Follower(gen) for gen in gens]
+        self.request_id = request_id  # the lease's id: one per run, released when it ends
+        self.redis, self.keys = self.followers[0].redis, self.followers[0].keys
+        self.specs = list({gen.model.slug: gen.model.spec() for gen in gens}.values())
+
+    def run(self) -> None:
+        try:
+            for _ in range(MAX_DISPATCHES):
+                pending = self.pending()
+                if not pending:
+                    break
+                workers = self._acquire()
+                self._dispatch(pending, workers)
+                self._follow(pending)
+            self._fail_pending(p.WORKER_DIED, self.KEPT_STOPPING)
+        except orch.WorkerUnavailable as exc:
+            reason = self.unavailable_reason(str(exc))
+            for follower in self.pending():
+                follower.unavailable(reason)
+        except redis.RedisError:  # down for longer than the client's retries ride out
+            log.exception("Run %s lost Redis", self.request_id)
+            self._fail_pending(p.ENGINE_ERROR, REDIS_LOST)
+        except Exception:  # never leave a generation running forever
+            log.exception("Run %s crashed", self.request_id)
+            self._fail_pending(p.ENGINE_ERROR, self.CRASHED)
+        finally:
+            self._release()
+            self.after()
+
+    # --- hooks ----------------------------------------------------------------------
+    def unavailable_reason(self, reason: str) -> str:
+        """What the sides say when no worker could be had ("cancelled" when the user stopped)."""
+        return reason
+
+    def loading_fields(self, follower: Follower, elapsed: float, progress: str) -> dict:
+        """The LOADING event a side's viewers get about once a second while the models load."""
+        return {"elapsed_s": round(elapsed, 1), "model": follower.gen.model.name, "progress": progress}
+
+    def after(self) -> None:
+        """Once every side has ended (and the lease is released)."""
+
+    # --- steps ----------------------------------------------------------------------
+    def pending(self) -> list[Follower]:
+        return [f for f in self.followers if not f.done]
+
+    def _fail_pending(self, code: str, reason: str) -> None:
+        for follower in self.pending():
+            follower.fail(code, reason)
+
+    def _acquire(self) -> dict[str, str]:
+        started = time.time()
+        workers = orch.acquire(
+            self.redis, self.keys, self.request_id, self.specs,
+            timeout_s=settings.ARENA_LOAD_TIMEOUT_S,
+            on_wait=self._waiting,
+            should_cancel=lambda: any(f.cancel_requested() for f in self.followers),
+        )
+        for follower in self.followers:
+            follower.gen.load_wait_s = time.time() - started
+        return workers
+
+    def _waiting(self, elapsed: float, progress: str) -> None:
+        for follower in self.followers:
+            follower.emit(p.LOADING, **self.loading_fields(follower, elapsed, progress))
+
+    def _dispatch(self, followers: list[Follower], workers: dict[str, str]) -> None:
+        """Every job in one round trip, so no side starts ahead of another."""
+        pipe = self.redis.pipeline()
+        for follower in followers:
+            follower.dispatch(workers[follower.gen.model.slug], pipe)
+        pipe.execute()
+
+    def _follow(self, followers: list[Follower]) -> None:
+        """Until every side has ended or lost its worker before starting (then a retry)."""
+        renewed = time.time()
+        while live := [f for f in followers if not f.done and not f.needs_retry]:
+            for follower, events in read_many(live, FOLLOW_BLOCK_MS).items():
+                for ev in events:
+                    follower.handle(ev)
+            for follower in live:
+                follower.check()
+            if time.time() - renewed >= LEASE_RENEW_S:
+                orch.request_lease(self.redis, self.keys, self.request_id, self.specs)
+                renewed = time.time()
+
+    def _release(self) -> None:
+        try:
+            orch.release_lease(self.redis, self.keys, self.request_id)
+        except redis.RedisError:  # unrenewed, the lease lapses by itself
+            log.warning("Could not release the lease of run %s", self.request_id)
+
+
+class Follower:
+    """One generation's side of the work once it has a worker: hand it the job, read its
+    event stream, notice the worker dying or every viewer leaving, and store the outcome.
+
+    A `Run` drives one per side, all off one stream read (`read_many`).
+
+    While it follows, it keeps the generation's watch key alive (`keep_watch`): the
+    sweeper (arena/playground/sweeper.py) ends generations whose follower has gone (a
+    Celery worker killed), and the key coming back empty tells this follower that Redis
+    restarted and lost what it held (a job not yet taken, the viewers, the cancel flags)."""
+
+    def __init__(self, gen: Generation):
+        self.gen = gen
+        self.redis = streams.client()
+        self.keys = streams.keys()
+        self.stream = self.keys.stream(str(gen.id))
+        self.last_id = "0"
+        self.text: list[str] = []
+        self.worker_id = ""
+        self.started = False
+        self.done = False
+        self.needs_retry = False  # the worker went away before it took the job
+        self.deadline = time.time() + settings.ARENA_GENERATION_TIMEOUT_S
+        self.watch_key = streams.watch_key(str(gen.id))
+        self.watching = False  # set once: from then on a missing key means Redis lost it
+
+    # --- steps ----------------------------------------------------------------------
+    def job(self) -> Job:
+        return Job(str(self.gen.id), self.gen.messages(), self.gen.sampling_params(), enqueued_at=time.time())
+
+    def dispatch(self, worker_id: str, pipe) -> None:
+        """Queue the job on `pipe` (a Redis pipeline, or the client itself) for the worker."""
+        self.worker_id, self.needs_retry = worker_id, False
+        pipe.rpush(self.keys.worker_jobs(worker_id), self.job().to_json())
+
+    def handle(self, ev: dict) -> None:
+        kind = ev["type"]
+        if kind == p.STARTED and not self.started:
+            self.started = True
+            self.gen.claim(Generation.Status.LOADING, Generation.Status.RUNNING, load_wait_s=self.gen.load_wait_s)
+        elif kind == p.TOKEN:
+            self.text.append(ev.get("text", ""))
+        elif kind in p.TERMINAL_EVENTS:
+            self.store_outcome(ev)
+            self.done = True
+
+    def check(self) -> None:
+        """Between reads: Redis restarted, a dead worker, an abandoned page, the time limit."""
+        if self.done:
+            return
+        self.keep_watch()
+        if self.done:
+            return
+        failure = orch.worker_failure(self.redis, self.keys, self.worker_id)
+        if failure:
+            if not self.started:
+                self.needs_retry = True
+                return
+            self.fail(p.WORKER_DIED, f"{failure} The partial answer was kept; send again to retry.")
+            return
+        self.check_abandoned()
+        if time.time() > self.deadline:
+            self.fail(p.TIMEOUT, f"Stopped after {settings.ARENA_GENERATION_TIMEOUT_S:.0f} s.")
+            self.stop_worker_job("timeout")
+
+    def check_abandoned(self) -> None:
+        """A web generation whose every viewer left more than the grace ago is cancelled."""
+        if self.gen.origin != Generation.Origin.WEB:
+            return
+        left_at, count = self.redis.hmget(self.keys.viewers(str(self.gen.id)), ["left_at", "count"])
+        if left_at and int(count or 0) <= 0 and time.time() - float(left_at) > settings.ARENA_DISCONNECT_GRACE_S:
+            self.redis.set(self.keys.cancel(str(self.gen.id)), "abandoned", ex=p.STREAM_TTL_S)
+
+    def cancel_requested(self) -> bool:
+        self.keep_watch()
+        self.check_abandoned()
+        return bool(self.redis.exists(self.keys.cancel(str(self.gen.id))))
+
+    def keep_watch(self) -> None:
+        """Renew the watch key; if Redis no longer had it, Redis restarted under us."""
+        if self.done:
+            return  # stored: nothing left to watch
+        previous = self.redis.set(self.watch_key, self.worker_id or "waiting", px=int(streams.watch_ttl_s() * 1000),
+                                  get=True)
+        if self.watching and previous is None:
+            self._redis_lost_state()
+        self.watching = True
+
+    def _redis_lost_state(self) -> None:
+        """Redis came back empty. Waiting for a worker goes on (requests are renewed), and
+        a started generation goes on into the fresh stream (its worker rode out the restart);
+        but a job handed to a worker and not yet started was in the list Redis lost."""
+        log.warning("Redis lost its state under generation %s (restarted?)", self.gen.id)
+        if self.worker_id and not self.needs_retry and not self.started:
+            self.fail(p.WORKER_DIED, RESTARTED_BEFORE_START)
+            self.stop_worker_job("restart")  # if the worker did take it after all, rather than answer nobody
+
+    def stop_worker_job(self, why: str) -> None:
+        """Cancel the worker's job of a generation already failed. After the FAILED event, never
+        before: the worker's CANCELLED would otherwise be what the viewers hear first."""
+        self.redis.set(self.keys.cancel(str(self.gen.id)), why, ex=p.STREAM_TTL_S)
+
+    # --- outcomes -------------------------------------------------------------------
+    def store_outcome(self, ev: dict) -> None:
+        kind = ev["type"]
+        metrics = ev.get("metrics") or {}
+        if kind == p.DONE:
+            self.gen.finish(Generation.Status.DONE, text=ev.get("text", "".join(self.text)),
+                            finish_reason=ev.get("finish_reason", ""), metrics=metrics)
+        elif kind == p.CANCELLED and not self.redis.exists(self.keys.cancel(str(self.gen.id))):
+            # Nobody asked: the worker cancelled it because it was being stopped itself
+            # (its orchestrator went away, the server is shutting down). Not the user's doing.
+            self.gen.finish(Generation.Status.FAILED, text=ev.get("text", "".join(self.text)), reason=WORKER_STOPPED,
+                            metrics=metrics)
+        elif kind == p.CANCELLED:
+            self.gen.finish(Generation.Status.CANCELLED, text=ev.get("text", "".join(self.text)),
+                            finish_reason="cancelled", metrics=metrics)
+        else:
+            self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=ev.get("reason", "failed"),
+                            metrics=metrics)
+
+    def unavailable(self, reason: str) -> None:
+        """No worker could be had: cancelled by the user, or failed with the orchestrator's reason."""
+        if self.done:
+            return
+        if reason == "cancelled":
+            self.emit(p.CANCELLED, text="", metrics={})
+            self.gen.finish(Generation.Status.CANCELLED, text="")
+        else:
+            self.fail(p.LOAD_FAILED, reason)
+        self.done = True
+
+    def fail(self, code: str, reason: str) -> None:
+        """Store the failure, then tell the viewers (if Redis can be reached: the database
+        must have it either way, and a viewer whose stream is gone reads it from there)."""
+        self.done = True
+        if not self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=reason):
+            return  # already ended elsewhere (the sweeper, a stop): it told the viewers
+        try:
+            self.emit(p.FAILED, reason=reason, code=code)
+        except redis.RedisError as exc:
+            log.warning("Could not tell the viewers of generation %s that it failed: %s", self.gen.id, exc)
+
+    def emit(self, kind: str, **fields) -> None:
+        self.redis.xadd(self.stream, p.event(kind, **fields))
+        self.redis.expire(self.stream, p.STREAM_TTL_S)
+
+
+def read_many(followers: list[Follower], block_ms: int) -> dict[Follower, list[dict]]:
+    """One blocking read over several generations' streams: each follower's new events."""
+    by_stream = {f.stream: f for f in followers}
+    reply = followers[0].redis.xread({f.stream: f.last_id for f in followers}, block=block_ms, count=500)
+    events: dict[Follower, list[dict]] = {}
+    for stream, entries in reply or []:
+        follower = by_stream[stream.decode() if isinstance(stream, bytes) else stream]
+        for entry_id, fields in entries:
+            follower.last_id = entry_id
+            events.setdefault(follower, []).append(p.parse_event(fields))
+    return events
