@@ -60,6 +60,14 @@ class LiveApp:
         assert "sessionid" in session.cookies, response.text[:500]
         return session
 
+    def log_in_page(self, page, next_path: str = "playground/") -> None:
+        """Log a browser page in as the admin through the login form, landing on `next_path`."""
+        page.goto(self.url + next_path)
+        page.fill("#id_username", "admin")
+        page.fill("#id_password", self.admin_password)
+        page.click("button[type=submit]")
+        page.wait_for_url("**/" + next_path)
+
     def api(self, token: str, method: str, path: str, **kwargs) -> requests.Response:
         return requests.request(method, self.url + path.lstrip("/"), timeout=15,
                                 headers={"Authorization": f"Bearer {token}"}, **kwargs)
@@ -139,7 +147,7 @@ def running_app(redis_url: str, data_dir: Path, **env_overrides: str):
         **env_overrides,
     }
     log_path = data_dir / "launcher.log"
-    log = open(log_path, "wb")
+    log = open(log_path, "wb")  # noqa: SIM115 - the launcher writes to it until the finally below
     proc = subprocess.Popen([sys.executable, "-m", "arena.launcher"], cwd=ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}/"

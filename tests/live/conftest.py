@@ -12,15 +12,21 @@ def live_app(tmp_path_factory, redis_url):
 
 
 @pytest.fixture(scope="module")
-def page(live_app):
-    """A headless Chromium page (one per test module), 1280×900."""
+def browser(live_app):
+    """Debian's headless Chromium (one per test module)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        yield page
-        context.close()
+        yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser):
+    """A page of its own browser context (one per test module), 1280×900."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()

@@ -5,16 +5,8 @@ import pytest
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow]
 
 
-def login(page, live_app):
-    page.goto(live_app.url + "playground/")
-    page.fill("#id_username", "admin")
-    page.fill("#id_password", live_app.admin_password)
-    page.click("button[type=submit]")
-    page.wait_for_url("**/playground/")
-
-
 def test_log_in_stream_an_answer_then_stop_another(page, live_app):
-    login(page, live_app)
+    live_app.log_in_page(page)
     page.select_option("#id_model", "smollm2-135m")
     page.fill("#id_prompt", "What is the capital of France?")
     page.fill("#id_temperature", "0")

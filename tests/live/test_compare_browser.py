@@ -6,8 +6,6 @@ import time
 
 import pytest
 
-from .test_browser import login
-
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow]
 SIDES = ("left", "right")
 
@@ -34,7 +32,7 @@ def wait_both_done(page, timeout=300_000):
 
 
 def test_a_comparison_streams_both_sides_at_once_then_vote_swap_and_follow_up(page, live_app):
-    login(page, live_app)
+    live_app.log_in_page(page)
     frames = record_token_frames(page)
     page.goto(live_app.url + "compare/")
     page.select_option("#id_left_model", "smollm2-135m")

@@ -8,7 +8,6 @@ import time
 import pytest
 import websockets.sync.client as ws_client
 
-
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 LONG = {"temperature": 0.8, "max_new_tokens": 600, "seed": 1}
 
@@ -18,8 +17,10 @@ def admin_token(live_app):
     return live_app.token("admin")
 
 
-def start(live_app, token, prompt="Write a long story about a dragon who learns to bake.", params=LONG, model="smollm2-135m"):
-    response = live_app.api(token, "post", "/api/v1/generations", json={"model": model, "prompt": prompt, "params": params})
+def start(live_app, token, prompt="Write a long story about a dragon who learns to bake.", params=LONG,
+          model="smollm2-135m"):
+    body = {"model": model, "prompt": prompt, "params": params}
+    response = live_app.api(token, "post", "/api/v1/generations", json=body)
     assert response.status_code == 202, response.text
     return response.json()["id"]
 
@@ -60,7 +61,8 @@ def test_a_prompt_longer_than_the_context_is_refused_before_any_work(live_app, a
 def test_stop_over_the_websocket_cancels_within_a_second_and_frees_the_worker(live_app, admin_token):
     session = live_app.login()
     gen_id = live_app.start_from_page(session, "Write a long poem about the sea.", **LONG)
-    with ws_client.connect(live_app.ws_url(gen_id, json_frames=True), additional_headers=live_app.ws_headers(session)) as sock:
+    url, headers = live_app.ws_url(gen_id, json_frames=True), live_app.ws_headers(session)
+    with ws_client.connect(url, additional_headers=headers) as sock:
         live_app.wait_tokens(gen_id)
         sock.send(json.dumps({"action": "stop"}))
         stopped_at = time.time()

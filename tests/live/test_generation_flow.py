@@ -45,14 +45,15 @@ def test_a_late_joiner_gets_the_whole_answer_over_the_websocket(live_app, token)
     stored = live_app.wait_generation(token, gen["id"])
     session = live_app.login()
     # The API user's generation is not the admin's: the socket refuses a stranger...
-    with pytest.raises(websockets.exceptions.InvalidStatus):
-        with ws_client.connect(live_app.ws_url(gen["id"]), additional_headers=live_app.ws_headers(session)) as sock:
-            sock.recv(timeout=5)
+    with (pytest.raises(websockets.exceptions.InvalidStatus),
+          ws_client.connect(live_app.ws_url(gen["id"]), additional_headers=live_app.ws_headers(session)) as sock):
+        sock.recv(timeout=5)
     # ...and its owner, joining after the end, replays every token from the stream.
     live_app.manage("shell", "-c", "from django.contrib.auth.models import User; "
                     "u=User.objects.get(username='api-user'); u.set_password('api-user-pass-9'); u.save()")
     owner = live_app.login("api-user", "api-user-pass-9")
-    with ws_client.connect(live_app.ws_url(gen["id"], json_frames=True), additional_headers=live_app.ws_headers(owner)) as sock:
+    url, headers = live_app.ws_url(gen["id"], json_frames=True), live_app.ws_headers(owner)
+    with ws_client.connect(url, additional_headers=headers) as sock:
         events = _read_until_terminal(sock)
     tokens = "".join(e["text"] for e in events if e["type"] == "token")
     assert events[-1]["type"] == "done" and tokens == stored["text"] == events[-1]["text"]

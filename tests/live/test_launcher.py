@@ -25,7 +25,7 @@ def test_sigterm_leaves_nothing_behind(redis_url, tmp_path):
         for part in ("daphne", "celery", "orchestrator", "inference.worker"):
             assert part in names
     # running_app sent SIGTERM and waited for the launcher; its whole family is gone too.
-    gone, alive = psutil.wait_procs(family, timeout=5)
+    _gone, alive = psutil.wait_procs(family, timeout=5)
     assert not alive, [p.cmdline() for p in alive]
 
 

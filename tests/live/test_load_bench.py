@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench import load  # noqa: E402
+from bench import load
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

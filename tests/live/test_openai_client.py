@@ -76,7 +76,7 @@ def test_the_raw_stream_is_server_sent_events_ending_with_done(live_app, token):
     raw = b"".join(response.iter_content(chunk_size=None)).decode()
     events = [e for e in raw.split("\n\n") if e]
     assert events[-1] == "data: [DONE]" and raw.endswith("data: [DONE]\n\n")
-    assert all(e.startswith("data: ") or e.startswith(": ") for e in events)
+    assert all(e.startswith(("data: ", ": ")) for e in events)
     assert '"object":"chat.completion.chunk"' in events[0]
 
 

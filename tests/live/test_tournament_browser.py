@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from .app import ARGS, CHROMIUM
-from .test_tournament_helpers import contestant_slugs, identifiers
+from .tournament import contestant_slugs, identifiers
 
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow]
 PROMPT = "Write a short poem about the sea."
@@ -53,24 +52,6 @@ class Recorder:
             (time.monotonic(), payload if isinstance(payload, str) else payload.decode("utf-8", "replace"))))
 
 
-@pytest.fixture(scope="module")
-def browser(live_app):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield browser
-        browser.close()
-
-
-def login(page, live_app, next_path):
-    page.goto(live_app.url + next_path)
-    page.fill("#id_username", "admin")
-    page.fill("#id_password", live_app.admin_password)
-    page.click("button[type=submit]")
-    page.wait_for_url("**/" + next_path)
-
-
 def test_a_whole_blind_tournament_then_the_reveal(browser, live_app):
     slugs = contestant_slugs(live_app)
     secret = identifiers(live_app)
@@ -81,7 +62,7 @@ def test_a_whole_blind_tournament_then_the_reveal(browser, live_app):
     page = context.new_page()
     page.on("websocket", rec.websocket)
     page.set_default_timeout(30_000)
-    login(page, live_app, "tournaments/new/")
+    live_app.log_in_page(page, "tournaments/new/")
     for i, slug in enumerate(slugs, start=1):
         page.select_option(f"#id_contestant_{i}", slug)
     page.check("input[name=seeding][value=random]")
@@ -115,7 +96,8 @@ def test_a_whole_blind_tournament_then_the_reveal(browser, live_app):
 
     # --- the reveal: every name, the winner, each match's speeds -----------------------
     html = page.content()
-    body = live_app.api(live_app.token("admin"), "get", "/api/v1/tournaments/" + page.url.rstrip("/").split("/")[-1]).json()
+    tournament_id = page.url.rstrip("/").split("/")[-1]
+    body = live_app.api(live_app.token("admin"), "get", "/api/v1/tournaments/" + tournament_id).json()
     assert body["state"] == "finished" and {c["slug"] for c in body["contestants"]} == set(slugs)
     names = {c["slug"]: c["name"] for c in body["contestants"]}
     for name in names.values():
@@ -135,7 +117,8 @@ def test_a_whole_blind_tournament_then_the_reveal(browser, live_app):
         for word in secret:
             assert word.lower() not in lowered, f"{word!r} reached the browser before the reveal in {url}"
         if "/static/" not in url:
-            assert not SPEED.search(text), f"a speed reached the browser before the reveal in {url}: {SPEED.search(text)}"
+            speed = SPEED.search(text)
+            assert not speed, f"a speed reached the browser before the reveal in {url}: {speed}"
     figures = set()
     for match in body["matches"]:
         for side in ("left", "right"):

@@ -13,8 +13,7 @@ import websockets.sync.client as ws_client
 
 from arena.battles.fragments import BLIND_FAILURE
 
-from .app import ARGS, CHROMIUM
-from .test_tournament_helpers import contestant_slugs, current, identifiers, sides_done, wait_state
+from .tournament import contestant_slugs, current, identifiers, sides_done, wait_state
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 LONG = {"temperature": 0.8, "max_new_tokens": 300, "seed": 1}
@@ -39,9 +38,9 @@ def create(live_app, token, slugs, params=LONG, prompt="Write a long story about
 
 def stored_battle(live_app, battle_id: str) -> dict:
     out = live_app.manage("shell", "-c", (
-        "import json; from arena.battles.models import Battle; b = Battle.objects.get(id=%r); "
+        f"import json; from arena.battles.models import Battle; b = Battle.objects.get(id={battle_id!r}); "
         "print(json.dumps({s: {'status': g.status, 'text': g.text, 'reason': g.failure_reason, 'model': g.model.slug} "
-        "for s, g in b.sides}))" % battle_id))
+        "for s, g in b.sides}))"))
     return json.loads(out.splitlines()[-1])
 
 
@@ -108,7 +107,7 @@ def drain(sock, frames):
             frames.append(sock.recv(timeout=300))
             if 'id="vote-buttons"' in frames[-1]:
                 return
-    except Exception as exc:  # noqa: BLE001 - reported by the assertion on the frames
+    except Exception as exc:
         frames.append(f"<socket ended: {exc!r}>")
 
 
@@ -120,48 +119,40 @@ def stop(live_app, session, tid):
 
 
 @pytest.mark.browser
-def test_closing_the_tab_mid_match_then_coming_back(live_app, admin_token, slugs):
-    from playwright.sync_api import sync_playwright
-
+def test_closing_the_tab_mid_match_then_coming_back(live_app, admin_token, slugs, browser):
     body = create(live_app, admin_token, slugs)
     tid = body["id"]
     url = live_app.url + f"tournaments/{tid}/"
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        context = browser.new_context(viewport={"width": 390, "height": 844})  # a phone
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        page.goto(url)
-        page.fill("#id_username", "admin")
-        page.fill("#id_password", live_app.admin_password)
-        page.click("button[type=submit]")
-        page.wait_for_url(url)
-        page.wait_for_function(  # a function, not an expression: the page's CSP refuses eval
-            "() => ['left', 'right'].every(s => document.getElementById(s + '-output').textContent.length > 20"
-            " && document.getElementById(s + '-status').dataset.state === 'running')", timeout=600_000)
-        page.close()  # the tab is gone mid-match: its answers are cancelled after the grace period
-        ended = wait_state(live_app, admin_token, tid, sides_done, timeout=60, what="the answers stopped")
-        first = current(ended)["battle"]
-        assert {first["left"]["status"], first["right"]["status"]} <= {"cancelled", "done"}, first
-        assert ended["state"] == "running"
+    context = browser.new_context(viewport={"width": 390, "height": 844})  # a phone
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    live_app.log_in_page(page, f"tournaments/{tid}/")
+    page.wait_for_function(  # a function, not an expression: the page's CSP refuses eval
+        "() => ['left', 'right'].every(s => document.getElementById(s + '-output').textContent.length > 20"
+        " && document.getElementById(s + '-status').dataset.state === 'running')", timeout=600_000)
+    page.close()  # the tab is gone mid-match: its answers are cancelled after the grace period
+    ended = wait_state(live_app, admin_token, tid, sides_done, timeout=60, what="the answers stopped")
+    first = current(ended)["battle"]
+    assert {first["left"]["status"], first["right"]["status"]} <= {"cancelled", "done"}, first
+    assert ended["state"] == "running"
 
-        page = context.new_page()
-        page.goto(url)  # coming back: the match as it was left, to judge or to run again
-        for side in ("left", "right"):
-            assert page.get_attribute(f"#{side}-status", "data-state") in ("cancelled", "done")
-            assert page.text_content(f"#{side}-output").strip()
-        assert page.is_visible("#rerun-form button")
-        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")  # fits a phone
-        with page.expect_navigation():
-            page.click("#rerun-form button")
-        page.wait_for_selector("#left-status[data-state=done]", timeout=600_000)
-        page.wait_for_selector("#right-status[data-state=done]", timeout=600_000)
-        assert page.get_attribute("#match", "data-battle") != first["id"]
-        with page.expect_navigation():
-            page.click("#winner-form button[value=right]")
-        page.wait_for_selector("#match h2:has-text('Match 2:')")
-        page.click("#tournament-stop")
-        page.wait_for_selector("#tournament-resume")
-        browser.close()
+    page = context.new_page()
+    page.goto(url)  # coming back: the match as it was left, to judge or to run again
+    for side in ("left", "right"):
+        assert page.get_attribute(f"#{side}-status", "data-state") in ("cancelled", "done")
+        assert page.text_content(f"#{side}-output").strip()
+    assert page.is_visible("#rerun-form button")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")  # fits a phone
+    with page.expect_navigation():
+        page.click("#rerun-form button")
+    page.wait_for_selector("#left-status[data-state=done]", timeout=600_000)
+    page.wait_for_selector("#right-status[data-state=done]", timeout=600_000)
+    assert page.get_attribute("#match", "data-battle") != first["id"]
+    with page.expect_navigation():
+        page.click("#winner-form button[value=right]")
+    page.wait_for_selector("#match h2:has-text('Match 2:')")
+    page.click("#tournament-stop")
+    page.wait_for_selector("#tournament-resume")
+    context.close()
     final = live_app.api(admin_token, "get", f"/api/v1/tournaments/{tid}").json()
     assert final["state"] == "stopped" and final["matches"][0]["state"] == "decided"

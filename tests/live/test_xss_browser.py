@@ -9,6 +9,7 @@ stream directly, as a worker would write them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -25,7 +26,7 @@ from django.contrib.auth import get_user_model
 from arena.battles.models import Battle
 from arena.catalogue.models import ModelEntry
 from arena.history.models import ShareLink
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 text = json.loads({payload!r})
 admin = get_user_model().objects.get(username="admin")
@@ -38,7 +39,8 @@ def finished(answer):
 
 gen = finished(text)
 battle = Battle.objects.create(owner=admin, left=finished(text), right=finished("**Bold** and [a link](https://example.com)"))
-live = Generation.objects.create(owner=admin, model=model, prompt="Stream it.", params={{}}, status=Generation.Status.RUNNING)
+live = Generation.objects.create(owner=admin, model=model, prompt="Stream it.", params={{}},
+                                 status=Generation.Status.RUNNING)
 print(json.dumps({{
     "gen": gen.get_absolute_url(), "battle": battle.get_absolute_url(), "live": str(live.id),
     "share_gen": ShareLink.share(admin, gen).get_absolute_url(),
@@ -59,12 +61,14 @@ INSPECT = """() => {
   for (const answer of answers) {
     for (const el of answer.querySelectorAll("*")) {
       const tag = el.tagName.toLowerCase();
-      if (["script", "iframe", "img", "svg", "object", "embed", "style", "form", "base", "meta", "math", "details"].includes(tag))
+      if (["script", "iframe", "img", "svg", "object", "embed", "style", "form", "base", "meta", "math", "details"]
+          .includes(tag))
         bad.push("<" + tag + ">");
       for (const attr of el.attributes) {
         if (attr.name.startsWith("on")) bad.push(tag + " " + attr.name);
       }
-      if (tag === "a" && !/^(https?:|mailto:|\\/)/i.test(el.getAttribute("href") || "/")) bad.push("href " + el.getAttribute("href"));
+      if (tag === "a" && !/^(https?:|mailto:|\\/)/i.test(el.getAttribute("href") || "/"))
+        bad.push("href " + el.getAttribute("href"));
     }
   }
   return {answers: answers.length, bad, text: answers.map(a => a.textContent).join("\\n"),
@@ -76,7 +80,7 @@ INSPECT = """() => {
 def seeded(live_app):
     made = json.loads(live_app.manage("shell", "-c", SEED.format(payload=json.dumps(ALL_PAYLOADS))).splitlines()[-1])
     # The running generation has no task following it: hold its watch key as one would, or the
-    # sweeper (arena/playground/sweeper.py) fails it before this module streams into it.
+    # sweeper (arena/generations/sweeper.py) fails it before this module streams into it.
     live_app.redis.set(f"{live_app.prefix}:gen:{made['live']}:watch", "test", ex=600)
     return made
 
@@ -91,8 +95,8 @@ def watched(page, live_app):
         dialog.dismiss()
 
     page.on("dialog", on_dialog)
-    page.on("request", lambda request: None if request.url.startswith((live_app.url, live_app.url.replace("http", "ws", 1)))
-            else seen["foreign"].append(request.url))
+    own = (live_app.url, live_app.url.replace("http", "ws", 1))
+    page.on("request", lambda request: None if request.url.startswith(own) else seen["foreign"].append(request.url))
     page.add_init_script(WATCH)
     page.goto(live_app.url + "accounts/login/")
     page.fill("#id_username", "admin")
@@ -105,10 +109,8 @@ def watched(page, live_app):
 def assert_nothing_ran(page, seen, answers: int):
     # Give any handler its chance: hover and focus everything in the answers, toggle what toggles.
     for element in page.query_selector_all(".output *")[:200]:
-        try:
+        with contextlib.suppress(Exception):  # hidden or zero-sized: nothing to hover
             element.hover(timeout=500)
-        except Exception:
-            pass  # hidden or zero-sized: nothing to hover
     page.wait_for_timeout(300)
     found = page.evaluate(INSPECT)
     assert found["answers"] == answers

@@ -25,14 +25,14 @@ def contestant_slugs(live_app) -> list[str]:
     AWQ one if its quantisation is cached; otherwise the packaged SmolLM2 under a system prompt
     of its own (a catalogue entry as DESIGN allows: "itself under another prompt")."""
     if awq_cached():
-        return BASE + ["smollm2-135m-awq"]
+        return [*BASE, "smollm2-135m-awq"]
     live_app.manage("shell", "-c", (
         "from arena.catalogue.models import ModelEntry as M; e = M.objects.get(slug='smollm2-135m'); "
         f"M.objects.filter(slug={BRIEF['slug']!r}).exists() or M.objects.create(slug={BRIEF['slug']!r}, "
         f"name={BRIEF['name']!r}, system_prompt={BRIEF['system_prompt']!r}, source=e.source, "
         "gguf_file=e.gguf_file, kind=e.kind, memory_estimate_mb=e.memory_estimate_mb, "
         "default_params=e.default_params)"))
-    return BASE + [BRIEF["slug"]]
+    return [*BASE, BRIEF["slug"]]
 
 
 def identifiers(live_app) -> list[str]:
