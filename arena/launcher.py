@@ -6,7 +6,7 @@ daphne (HTTP + WebSocket), a Celery worker (arena tasks) and the orchestrator
 launcher alone receives Ctrl-C and stops them in order: nothing is left behind.
 
 A process that dies on its own (killed, crashed) is started again, as it was; the
-application rides that out (see arena/playground/sweeper.py). One that keeps dying
+application rides that out (see arena/generations/sweeper.py). One that keeps dying
 (RESTART_LIMIT times within RESTART_WINDOW_S) is a broken setup: then everything stops.
 """
 

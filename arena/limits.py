@@ -1,7 +1,7 @@
 """Per-user limits on starting work, and the request-body size limit.
 
 `check_start(user, cost)` is called by the services that create generations
-(arena.playground.services.start_generation, arena.battles.services.start_battle), inside
+(arena.generations.services.start_generation, arena.battles.services.start_battle), inside
 the transaction that creates them, so every page, API and tournament path that starts work
 goes through it. It raises `LimitExceeded`, which says which limit, the numbers and when to
 retry; views and APIs turn it into a 429 (`Retry-After`, the limit named).
@@ -89,7 +89,7 @@ def stale_after_s() -> float:
 
 
 def live_generations(user) -> int:
-    from arena.playground.models import Generation  # limits is imported by the apps' services
+    from arena.generations.models import Generation  # limits is imported by the apps' services
 
     since = timezone.now() - timedelta(seconds=stale_after_s())
     return Generation.objects.filter(owner=user, status__in=Generation.live_statuses(), created_at__gte=since).count()

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "template_partials",
     "arena.accounts",
     "arena.catalogue",
+    "arena.generations",
     "arena.playground",
     "arena.battles",
     "arena.tournaments",
@@ -208,7 +209,7 @@ ARENA_LOAD_TIMEOUT_S = float(os.environ.get("ARENA_LOAD_TIMEOUT_S", 300))
 ARENA_ORCHESTRATOR_BACKEND = os.environ.get("ARENA_ORCHESTRATOR_BACKEND", "local").strip().lower()
 ARENA_GENERATION_TIMEOUT_S = float(os.environ.get("ARENA_GENERATION_TIMEOUT_S", 900))
 ARENA_DISCONNECT_GRACE_S = float(os.environ.get("ARENA_DISCONNECT_GRACE_S", 5))
-# The sweeper (arena/playground/sweeper.py): a generation whose following task has been gone
+# The sweeper (arena/generations/sweeper.py): a generation whose following task has been gone
 # this long is ended; one no task picked up is queued again after the grace, failed after the timeout.
 ARENA_WATCH_TTL_S = float(os.environ.get("ARENA_WATCH_TTL_S", 15))
 ARENA_QUEUE_GRACE_S = float(os.environ.get("ARENA_QUEUE_GRACE_S", 60))

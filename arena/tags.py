@@ -40,7 +40,7 @@ class TagField(forms.CharField):
 def used_by(user) -> list[str]:
     """The tags this user has already given, for the inputs' suggestions."""
     from arena.battles.models import Battle
-    from arena.playground.models import Generation
+    from arena.generations.models import Generation
 
     if not user.is_authenticated:
         return []

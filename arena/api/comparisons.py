@@ -6,7 +6,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from arena.battles.forms import ComparisonForm
 from arena.battles.models import Battle
 from arena.battles.services import start_comparison
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
 
 from .auth import error, form_error, json_body, token_required

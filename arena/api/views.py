@@ -6,8 +6,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from arena.catalogue.models import ModelEntry
 from arena.playground.forms import GenerationForm
-from arena.playground.models import Generation
-from arena.playground.services import start_generation
+from arena.generations.models import Generation
+from arena.generations.services import start_generation
 from inference.protocol import ParamError, SamplingParams
 
 from arena import streams

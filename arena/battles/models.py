@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from arena import tags
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 
 class Battle(models.Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from arena import limits
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 from .models import Battle
 from .tasks import run_battle

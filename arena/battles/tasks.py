@@ -6,7 +6,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from arena.generations.run import Follower, Run
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 from .models import Battle
 

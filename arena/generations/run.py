@@ -15,7 +15,7 @@ import redis
 from django.conf import settings
 
 from arena import streams
-from arena.playground.models import Generation
+from .models import Generation
 from inference import protocol as p
 from inference.protocol import Job
 from inference.transport import WORKER_STOPPING
@@ -141,7 +141,7 @@ class Follower:
     A `Run` drives one per side, all off one stream read (`read_many`).
 
     While it follows, it keeps the generation's watch key alive (`keep_watch`): the
-    sweeper (arena/playground/sweeper.py) ends generations whose follower has gone (a
+    sweeper (arena/generations/sweeper.py) ends generations whose follower has gone (a
     Celery worker killed), and the key coming back empty tells this follower that Redis
     restarted and lost what it held (a job not yet taken, the viewers, the cancel flags)."""
 

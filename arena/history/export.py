@@ -22,7 +22,7 @@ from django.http import StreamingHttpResponse
 from django.utils import timezone
 
 from arena.battles.models import Battle
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 FORMATS = ("csv", "json")
 DATASETS = ("battles", "generations")

@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet
 
 from arena import tags
 from arena.battles.models import Battle
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 
 MAX_TERMS = 10

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.http import Http404
 
 from arena.battles.models import Battle
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from arena.tournaments import display
 from arena.tournaments.models import Tournament
 

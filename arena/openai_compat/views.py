@@ -25,8 +25,8 @@ from django.views.decorators.csrf import csrf_exempt
 from arena import jsonbody, limits, streams
 from arena.accounts.models import ApiToken
 from arena.catalogue.models import ModelEntry
-from arena.playground.models import Generation
-from arena.playground.services import start_generation
+from arena.generations.models import Generation
+from arena.generations.services import start_generation
 from inference import protocol as p
 from inference.protocol import ParamError
 

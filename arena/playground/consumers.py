@@ -19,7 +19,7 @@ from arena import streams
 from inference import protocol as p
 
 from . import fragments
-from .models import Generation
+from arena.generations.models import Generation
 
 log = logging.getLogger(__name__)
 MAX_CLIENT_FRAME = 4096  # a stop is 18 characters: a longer frame gets an error

@@ -9,8 +9,8 @@ from arena.limits import LimitExceeded, refused_page
 from arena.catalogue.models import ModelEntry
 
 from .forms import GenerationForm
-from .models import Generation
-from .services import start_generation
+from arena.generations.models import Generation
+from arena.generations.services import start_generation
 
 
 def _get_generation_for_user(request, generation_id) -> Generation:

@@ -22,7 +22,7 @@ from django.utils import timezone
 from arena import tags
 
 from arena.battles.models import Battle
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 from . import bracket
 

@@ -8,7 +8,7 @@ from celery import shared_task
 
 from arena import streams
 from arena.battles.models import Battle
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from orchestration import client as orch
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from django.test import Client
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.history.models import ShareLink
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 
 from .api_client import api

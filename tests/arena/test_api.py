@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from arena.accounts.models import ApiToken
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 from .api_client import api
 

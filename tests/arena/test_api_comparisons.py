@@ -7,7 +7,7 @@ import pytest
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 from .api_client import api
 

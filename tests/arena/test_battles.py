@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from arena.battles.models import Battle, names_itself
 from arena.battles.services import start_battle
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 pytestmark = pytest.mark.django_db
 

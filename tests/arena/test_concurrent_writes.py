@@ -10,7 +10,7 @@ from django.db import close_old_connections, connection
 
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WRITERS = 8

@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from arena import streams
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from arena.routing import websocket_urlpatterns
 from inference import protocol as p
 

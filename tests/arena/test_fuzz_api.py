@@ -35,7 +35,7 @@ from arena.battles.models import Battle
 from arena.battles.services import start_battle
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 
 from .api_client import api
@@ -304,7 +304,7 @@ def test_json_no_database_can_store_is_a_400_and_creates_nothing(client, token, 
     """Each of these was a 500 (or, on SQLite, a generation PostgreSQL would have refused): a lone
     surrogate cannot be encoded for any database, PostgreSQL refuses NUL in text and jsonb, and
     json.loads raises RecursionError and a bare ValueError for the last two."""
-    from arena.playground.models import Generation
+    from arena.generations.models import Generation
 
     response = api(client, "post", path, token, raw=raw(path))
     assert response.status_code == 400, response.content[:300]

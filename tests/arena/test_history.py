@@ -18,7 +18,7 @@ from django.utils import timezone
 from arena.battles.services import start_battle
 from arena.history import export
 from arena.history.models import ShareLink
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 
 from .api_client import api

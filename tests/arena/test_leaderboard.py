@@ -11,7 +11,7 @@ from django.utils import timezone
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
 from arena.leaderboard.records import battle_records
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 pytestmark = pytest.mark.django_db
 

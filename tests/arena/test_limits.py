@@ -28,7 +28,7 @@ from arena.battles.models import Battle
 from arena.battles.services import start_battle
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 
 from .api_client import api

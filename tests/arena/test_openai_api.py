@@ -18,7 +18,7 @@ from arena.accounts.models import ApiToken
 from arena.openai_compat import chunks
 from arena.openai_compat.errors import OpenAIError, generation_failed
 from arena.openai_compat.translate import check_arguments, parse_request, sampling_overrides, translate_messages
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from inference import protocol as p
 
 from .api_client import api

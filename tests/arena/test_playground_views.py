@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from arena import streams
 from arena.battles.models import Battle
-from arena.playground import sweeper as sw
-from arena.playground.models import Generation
+from arena.generations import sweeper as sw
+from arena.generations.models import Generation
 from arena.generations.run import RESTARTED_BEFORE_START, WORKER_STOPPED, Follower
 from inference import protocol as p
 
@@ -195,7 +195,7 @@ def test_a_queued_generation_nobody_picked_up_is_queued_again_once_per_grace(
     sweeper.sweep()
     clock.now += 15
     assert sweeper.sweep() == {sw.REQUEUE: 1}
-    assert broker_messages(redis_client) == [("arena.playground.tasks.run_generation", [str(lost.id)])]
+    assert broker_messages(redis_client) == [("arena.generations.tasks.run_generation", [str(lost.id)])]
     clock.now += 15
     assert sweeper.sweep() == {}  # the young one is still Celery's to pick up; the lost one was just sent
     lost.refresh_from_db()

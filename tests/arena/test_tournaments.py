@@ -19,7 +19,7 @@ from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from arena.routing import websocket_urlpatterns
 from arena.tournaments import bracket
 from arena.tournaments.models import Match, Tournament, TournamentError

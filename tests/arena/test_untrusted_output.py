@@ -16,7 +16,7 @@ from channels.testing import WebsocketCommunicator
 from arena import markdown, streams
 from arena.battles.models import Battle
 from arena.history.models import ShareLink
-from arena.playground.models import Generation
+from arena.generations.models import Generation
 from arena.routing import websocket_urlpatterns
 from arena.tournaments.models import Tournament
 from inference import protocol as p

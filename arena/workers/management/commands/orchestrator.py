@@ -4,7 +4,7 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from arena.playground.sweeper import Sweeper
+from arena.generations.sweeper import Sweeper
 from inference.protocol import Keys
 from arena.workers.models import DatabaseRecorder
 from orchestration.policy import Config

@@ -42,6 +42,7 @@ from arena import streams
 from inference import protocol as p
 
 from .models import Generation
+from .run import Follower
 
 log = logging.getLogger(__name__)
 SWEEP_EVERY_S = 2.0
@@ -148,8 +149,6 @@ class Sweeper:
         return p.parse_event(entries[0][1])["type"] if entries else ""
 
     def _apply(self, gen_id: str, action: str, reason: str) -> None:
-        from arena.generations.run import Follower  # the follower's own way of storing outcomes
-
         gen = Generation.objects.select_related("model").filter(id=gen_id).first()
         if gen is None or gen.finished:
             return
@@ -157,7 +156,7 @@ class Sweeper:
             if not self.redis.exists(streams.watch_key(gen_id)):  # its battle's other side may have just done it
                 self._requeue(gen)
             return
-        follower = Follower(gen)
+        follower = Follower(gen)  # the follower's own way of storing outcomes
         follower.redis = self.redis
         events = [p.parse_event(fields) for _id, fields in self.redis.xrange(follower.stream)]
         follower.text = [ev.get("text", "") for ev in events if ev["type"] == p.TOKEN]

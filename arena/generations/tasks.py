@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from arena.generations.run import Run
+from .run import Run
 
 from .models import Generation
 
