@@ -181,7 +181,9 @@ def serve(app, agent: Agent, loglevel: str = "INFO") -> int:
     children, and their PDEATHSIG is tied to a thread that lives as long as the agent.
     """
     global _current
-    import orchestration.tasks  # noqa: F401 - registers the node tasks on the app
+    from orchestration import tasks
+
+    tasks.register(app)
 
     app.conf.worker_enable_remote_control = False  # nothing broadcasts to agents
     _current = agent
