@@ -1,7 +1,6 @@
 """The leaderboard page: fitted on the stored verdicts, filtered by mode and period, and
 blind battles counted only once revealed. No model runs: battles are finished by hand."""
 
-import re
 from datetime import timedelta
 
 import pytest
@@ -9,23 +8,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.leaderboard.records import battle_records
-from arena.generations.models import Generation
+
+from .factories import leaderboard_order, verdict
 
 pytestmark = pytest.mark.django_db
-
-
-def verdict(owner, left, right, outcome, blind=False, revealed=False):
-    sides = {"left": {"model": left, "params": {}}, "right": {"model": right, "params": {}}}
-    mode = Battle.Mode.TOURNAMENT if blind else Battle.Mode.COMPARISON
-    battle = start_battle(owner, prompt="Hi", sides=sides, mode=mode, blind=blind)
-    for gen in (battle.left, battle.right):
-        gen.finish(Generation.Status.DONE, text="ok")
-    assert battle.vote(outcome)
-    if revealed:
-        Battle.objects.filter(id=battle.id).update(revealed=True)
-    return battle
 
 
 @pytest.fixture
@@ -42,14 +29,10 @@ def verdicts(owner, catalogue):
     return catalogue
 
 
-def ranked_slugs(html: str) -> list[str]:
-    return re.findall(r'<tr data-model="([^"]+)"', html)
-
-
 def test_the_table_ranks_models_from_the_stored_verdicts(client, owner, verdicts):
     client.force_login(owner)
     html = client.get(reverse("leaderboard")).content.decode()
-    order = ranked_slugs(html)
+    order = leaderboard_order(html)
     assert set(order) == {"smollm2-135m", "smollm2-135m-spec", "smollm2-135m-awq", "gemma-3-270m"}
     assert order.index("smollm2-135m") < order.index("gemma-3-270m")
     assert order.index("smollm2-135m-awq") < order.index("gemma-3-270m")
@@ -67,7 +50,7 @@ def test_blind_battles_count_only_once_revealed_and_self_matches_never(verdicts)
 def test_filters_by_mode_and_period(client, owner, verdicts):
     client.force_login(owner)
     blind = client.get(reverse("leaderboard") + "?mode=blind").content.decode()
-    assert set(ranked_slugs(blind)) == {"gemma-3-270m", "smollm2-135m-spec"}
+    assert set(leaderboard_order(blind)) == {"gemma-3-270m", "smollm2-135m-spec"}
     named = client.get(reverse("leaderboard") + "?mode=named").content.decode()
     assert "from 14 verdicts" in named
     Battle.objects.update(voted_at=timezone.now() - timedelta(days=3))

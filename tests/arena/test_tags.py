@@ -12,7 +12,7 @@ from arena.battles.models import Battle
 from arena.tournaments.models import Tournament
 
 from .api_client import api
-from .test_leaderboard import ranked_slugs, verdict
+from .factories import leaderboard_order, verdict
 
 pytestmark = pytest.mark.django_db
 
@@ -79,7 +79,8 @@ def test_the_leaderboard_filters_by_prompt_tag(client, owner, catalogue):
     Battle.objects.filter(id=hidden.id).update(tag="secret")
     client.force_login(owner)
     page = client.get(reverse("leaderboard") + "?tag=coding").content.decode()
-    assert set(ranked_slugs(page)) == {"smollm2-135m", "gemma-3-270m"} and "from 3 verdicts" in page
+    assert set(leaderboard_order(page)) == {"smollm2-135m", "gemma-3-270m"} and "from 3 verdicts" in page
     assert '<option value="coding" selected>' in page and "secret" not in page
     everything = client.get(reverse("leaderboard") + "?tag=secret").content.decode()
-    assert set(ranked_slugs(everything)) == {"smollm2-135m", "gemma-3-270m", "smollm2-135m-awq", "smollm2-135m-spec"}
+    every_model = {"smollm2-135m", "gemma-3-270m", "smollm2-135m-awq", "smollm2-135m-spec"}
+    assert set(leaderboard_order(everything)) == every_model
