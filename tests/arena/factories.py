@@ -25,17 +25,17 @@ def finish(gen: Generation, text: str = "Blue.", *, status: str = Generation.Sta
     return gen
 
 
-def generation(owner, model, prompt: str = "Name a colour.", *, text: str | None = None, ago_s: float = 0,
+def generation(owner, model, prompt: str = "Name a colour.", *, text: str | None = None, ago: float = 0,
                **fields) -> Generation:
-    """A playground generation, finished with `text` when one is given."""
+    """A playground generation made `ago` seconds ago, finished with `text` when one is given."""
     gen = Generation.objects.create(owner=owner, model=model, prompt=prompt, params=fields.pop("params", PARAMS),
-                                    created_at=timezone.now() - timedelta(seconds=ago_s), **fields)
+                                    created_at=timezone.now() - timedelta(seconds=ago), **fields)
     return finish(gen, text) if text is not None else gen
 
 
-def comparison(owner, left, right, prompt: str = "Name a colour.", *, texts: Sequence[str] | None = None,
-               **kwargs) -> Battle:
-    """A named comparison started by the service, finished with `texts` (left, right) when given."""
+def comparison(owner, left, right, prompt: str = "Name a colour.", *,
+               texts: Sequence[str] | None = ("Blue.", "Red."), **kwargs) -> Battle:
+    """A named comparison started by the service, finished with `texts` (left, right); None: still running."""
     sides = {"left": {"model": left, "params": PARAMS}, "right": {"model": right, "params": PARAMS}}
     battle = start_battle(owner, prompt=prompt, sides=sides, **kwargs)
     return finish_battle(battle, *texts) if texts else battle

@@ -9,48 +9,22 @@ import csv
 import io
 import json
 import re
-from datetime import timedelta
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from arena.battles.services import start_battle
 from arena.history import export
 from arena.history.models import ShareLink
-from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 
 from .api_client import api
+from .factories import PARAMS, comparison, finish, generation
 
 pytestmark = pytest.mark.django_db
-PARAMS = {"temperature": 0.0, "max_new_tokens": 8}
 
 
 # --- helpers -----------------------------------------------------------------------------
-def finish(gen, text="Blue.", rate=12.5):
-    gen.finish(Generation.Status.DONE, text=text, finish_reason="stop",
-               metrics={"prompt_tokens": 7, "generated_tokens": 3, "decode_tokens_per_s": rate,
-                        "first_token_time": gen.created_at.timestamp() + 0.75})
-    return gen
-
-
-def generation(owner, model, prompt="Name a colour.", *, system_prompt="", tag="", text=None, ago=0):
-    gen = Generation.objects.create(owner=owner, model=model, prompt=prompt, system_prompt=system_prompt,
-                                    params=PARAMS, tag=tag, created_at=timezone.now() - timedelta(seconds=ago))
-    return finish(gen, text) if text is not None else gen
-
-
-def comparison(owner, left, right, prompt="Name a colour.", *, tag="", texts=("Blue.", "Red.")):
-    sides = {"left": {"model": left, "params": PARAMS}, "right": {"model": right, "params": PARAMS}}
-    battle = start_battle(owner, prompt=prompt, tag=tag, sides=sides)
-    if texts:
-        finish(battle.left, texts[0], 12.5)
-        finish(battle.right, texts[1], 31.25)
-        battle.refresh_from_db()
-    return battle
-
-
 def tournament(owner, catalogue, prompt="Which colour is the sky?"):
     return Tournament.start(owner, contestants=catalogue, prompt=prompt, params=PARAMS, seeding="given")
 
@@ -207,7 +181,7 @@ def test_an_unrevealed_tournament_names_no_model_in_history_share_pages_or_expor
         assert response.status_code == 200, url
         body = b"".join(response.streaming_content) if response.streaming else response.content
         text = body.decode()
-        for word in identifiers(catalogue) + ["12.5", "0.75 s"]:
+        for word in [*identifiers(catalogue), "12.5", "0.75 s"]:
             assert word not in text, (url, word)
     shared_battle = client.get(ShareLink.objects.get(battle=battle).get_absolute_url()).content.decode()
     assert "Model A" in shared_battle and "Answer one." in shared_battle
