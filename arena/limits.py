@@ -138,7 +138,9 @@ def _rate_script(client):
 
 
 def rate_key(user) -> str:
-    return f"{settings.ARENA_REDIS_PREFIX}:limits:rate:{user.pk}"
+    from arena import streams
+
+    return streams.keys().rate_limit(user.pk)
 
 
 def _check_rate(user) -> None:

@@ -1,4 +1,5 @@
-"""The Django side's handles on Redis: one client per process, keys under our prefix."""
+"""The Django side's handles on Redis: one client per process, and the `Keys` (inference/protocol.py,
+where every key name is defined) under our prefix."""
 
 import logging
 import time
@@ -29,8 +30,8 @@ def _backoff() -> ExponentialBackoff:
     return ExponentialBackoff(cap=1.0, base=0.05)
 
 
-@lru_cache(maxsize=1)
 def keys() -> Keys:
+    """Built on each call (it only holds the prefix), so a changed setting applies at once."""
     return Keys(settings.ARENA_REDIS_PREFIX)
 
 
@@ -46,12 +47,7 @@ def async_client() -> aioredis.Redis:
                                    retry=AsyncRetry(_backoff(), RETRIES), retry_on_error=RETRY_ON)
 
 
-# --- watch: a generation whose follower (the Celery task) is gone is ended by the sweeper ---
-def watch_key(generation_id: str) -> str:
-    """Refreshed by the task following the generation; its absence means nobody follows it."""
-    return f"{keys().prefix}:gen:{generation_id}:watch"
-
-
+# --- watch (Keys.watch): a generation whose follower (the Celery task) is gone is ended by the sweeper ---
 def watch_ttl_s() -> float:
     return settings.ARENA_WATCH_TTL_S
 

@@ -213,6 +213,11 @@ class Keys:
     def viewers(self, generation_id: str) -> str:
         return f"{self.prefix}:gen:{generation_id}:viewers"
 
+    def watch(self, generation_id: str) -> str:
+        """Renewed by the task following the generation; its absence means nobody follows it
+        (the sweeper ends such generations) or, seen gone by that task, that Redis restarted."""
+        return f"{self.prefix}:gen:{generation_id}:watch"
+
     def worker(self, worker_id: str) -> str:
         """Hash: state, slug, pid, error, in_flight, last_used, ready_at, ..."""
         return f"{self.prefix}:worker:{worker_id}"
@@ -246,6 +251,10 @@ class Keys:
     def orchestrator_heartbeat(self) -> str:
         return f"{self.prefix}:orchestrator:heartbeat"
 
+    def orchestrator_epoch(self) -> str:
+        """Set once per Redis lifetime: finding it gone means Redis restarted empty."""
+        return f"{self.prefix}:orchestrator:epoch"
+
     def node(self, node_id: str) -> str:
         """JSON: a node agent's report (budget, host, its workers and their exit codes),
         rewritten every second and expiring a few seconds after its agent stops."""
@@ -254,6 +263,10 @@ class Keys:
     def nodes(self) -> str:
         """Set: the ids of the node agents that have reported (their reports may have expired)."""
         return f"{self.prefix}:nodes"
+
+    def rate_limit(self, user_id) -> str:
+        """Sorted set: the times of a user's recent starts (arena/limits.py's sliding window)."""
+        return f"{self.prefix}:limits:rate:{user_id}"
 
     def node_queue(self, node_id: str) -> str:
         """The Celery queue a node's agent consumes (a queue name, not a key)."""

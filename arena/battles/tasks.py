@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from arena.generations.run import Follower, Run
 from arena.generations.models import Generation
+from arena.generations.run import Follower, Run
 
 from .models import Battle
 

@@ -15,11 +15,12 @@ import redis
 from django.conf import settings
 
 from arena import streams
-from .models import Generation
 from inference import protocol as p
 from inference.protocol import Job
 from inference.transport import WORKER_STOPPING
 from orchestration import client as orch
+
+from .models import Generation
 
 log = logging.getLogger(__name__)
 FOLLOW_BLOCK_MS = 500
@@ -157,7 +158,7 @@ class Follower:
         self.done = False
         self.needs_retry = False  # the worker went away before it took the job
         self.deadline = time.time() + settings.ARENA_GENERATION_TIMEOUT_S
-        self.watch_key = streams.watch_key(str(gen.id))
+        self.watch_key = self.keys.watch(str(gen.id))
         self.watching = False  # set once: from then on a missing key means Redis lost it
 
     # --- steps ----------------------------------------------------------------------

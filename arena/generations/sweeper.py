@@ -126,7 +126,7 @@ class Sweeper:
         ids = [str(gen_id) for gen_id, _status, _created in live]
         pipe = self.redis.pipeline(transaction=False)
         for gen_id in ids:
-            pipe.exists(streams.watch_key(gen_id))
+            pipe.exists(self.keys.watch(gen_id))
         watched = dict(zip(ids, pipe.execute()))
         for gen_id in list(self.missing_since):
             if watched.get(gen_id, 1):  # renewed, or no longer live
@@ -153,7 +153,7 @@ class Sweeper:
         if gen is None or gen.finished:
             return
         if action == REQUEUE:
-            if not self.redis.exists(streams.watch_key(gen_id)):  # its battle's other side may have just done it
+            if not self.redis.exists(self.keys.watch(gen_id)):  # its battle's other side may have just done it
                 self._requeue(gen)
             return
         follower = Follower(gen)  # the follower's own way of storing outcomes
@@ -185,5 +185,5 @@ class Sweeper:
             requeued = [str(gen.id)]
         log.warning("Generation %s was never picked up; queued again", gen.id)
         for gen_id in requeued:  # not again before another grace: the key stands for "just queued"
-            self.redis.set(streams.watch_key(gen_id), "requeued", px=int(self.policy.queue_grace_s * 1000))
+            self.redis.set(self.keys.watch(gen_id), "requeued", px=int(self.policy.queue_grace_s * 1000))
             self.missing_since.pop(gen_id, None)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from .run import Run
-
 from .models import Generation
+from .run import Run
 
 
 @shared_task(ignore_result=True, soft_time_limit=3600, time_limit=3700)

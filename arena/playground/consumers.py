@@ -16,10 +16,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from arena import streams
+from arena.generations.models import Generation
 from inference import protocol as p
 
 from . import fragments
-from arena.generations.models import Generation
 
 log = logging.getLogger(__name__)
 MAX_CLIENT_FRAME = 4096  # a stop is 18 characters: a longer frame gets an error

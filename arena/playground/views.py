@@ -5,12 +5,12 @@ from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from arena.catalogue.defaults import DEFAULT_ENTRIES
-from arena.limits import LimitExceeded, refused_page
 from arena.catalogue.models import ModelEntry
-
-from .forms import GenerationForm
 from arena.generations.models import Generation
 from arena.generations.services import start_generation
+from arena.limits import LimitExceeded, refused_page
+
+from .forms import GenerationForm
 
 
 def _get_generation_for_user(request, generation_id) -> Generation:

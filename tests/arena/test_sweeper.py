@@ -134,7 +134,7 @@ def test_a_watched_generation_and_finished_ones_are_never_touched(sweeper, clock
     stored = make_gen(owner, smollm, S.DONE, text="Stored answer.", finish_reason="stop")
     before = Generation.objects.filter(id=stored.id).values().get()
     for _ in range(5):
-        redis_client.set(streams.watch_key(str(watched.id)), "w1", px=int(POLICY.watch_ttl_s * 1000))
+        redis_client.set(streams.keys().watch(str(watched.id)), "w1", px=int(POLICY.watch_ttl_s * 1000))
         assert sweeper.sweep() == {}
         clock.now += 10
     watched.refresh_from_db()
@@ -146,9 +146,9 @@ def test_a_key_that_comes_back_resets_the_count(sweeper, clock, redis_client, ow
     gen = make_gen(owner, smollm, S.RUNNING)
     sweeper.sweep()
     clock.now += 10
-    redis_client.set(streams.watch_key(str(gen.id)), "w1", px=100)  # its follower renewed it (then lapsed)
+    redis_client.set(streams.keys().watch(str(gen.id)), "w1", px=100)  # its follower renewed it (then lapsed)
     sweeper.sweep()
-    redis_client.delete(streams.watch_key(str(gen.id)))
+    redis_client.delete(streams.keys().watch(str(gen.id)))
     clock.now += 10
     assert sweeper.sweep() == {}  # missing 10 s since it was last seen, not 20
     clock.now += 15

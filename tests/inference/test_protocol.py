@@ -153,8 +153,35 @@ def test_keys_live_under_their_prefix():
         keys.worker_heartbeat("w"),
         keys.worker_jobs("w"),
         keys.variant("s"),
+        keys.watch("g"),
         keys.orchestrator_inbox(),
         keys.orchestrator_heartbeat(),
+        keys.orchestrator_epoch(),
+        keys.orchestrator_queue(),
+        keys.orchestrator_status(),
+        keys.lease("r"),
+        keys.node("n"),
+        keys.nodes(),
+        keys.rate_limit(7),
     ]
     assert all(name.startswith("p:") for name in names)
     assert len(set(names)) == len(names)
+
+
+def test_no_redis_key_is_named_outside_keys():
+    """Key names live in `Keys` alone: an f-string "{...prefix}:..." elsewhere is a second, drifting copy."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    key_fstring = re.compile(r'f"\{[^}]*(prefix|PREFIX)[^}]*\}:')
+    offenders = [
+        f"{path.relative_to(root)}:{n}"
+        for package in ("arena", "inference", "orchestration")
+        for path in sorted((root / package).rglob("*.py"))
+        # settings.py gives Channels and Celery sub-prefixes under which they name their own keys.
+        if path.name not in ("protocol.py", "settings.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if key_fstring.search(line)
+    ]
+    assert offenders == []

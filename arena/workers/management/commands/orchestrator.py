@@ -5,8 +5,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from arena.generations.sweeper import Sweeper
-from inference.protocol import Keys
 from arena.workers.models import DatabaseRecorder
+from inference.protocol import Keys
 from orchestration.policy import Config
 from orchestration.service import Orchestrator
 
