@@ -11,26 +11,22 @@ from django.test import Client
 
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
-from arena.history.models import ShareLink
 from arena.generations.models import Generation
+from arena.history.models import ShareLink
 from arena.tournaments.models import Tournament
 
 from .api_client import api
+from .factories import generation
 
 pytestmark = pytest.mark.django_db
 
 
-def finished(owner, model, text="Blue.", prompt="Name a colour.") -> Generation:
-    gen = Generation.objects.create(owner=owner, model=model, prompt=prompt, params={})
-    gen.finish(Generation.Status.DONE, text=text, finish_reason="stop", metrics={"generated_tokens": 2})
-    return gen
-
-
 @pytest.fixture
 def things(owner, catalogue):
-    battle = Battle.objects.create(owner=owner, left=finished(owner, catalogue[0]), right=finished(owner, catalogue[3]))
+    battle = Battle.objects.create(owner=owner, left=generation(owner, catalogue[0], text="Blue."),
+                                   right=generation(owner, catalogue[3], text="Blue."))
     tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", seeding="given")
-    return {"generation": finished(owner, catalogue[0]), "comparison": battle, "tournament": tournament}
+    return {"generation": generation(owner, catalogue[0], text="Blue."), "comparison": battle, "tournament": tournament}
 
 
 @pytest.fixture
@@ -136,7 +132,7 @@ def test_nobody_but_the_owner_changes_anything_by_api(things, tokens, who, clien
 
 
 def test_exports_and_history_hold_only_the_askers_own(things, clients, tokens, client, outsider, catalogue):
-    finished(outsider, catalogue[0], text="the outsider's own answer", prompt="Name a fruit.")
+    generation(outsider, catalogue[0], "Name a fruit.", text="the outsider's own answer")
     for url in ("/history/", "/history/comparisons/", "/history/tournaments/", "/history/export/generations.json",
                 "/history/export/battles.csv"):
         response = clients["outsider"].get(url)

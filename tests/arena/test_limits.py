@@ -11,8 +11,8 @@ import asyncio
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pytest
 import redis
@@ -25,13 +25,13 @@ from django.utils import timezone
 from arena import limits
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 
 from .api_client import api
+from .factories import comparison, finish, finish_battle
 
 PARAMS = {"temperature": 0.0, "max_new_tokens": 8}
 CHAT = "/v1/chat/completions"
@@ -51,22 +51,6 @@ def limits_set(settings, redis_prefix):
 
     set_()
     return set_
-
-
-def finish(gen, status=Generation.Status.DONE):
-    assert gen.finish(status, text="Blue.", finish_reason="stop", metrics={"generated_tokens": 2})
-
-
-def finish_battle(battle):
-    for _side, gen in battle.sides:
-        finish(gen)
-    battle.refresh_from_db()
-
-
-def comparison(owner, catalogue) -> Battle:
-    sides = {side: {"model": model, "params": PARAMS}
-             for side, model in (("left", catalogue[0]), ("right", catalogue[3]))}
-    return start_battle(owner, prompt="Hi", sides=sides)
 
 
 def tournament(owner, contestants) -> Tournament:
@@ -112,14 +96,12 @@ def _winner_api(client, token, t):
 def _stop_then_resume(client, token, t):
     assert client.post(reverse("tournament-stop", args=[t.id])).status_code == 302
     for _side, gen in current(t).battle.sides:  # as the stop's cancel does once committed
-        finish(gen, Generation.Status.CANCELLED)
+        finish(gen, status=Generation.Status.CANCELLED)
     return client.post(reverse("tournament-resume", args=[t.id]))
 
 
 def _finished_comparison(owner, catalogue):
-    battle = comparison(owner, catalogue)
-    finish_battle(battle)
-    return battle
+    return comparison(owner, catalogue[0], catalogue[3], "Hi")
 
 
 def _chat(client, token, state):
@@ -246,7 +228,7 @@ def test_a_fifth_generation_waits_for_one_of_four_to_finish(client, token, catal
     finish(Generation.objects.get(id=ids[0]))
     assert create(client, token).status_code == 202
     assert create(client, token).status_code == 429
-    finish(Generation.objects.get(id=ids[1]), Generation.Status.CANCELLED)  # stopping one frees its slot too
+    finish(Generation.objects.get(id=ids[1]), status=Generation.Status.CANCELLED)  # stopping one frees its slot too
     assert create(client, token).status_code == 202
 
 
@@ -369,7 +351,7 @@ def test_the_window_frees_after_its_time(client, token, catalogue, limits_set):
     assert create(client, token).status_code == 202
     response = create(client, token)
     assert response.status_code == 429 and response["Retry-After"] == "1"
-    assert "1 request in the last 1 s (the limit is 1): try again in 1 s." == response.json()["error"]["message"]
+    assert response.json()["error"]["message"] == "1 request in the last 1 s (the limit is 1): try again in 1 s."
     time.sleep(1.05)
     assert create(client, token).status_code == 202
 

@@ -19,27 +19,21 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client, override_settings
-from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from django.urls import URLResolver, get_resolver, resolve
 
 from arena import security
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.history.models import ShareLink
-from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 
 from .api_client import api
+from .factories import generation
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 # --- fixtures: one of everything an owner can open ------------------------------------------
-def finished(owner, model, text="**Blue.**") -> Generation:
-    gen = Generation.objects.create(owner=owner, model=model, prompt="Name a colour.", params={})
-    gen.finish(Generation.Status.DONE, text=text, finish_reason="stop", metrics={"generated_tokens": 3})
-    return gen
-
-
 @pytest.fixture
 def staff(db):
     return get_user_model().objects.create_superuser("boss", password="boss-pass-123")
@@ -47,8 +41,9 @@ def staff(db):
 
 @pytest.fixture
 def objects(owner, catalogue):
-    gen = finished(owner, catalogue[0])
-    battle = Battle.objects.create(owner=owner, left=finished(owner, catalogue[0]), right=finished(owner, catalogue[1]))
+    gen = generation(owner, catalogue[0], text="**Blue.**")
+    battle = Battle.objects.create(owner=owner, left=generation(owner, catalogue[0], text="**Blue.**"),
+                                   right=generation(owner, catalogue[1], text="**Blue.**"))
     tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", params={},
                                   seeding="given")
     link = ShareLink.share(owner, gen)
@@ -123,9 +118,10 @@ class InlineScriptFinder(HTMLParser):
         if tag == "style":
             self.blocked.append("<style> element")
         for name, value in attrs.items():
-            if name.startswith("on") or name.startswith("hx-on"):
+            if name.startswith(("on", "hx-on")):
                 self.blocked.append(f"{tag} {name}")
-            if name in ("href", "src", "action", "formaction") and (value or "").strip().lower().startswith("javascript:"):
+            scheme_js = (value or "").strip().lower().startswith("javascript:")
+            if name in ("href", "src", "action", "formaction") and scheme_js:
                 self.blocked.append(f"{tag} {name}={value}")
 
 
@@ -314,7 +310,7 @@ def test_every_rendered_form_that_posts_carries_the_csrf_token(client, owner, st
     stopped = Tournament.start(owner, contestants=catalogue[:4], prompt="Stop me.", params={}, seeding="given")
     stopped.stop()
     client.force_login(owner)
-    pages = owner_pages(objects) + [stopped.get_absolute_url()]
+    pages = [*owner_pages(objects), stopped.get_absolute_url()]
     rendered = {url: client.get(url).content.decode() for url in pages}
     client.force_login(staff)
     rendered.update({url: client.get(url).content.decode() for url in ("/status/", "/admin/")})
@@ -362,8 +358,9 @@ def session_of(client, user) -> str:
 def test_sockets_check_origin_and_session(client, owner, outsider, staff, catalogue):
     from asgiref.sync import async_to_sync
 
-    gen = finished(owner, catalogue[0])
-    battle = Battle.objects.create(owner=owner, left=finished(owner, catalogue[0]), right=finished(owner, catalogue[1]))
+    gen = generation(owner, catalogue[0], text="**Blue.**")
+    battle = Battle.objects.create(owner=owner, left=generation(owner, catalogue[0], text="**Blue.**"),
+                                   right=generation(owner, catalogue[1], text="**Blue.**"))
     tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", params={},
                                   seeding="given")
     match_battle = tournament.current_match().battle
