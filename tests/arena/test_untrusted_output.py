@@ -15,49 +15,14 @@ from channels.testing import WebsocketCommunicator
 
 from arena import markdown, streams
 from arena.battles.models import Battle
-from arena.history.models import ShareLink
 from arena.generations.models import Generation
+from arena.history.models import ShareLink
 from arena.routing import websocket_urlpatterns
 from arena.tournaments.models import Tournament
 from inference import protocol as p
+from tests.payloads import ALL_PAYLOADS, PAYLOADS
 
 # What an attacker would have a model say. Each must come out inert.
-PAYLOADS = {
-    "script tag": "<script>window.__xss = 1; alert(1)</script>",
-    "img onerror": '<img src=x onerror="window.__xss = 1">',
-    "a onclick": '<a href="#" onclick="window.__xss = 1">click me</a>',
-    "a javascript href": '<a href="javascript:window.__xss = 1">click me</a>',
-    "svg onload": '<svg onload="window.__xss = 1"><circle r="1"/></svg>',
-    "iframe": '<iframe src="javascript:window.__xss = 1"></iframe>',
-    "iframe srcdoc": '<iframe srcdoc="<script>parent.__xss = 1</script>"></iframe>',
-    "object": '<object data="javascript:window.__xss = 1"></object><embed src="javascript:window.__xss = 1">',
-    "details ontoggle": '<details open ontoggle="window.__xss = 1"><summary>x</summary></details>',
-    "raw html block": "<div>\n<script>window.__xss = 1</script>\n</div>",
-    "raw html block with blank line": '<div onmouseover="window.__xss = 1">\n\n*md*\n\n</div>',
-    "mutation xss": "<math><mtext><table><mglyph><style><img src=x onerror=window.__xss=1>",
-    "meta refresh": '<meta http-equiv="refresh" content="0;url=javascript:window.__xss=1">',
-    "base href": '<base href="https://evil.example/">',
-    "style": "<style>body { display: none }</style>",
-    "form": '<form action="javascript:window.__xss=1"><button>go</button></form>',
-    "md javascript link": "[click me](javascript:window.__xss=1)",
-    "md mixed case": "[click me](JaVaScRiPt:window.__xss=1)",
-    "md entity": "[click me](&#106;avascript:window.__xss=1)",
-    "md hex entity and colon": "[click me](&#x6A;avascript&colon;window.__xss=1)",
-    "md percent-escape": "[click me](%6Aavascript:window.__xss=1)",
-    "md tab": "[click me](<java\tscript:window.__xss=1>)",
-    "md leading space entity": "[click me](&#32;javascript:window.__xss=1)",
-    "md zero-width": "[click me](java&#8203;script:window.__xss=1)",
-    "md vbscript": "[click me](vbscript:msgbox(1))",
-    "md data": "[click me](data:text/html;base64,PHNjcmlwdD5wYXJlbnQuX194c3M9MTwvc2NyaXB0Pg==)",
-    "md image javascript": "![pic](javascript:window.__xss=1)",
-    "md image data": "![pic](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9ImFsZXJ0KDEpIi8+)",
-    "md reference": "[click me][ref]\n\n[ref]: javascript:window.__xss=1",
-    "md title breakout": '[click me](https://example.com "a\\" onmouseover=\\"window.__xss=1")',
-    "autolink javascript": "<javascript:window.__xss=1>",
-    "code fence breakout": "```\n</code></pre><script>window.__xss = 1</script>\n```",
-    "inline code breakout": "`</code><script>window.__xss = 1</script>`",
-}
-ALL_PAYLOADS = "\n\n".join(PAYLOADS.values())
 
 ALLOWED_TAGS = {"p", "a", "em", "strong", "code", "pre", "ul", "ol", "li", "blockquote", "hr", "br", "s",
                 "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td"}
@@ -312,7 +277,8 @@ async def test_battle_socket_ends_in_inert_markdown_on_both_sides(owner, catalog
     for gen in (left, right):
         emit(gen, p.DONE, text=ALL_PAYLOADS, finish_reason="stop", metrics={"generated_tokens": 2})
     frames = await frames_until(comm, 'id="vote-buttons"', limit=40)
-    assert 'id="left-output" class="output markdown"' in frames and 'id="right-output" class="output markdown"' in frames
+    for side in ("left", "right"):
+        assert f'id="{side}-output" class="output markdown"' in frames
     found = assert_inert(frames)
     assert found.answers >= 2
     await comm.disconnect()

@@ -15,8 +15,7 @@ import json
 import pytest
 
 from inference import protocol as p
-
-from ..arena.test_untrusted_output import ALL_PAYLOADS, PAYLOADS
+from tests.payloads import ALL_PAYLOADS, PAYLOADS
 
 pytestmark = [pytest.mark.live, pytest.mark.browser]
 
