@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.utils.html import format_html, format_html_join
 
 from arena import markdown
+from arena.playground import fragments as playground
 from arena.playground.fragments import STATUS_TEXT
 from inference import protocol as p
 
@@ -67,23 +68,10 @@ def output_append(side: str, text: str) -> str:
 
 
 def metrics(view: Side) -> str:
-    """Time to first token, live tokens/s, token count and a chart of tokens over time."""
+    """Time to first token, live tokens/s, token count and a chart of tokens over time; none of it while blind."""
     if view.blind:
-        return format_html('<div id="{}-metrics" class="metrics hidden-speeds">Speeds are shown at the reveal.</div>',
-                           view.name)
-    values = view.values()
-
-    def fmt(value, pattern):
-        return pattern.format(value) if value is not None else "–"
-
-    return format_html(
-        '<div id="{}-metrics" class="metrics"><dl>'
-        '<dt>Time to first token</dt><dd data-metric="ttft">{}</dd>'
-        '<dt>Tokens/s</dt><dd data-metric="tps">{}</dd>'
-        '<dt>Tokens</dt><dd data-metric="tokens">{}</dd></dl>{}</div>',
-        view.name, fmt(values["ttft_s"], "{:.2f} s"), fmt(values["tokens_per_s"], "{:.1f}"),
-        fmt(values["tokens"], "{}"), chart(view.points),
-    )
+        return playground.metrics({}, f"{view.name}-metrics", hidden=True)
+    return playground.metrics(view.values(), f"{view.name}-metrics", chart=chart(view.points))
 
 
 def chart(points: list[tuple[float, int]]) -> str:

@@ -4,11 +4,13 @@ Model output is untrusted: every piece of it goes through escaping here, or thro
 arena.markdown (formatting without HTML). While an answer streams, tokens are appended as
 escaped text; the final frame and any finished answer show it as Markdown."""
 
+from django.template.loader import render_to_string
 from django.utils.html import format_html
 
 from arena import markdown
 from inference import protocol as p
 
+METRICS_TEMPLATE = "generations/_metrics.html"
 STATUS_TEXT = {
     "queued": "Queued",
     "loading": "Loading the model",
@@ -42,20 +44,12 @@ def output_append(text: str, n: int) -> str:
     return format_html('<div id="gen-output" hx-swap-oob="beforeend" data-n="{}">{}</div>', n, text)
 
 
-def metrics(values: dict) -> str:
-    """Time to first token, tokens/s and token count, once they are known."""
-    def fmt(value, pattern):
-        return pattern.format(value) if value is not None else "–"
-
-    return format_html(
-        '<dl id="gen-metrics" class="metrics">'
-        '<dt>Time to first token</dt><dd data-metric="ttft">{}</dd>'
-        '<dt>Tokens/s</dt><dd data-metric="tps">{}</dd>'
-        '<dt>Tokens</dt><dd data-metric="tokens">{}</dd></dl>',
-        fmt(values.get("ttft_s"), "{:.2f} s"),
-        fmt(values.get("tokens_per_s"), "{:.1f}"),
-        fmt(values.get("tokens"), "{}"),
-    )
+def metrics(values: dict, element_id: str = "gen-metrics", chart: str = "", hidden: bool = False) -> str:
+    """Time to first token, tokens/s and token count ("–" until known), in the one metrics
+    partial that pages render too; `chart` and `hidden` are a battle side's (arena/battles/fragments.py)."""
+    context = {"id": element_id, "chart": chart, "hidden": hidden,
+               **{name: values.get(name) for name in ("ttft_s", "tokens_per_s", "tokens")}}
+    return render_to_string(METRICS_TEMPLATE, context).strip()
 
 
 def controls(live: bool) -> str:
