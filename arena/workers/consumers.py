@@ -5,37 +5,27 @@ from __future__ import annotations
 import asyncio
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
+from django.utils.html import format_html
 
 from arena import streams
+from arena.generations.consumers import ArenaSocket
 
 from .status import snapshot
 
 INTERVAL_S = 1.0
 
 
-class StatusConsumer(AsyncWebsocketConsumer):
-    # Reads Redis directly and takes nothing from the channel layer: not subscribing to it spares a
-    # Redis pop per socket, and a Redis restart no longer kills the socket from inside Channels.
-    channel_layer_alias = None
+class StatusConsumer(ArenaSocket):
+    """Staff only; the page only listens, so whatever a client sends is ignored (a frame over the
+    size limit closes the socket, as on every arena socket)."""
 
-    async def connect(self):
-        user = self.scope.get("user")
-        if user is None or not user.is_staff:
-            await self.close(code=4403)
-            return
-        await self.accept()
-        self.pump = asyncio.create_task(self._pump())
+    REFUSED = 4403
 
-    async def disconnect(self, code):
-        if getattr(self, "pump", None):
-            self.pump.cancel()
+    def subject_for(self, user, url_kwargs: dict):
+        return user if user.is_staff else None
 
-    async def receive(self, text_data=None, bytes_data=None):
-        """The page only listens; whatever a client sends is ignored."""
-
-    async def _pump(self):
+    async def pump(self) -> None:
         last = None
         while True:
             html = await self._render()
@@ -43,6 +33,10 @@ class StatusConsumer(AsyncWebsocketConsumer):
                 await self.send(text_data=html)
                 last = html
             await asyncio.sleep(INTERVAL_S)
+
+    async def send_error(self, message: str) -> None:
+        await self.send(text_data=format_html(
+            '<div id="orchestrator-status" hx-swap-oob="true"><p class="notice">{}</p></div>', message))
 
     @database_sync_to_async
     def _render(self) -> str:

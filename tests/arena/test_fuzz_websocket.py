@@ -27,7 +27,7 @@ from arena import streams
 from arena.asgi import application
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
-from arena.playground.consumers import MAX_CLIENT_FRAME, MAX_FRAME_CHARS
+from arena.generations.consumers import MAX_CLIENT_FRAME, MAX_FRAME_CHARS
 from arena.generations.models import Generation
 from inference import protocol as p
 

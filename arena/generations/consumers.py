@@ -1,0 +1,202 @@
+"""What the arena's WebSockets share.
+
+`ArenaSocket`: the access check (an object the user may see, else close), the frame size
+limit, the streaming task and its error frame. `StreamSocket` adds following generations'
+Redis Streams for their owner: viewers counted in and out, a stop frame that cancels them,
+a replay from the start (a late joiner or a reconnecting browser gets everything), then one
+blocking read over every stream still live, and the database's outcome for a stream that
+expired. The generation page's socket (arena/playground) and a battle's (arena/battles) are
+`StreamSocket`s that say how events become frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from arena import streams
+from inference import protocol as p
+
+log = logging.getLogger(__name__)
+MAX_CLIENT_FRAME = 4096  # a stop is 18 characters: a longer frame gets an error
+# ...and one longer than this closes the socket with 1009 (message too big): a client sending
+# such frames to a socket that only takes a stop is broken or hostile, and no reply is worth it.
+MAX_FRAME_CHARS = 64 * 1024
+FOLLOW_BLOCK_MS = 5000
+INTERRUPTED = "Streaming was interrupted; reload the page to resume."
+
+
+def stop_frame_problem(text_data, bytes_data) -> str:
+    """Why a client frame is not the one action clients may send, {"action": "stop"} ("" if it is)."""
+    if bytes_data is not None or text_data is None or len(text_data) > MAX_CLIENT_FRAME:
+        return "Frames must be JSON text under 4 KB."
+    try:
+        message = json.loads(text_data)
+    except (ValueError, RecursionError):  # "[[[[..." 4 KB deep overflows the parser: it crashed the consumer
+        return "Frames must be JSON."
+    if not isinstance(message, dict) or message.get("action") != "stop":
+        return 'Unknown action: the only action is {"action": "stop"}.'
+    return ""
+
+
+def frame_too_big(text_data, bytes_data) -> bool:
+    return len(text_data if text_data is not None else bytes_data or b"") > MAX_FRAME_CHARS
+
+
+class ArenaSocket(AsyncWebsocketConsumer):
+    """Accept the user only for an object `subject_for` gives them; run `pump` until closed.
+
+    Subclasses implement `subject_for` (sync, in a thread: the ORM), `pump` and `send_error`,
+    and may add `opened` / `closed` / `received`."""
+
+    # Reads Redis directly and takes nothing from the channel layer: not subscribing to it spares a
+    # Redis pop per socket, and a Redis restart no longer kills the socket from inside Channels.
+    channel_layer_alias = None
+    REFUSED = 4404  # not yours or not there: the same answer
+
+    async def connect(self):
+        subject = await self._subject()
+        if subject is None:
+            await self.close(code=self.REFUSED)
+            return
+        self.subject = subject
+        await self.accept()
+        await self.opened()
+        self.pumping = asyncio.create_task(self._pump())
+
+    async def disconnect(self, code):
+        pumping = getattr(self, "pumping", None)
+        if pumping is None:
+            return  # refused: nothing was opened
+        pumping.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # the pump logs its own; closing must not raise
+            await pumping
+        await self.closed()
+
+    async def receive(self, text_data=None, bytes_data=None):
+        """A frame too big to be anything we take closes the socket; the rest is `received`'s."""
+        if frame_too_big(text_data, bytes_data):
+            return await self.close(code=1009)
+        await self.received(text_data, bytes_data)
+
+    # --- hooks ------------------------------------------------------------------------
+    def subject_for(self, user, url_kwargs: dict) -> Any:
+        """The object this socket serves if `user` may see it, else None (runs in a thread)."""
+        raise NotImplementedError
+
+    async def pump(self) -> None:
+        raise NotImplementedError
+
+    async def send_error(self, message: str) -> None:
+        raise NotImplementedError
+
+    async def opened(self) -> None:
+        """Accepted; the pump starts next."""
+
+    async def closed(self) -> None:
+        """The pump has stopped."""
+
+    async def received(self, text_data, bytes_data) -> None:
+        """A client frame of acceptable size; ignored unless a subclass takes it."""
+
+    # --- internals --------------------------------------------------------------------
+    @database_sync_to_async
+    def _subject(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            return None
+        return self.subject_for(user, self.scope["url_route"]["kwargs"])
+
+    async def _pump(self) -> None:
+        try:
+            await self.pump()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s for %s failed", type(self).__name__, self.subject)
+            await self.send_error(INTERRUPTED)
+
+
+class StreamSocket(ArenaSocket):
+    """Follows the Redis Streams of `generations()` for their owner, who may stop them.
+
+    Subclasses implement `send_snapshot` (one stream's replay; returns the id to follow from),
+    `send_events` (new entries of one stream), `stream_ended`, `send_stored` (a generation as
+    the database has it) and `send_error`; `followed` runs once every stream has ended."""
+
+    async def opened(self) -> None:
+        self.redis = streams.async_client()
+        self.keys = streams.keys()
+        self.by_stream = {self.keys.stream(str(gen.id)): gen for gen in self.generations()}
+        for gen in self.by_stream.values():
+            await streams.viewer_joined(self.redis, str(gen.id))
+
+    async def closed(self) -> None:
+        for gen in self.by_stream.values():
+            await streams.viewer_left(self.redis, str(gen.id))
+        await self.redis.aclose()
+
+    async def received(self, text_data, bytes_data) -> None:
+        """Clients may only ask to stop; anything else gets an error, never a crash."""
+        problem = stop_frame_problem(text_data, bytes_data)
+        if problem:
+            return await self.send_error(problem)
+        for gen in self.by_stream.values():
+            await self.redis.set(self.keys.cancel(str(gen.id)), "user", ex=p.STREAM_TTL_S)
+        await self.stopping()
+
+    async def pump(self) -> None:
+        last_ids = {stream: await self.send_snapshot(stream) for stream in self.by_stream}
+        while live := {s: last_id for s, last_id in last_ids.items() if not self.stream_ended(s)}:
+            reply = await self.redis.xread(live, block=FOLLOW_BLOCK_MS, count=200)
+            for name, entries in reply or []:
+                stream = name.decode() if isinstance(name, bytes) else name
+                last_ids[stream] = entries[-1][0]
+                await self.send_events(stream, [p.parse_event(fields) for _id, fields in entries])
+            if not reply:
+                await self._catch_expired(live)
+        await self.followed()
+
+    async def _catch_expired(self, live: dict) -> None:
+        """A stream that is gone (expired, or never written): the database may have the outcome."""
+        for stream in live:
+            if not await self.redis.exists(stream):
+                gen = await self.refresh(self.by_stream[stream])
+                if gen.finished:
+                    await self.send_stored(stream, gen)
+
+    # --- hooks ------------------------------------------------------------------------
+    def generations(self) -> list:
+        """The generations of `self.subject` this socket follows."""
+        raise NotImplementedError
+
+    async def send_snapshot(self, stream: str) -> str:
+        raise NotImplementedError
+
+    async def send_events(self, stream: str, events: list[dict]) -> None:
+        raise NotImplementedError
+
+    def stream_ended(self, stream: str) -> bool:
+        """Whether the stream's generation has ended as far as this socket has shown."""
+        raise NotImplementedError
+
+    async def send_stored(self, stream: str, gen) -> None:
+        """Show the generation as stored; from then on `stream_ended(stream)` must be true."""
+        raise NotImplementedError
+
+    async def stopping(self) -> None:
+        """The user asked to stop (the cancel keys are set)."""
+
+    async def followed(self) -> None:
+        """Every stream has ended."""
+
+    @database_sync_to_async
+    def refresh(self, gen):
+        gen.refresh_from_db()
+        return gen
