@@ -54,7 +54,8 @@ class Driven:
 
     def grant(self, workers: dict[str, str]) -> None:
         self.wait_for(lambda: any(m["op"] == "lease" for m in self.inbox()), "a lease request")
-        self.redis.hset(self.keys.lease(self.run.request_id), mapping={"state": "granted", "workers": json.dumps(workers)})
+        granted = {"state": "granted", "workers": json.dumps(workers)}
+        self.redis.hset(self.keys.lease(self.run.request_id), mapping=granted)
 
     def refuse(self, reason: str) -> None:
         self.wait_for(lambda: any(m["op"] == "lease" for m in self.inbox()), "a lease request")
@@ -127,8 +128,8 @@ def test_a_refused_lease_fails_the_generation_with_the_orchestrators_reason(owne
 
 
 def battle_run(owner, catalogue, blind: bool) -> BattleRun:
-    sides = {side: {"model": model, "params": {"max_new_tokens": 8}} for side, model in zip(("left", "right"),
-                                                                                            catalogue[:2])}
+    sides = {side: {"model": model, "params": {"max_new_tokens": 8}}
+             for side, model in zip(("left", "right"), catalogue[:2], strict=True)}
     battle = start_battle(owner, prompt="Name a colour.", sides=sides, blind=blind)
     for _side, gen in battle.sides:
         assert gen.claim(S.QUEUED, S.LOADING)
