@@ -9,6 +9,8 @@ from arena.battles.models import Battle, names_itself
 from arena.battles.services import start_battle
 from arena.generations.models import Generation
 
+from .factories import finish_battle
+
 pytestmark = pytest.mark.django_db
 
 
@@ -23,11 +25,6 @@ def battle(owner, catalogue):
     sides = {side: {"model": model, "params": {"temperature": 0.0, "max_new_tokens": 8}}
              for side, model in (("left", catalogue[0]), ("right", catalogue[3]))}
     return start_battle(owner, prompt="Hi", sides=sides)
-
-
-def finish(battle, left="Blue.", right="Red."):
-    for gen, text in ((battle.left, left), (battle.right, right)):
-        gen.finish(Generation.Status.DONE, text=text, metrics={"generated_tokens": 2, "decode_tokens_per_s": 9.5})
 
 
 def test_compare_starts_both_sides_together_and_redirects_to_the_permalink(
@@ -79,7 +76,7 @@ def test_vote_needs_both_answers_then_records_the_verdict(client, owner, battle)
     client.force_login(owner)
     url = reverse("battle-vote", args=[battle.id])
     assert client.post(url, {"outcome": "left"}).status_code == 400
-    finish(battle)
+    finish_battle(battle)
     response = client.post(url, {"outcome": "left"}, headers={"HX-Request": "true"})
     assert response.status_code == 200 and 'data-outcome="left"' in response.content.decode()
     battle.refresh_from_db()
@@ -92,7 +89,7 @@ def test_vote_needs_both_answers_then_records_the_verdict(client, owner, battle)
 
 def test_rerun_swap_and_follow_up_make_new_battles_linked_to_the_first(client, owner, battle):
     client.force_login(owner)
-    finish(battle)
+    finish_battle(battle)
     client.post(reverse("battle-rerun", args=[battle.id]))
     client.post(reverse("battle-swap", args=[battle.id]))
     client.post(reverse("battle-continue", args=[battle.id]), {"prompt": "And another?"})
@@ -134,10 +131,10 @@ def test_another_user_gets_404_everywhere_and_anonymous_is_sent_to_log_in(client
 def test_a_blind_battle_hides_names_in_its_page_and_its_generations(client, owner, catalogue):
     sides = {side: {"model": model, "params": {}} for side, model in (("left", catalogue[2]), ("right", catalogue[3]))}
     battle = start_battle(owner, prompt="Hi", sides=sides, mode=Battle.Mode.TOURNAMENT, blind=True)
-    finish(battle)
+    finish_battle(battle)
     client.force_login(owner)
     html = client.get(battle.get_absolute_url()).content.decode()
-    for secret in ("smollm2", "SmolLM2", "gemma", "Gemma", "AWQ", "9.5"):
+    for secret in ("smollm2", "SmolLM2", "gemma", "Gemma", "AWQ", "12.5", "31.2", "31.3"):  # names, speeds
         assert secret not in html
     assert "Model A" in html and "Speeds are shown at the reveal" in html
     assert client.get(battle.left.get_absolute_url()).status_code == 404  # the generation page names the model
@@ -148,7 +145,7 @@ def test_a_blind_battle_hides_names_in_its_page_and_its_generations(client, owne
 
 
 def test_an_answer_naming_its_own_model_flags_the_battle(owner, battle):
-    finish(battle, left="I am SmolLM, a small model.", right="Red.")
+    finish_battle(battle, left="I am SmolLM, a small model.", right="Red.")
     assert names_itself(battle.left) and not names_itself(battle.right)
     assert battle.note_self_identification() and Battle.objects.get().self_identified
     finish_text = Generation.objects.get(id=battle.right.id)
@@ -159,7 +156,7 @@ def test_an_answer_naming_its_own_model_flags_the_battle(owner, battle):
 def test_a_tournament_battle_is_judged_and_rerun_only_on_its_tournament_page(client, owner, catalogue):
     sides = {side: {"model": model, "params": {}} for side, model in (("left", catalogue[0]), ("right", catalogue[3]))}
     battle = start_battle(owner, prompt="Hi", sides=sides, mode=Battle.Mode.TOURNAMENT, blind=True)
-    finish(battle)
+    finish_battle(battle)
     client.force_login(owner)
     assert 'id="verdict"' not in client.get(battle.get_absolute_url()).content.decode()
     assert client.post(reverse("battle-vote", args=[battle.id]), {"outcome": "left"}).status_code == 409

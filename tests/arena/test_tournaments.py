@@ -27,6 +27,7 @@ from arena.tournaments.openapi import OPENAPI_PATHS
 from arena.tournaments.tasks import prewarm_next
 
 from .api_client import api
+from .factories import finish_battle
 
 pytestmark = pytest.mark.django_db
 PARAMS = {"temperature": 0.0, "max_new_tokens": 16}
@@ -42,16 +43,6 @@ def eight(catalogue):
 def start(owner, contestants, seeding="given", **kwargs):
     return Tournament.start(owner, contestants=contestants, prompt="Name a colour.", params=PARAMS,
                             seeding=seeding, **kwargs)
-
-
-def finish_battle(battle, left="Blue.", right="Red.", rates=(12.5, 31.25)):
-    for (_side, gen), rate in zip(battle.sides, rates):
-        gen.finish(Generation.Status.DONE, text=left if gen == battle.left else right, finish_reason="stop",
-                   metrics={"generated_tokens": 3, "decode_tokens_per_s": rate,
-                            "first_token_time": gen.created_at.timestamp() + 0.75})
-    battle.refresh_from_db()
-    battle.left.refresh_from_db()
-    battle.right.refresh_from_db()
 
 
 def current(t) -> Match:
@@ -295,7 +286,7 @@ def test_the_page_names_nobody_before_the_reveal_and_everybody_after(client, own
     t = start(owner, catalogue)
     finish_battle(current(t).battle)
     html = client.get(t.get_absolute_url()).content.decode()
-    for word in identifiers(catalogue) + ["tok/s", "Tokens/s", "12.5", "31.3", "0.75 s"]:
+    for word in [*identifiers(catalogue), "tok/s", "Tokens/s", "12.5", "31.3", "0.75 s"]:
         assert word not in html, word
     assert "Model A" in html and "Model B" in html and "Contestant 4" in html
     assert 'ws-connect="/ws/battles/' not in html  # a finished battle needs no socket
@@ -341,7 +332,8 @@ def test_stop_resume_rerun_and_replay_from_the_page(client, owner, catalogue):
     assert client.post(reverse("tournament-resume", args=[t.id])).status_code == 302
     assert client.post(reverse("tournament-rerun", args=[t.id]), {"match": current(t).id}).status_code == 302
     assert current(t).battle.parent == first
-    response = client.post(reverse("tournament-replay", args=[t.id]), {"prompt": "Name a fruit.", "max_new_tokens": "8"})
+    replay_form = {"prompt": "Name a fruit.", "max_new_tokens": "8"}
+    response = client.post(reverse("tournament-replay", args=[t.id]), replay_form)
     replay = Tournament.objects.get(parent=t)
     assert response.status_code == 302 and response["Location"] == replay.get_absolute_url()
     assert replay.params == {"temperature": 0.0, "max_new_tokens": 8}
@@ -447,7 +439,8 @@ def test_api_create_read_and_judge_blind_until_the_reveal(client, token, catalog
 @pytest.mark.parametrize("body,status,fragment", [
     ({"contestants": ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m"], "prompt": "Hi"}, 400, "4 or 8"),
     ({"contestants": ["smollm2-135m"] * 9, "prompt": "Hi"}, 400, "4 or 8"),
-    ({"contestants": ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m", "smollm2-135m"], "prompt": "Hi"}, 400, "once"),
+    ({"contestants": ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m", "smollm2-135m"], "prompt": "Hi"},
+     400, "once"),
     ({"contestants": ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m", "nope"], "prompt": "Hi"}, 400, "slug"),
     ({"contestants": "smollm2-135m", "prompt": "Hi"}, 400, "list"),
     ({"contestants": ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m", "smollm2-135m-awq"]}, 400, "prompt"),
