@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.speculative import PROMPTS as GROUNDED_PROMPTS  # noqa: E402
-from inference.batching import BatchedDecoder  # noqa: E402
+from inference.batched_decoder import BatchedDecoder  # noqa: E402
 from inference.engine import Engine, Finish, TokenChunk  # noqa: E402
 from inference.loading import load  # noqa: E402
 from inference.protocol import ModelSpec, SamplingParams  # noqa: E402

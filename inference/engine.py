@@ -9,11 +9,11 @@ the same, token for token, as `model.generate(do_sample=False)`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 import torch
-from transformers import DynamicCache
+from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
 from inference.protocol import SamplingParams
@@ -97,17 +97,18 @@ def _never() -> bool:
 
 
 class Engine:
-    def __init__(self, tokenizer, model: torch.nn.Module, context_length: int | None = None):
+    def __init__(self, tokenizer, model: PreTrainedModel, context_length: int | None = None):
         self.tokenizer = tokenizer
         self.model = model.eval()
+        self.config = model.config
         self.device = next(model.parameters()).device
-        config_max = getattr(model.config.get_text_config(), "max_position_embeddings", None)
+        config_max = getattr(self.config.get_text_config(), "max_position_embeddings", None)
         self.context_length = int(context_length or config_max or 2048)
         self.eos_ids = frozenset(_eos_ids(model, tokenizer))
 
     @property
     def supports_batching(self) -> bool:
-        """Whether `inference.batching` may run this engine's requests side by side.
+        """Whether `inference.batched_decoder` may run this engine's requests side by side.
 
         The batched path re-implements `Engine.stream` over a left-padded KV cache, so
         a subclass with its own `stream` must run alone, and so must a model with
@@ -116,7 +117,7 @@ class Engine:
         """
         if type(self).stream is not Engine.stream:
             return False
-        return all(type(layer) is DynamicLayer for layer in DynamicCache(config=self.model.config).layers)
+        return all(type(layer) is DynamicLayer for layer in DynamicCache(config=self.config).layers)
 
     @classmethod
     def from_loaded(cls, loaded) -> Engine:
@@ -146,7 +147,7 @@ class Engine:
         input_ids: Sequence[int],
         params: SamplingParams,
         should_cancel: Callable[[], bool] = _never,
-    ) -> Iterator[Chunk]:
+    ) -> Generator[Chunk, None, None]:
         """Generate from `input_ids`: TokenChunks, then exactly one Finish.
 
         Raises PromptTooLong (before any work) when the prompt leaves no room.
@@ -161,7 +162,7 @@ class Engine:
         generated = 0
         first_time = last_time = None
         reason = FINISH_LENGTH
-        cache = DynamicCache(config=self.model.config)
+        cache = DynamicCache(config=self.config)
         step_input = list(input_ids)
         for _ in range(max_new_tokens):
             if should_cancel():

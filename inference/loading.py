@@ -25,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 import transformers
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
 from inference.protocol import KINDS, PRECISIONS, ModelSpec
 from inference.sources import ModelSourceError, model_cache_root, resolve_source
@@ -43,14 +43,14 @@ class ModelLoadError(Exception):
 @dataclass
 class LoadedModel:
     tokenizer: Any
-    model: torch.nn.Module
+    model: PreTrainedModel
     device: torch.device
     dtype: torch.dtype
     context_length: int
     weight_bytes: int  # the draft's included
     load_s: float
     kind: str = "full"
-    draft: torch.nn.Module | None = None  # speculative kind: the draft model (None: prompt lookup)
+    draft: PreTrainedModel | None = None  # speculative kind: the draft model (None: prompt lookup)
     num_speculative_tokens: int = 0  # 0: the engine's default
 
 
@@ -227,7 +227,7 @@ def load_gguf(gguf_path: Path):
     return tokenizer, model
 
 
-def save_converted(tokenizer, gguf_model: torch.nn.Module, entry: Path) -> None:
+def save_converted(tokenizer, gguf_model: PreTrainedModel, entry: Path) -> None:
     """Save a GGUF-loaded model as a plain checkpoint, atomically (tmp folder + rename).
 
     A GGUF-loaded model refuses save_pretrained because its config names the GGUF
@@ -274,7 +274,7 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def context_length_of(spec: ModelSpec, model: torch.nn.Module, tokenizer) -> int:
+def context_length_of(spec: ModelSpec, model: PreTrainedModel, tokenizer) -> int:
     """The spec's context if set (never beyond what the model was trained for), else the model's."""
     text_config = model.config.get_text_config()
     model_max = getattr(text_config, "max_position_embeddings", None)
@@ -303,7 +303,7 @@ def memory_footprint_mb(loaded: LoadedModel) -> float:
     return held + kv_bytes_per_token(loaded.model, loaded.dtype) * tokens / 2**20
 
 
-def kv_bytes_per_token(model: torch.nn.Module, dtype: torch.dtype) -> int:
+def kv_bytes_per_token(model: PreTrainedModel, dtype: torch.dtype) -> int:
     config = model.config.get_text_config()
     heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads

@@ -1,227 +1,281 @@
-"""Running jobs on an engine and reporting them as generation events.
+"""Serving jobs: the `Scheduler` a worker hands its jobs to.
 
-`SingleJobScheduler` runs one job at a time to completion; `inference.batching`
-has the scheduler that interleaves many. Both share what is here: stop sequences
-(`StopText`) and the per-request metrics (`request_metrics`). The worker hands a
-scheduler parsed jobs (`submit`) and a way to learn that it must stop.
+One implementation, `JobScheduler`, serves every engine. Its own thread takes queued
+jobs into a decoder at step boundaries, steps the decoder, and writes every job's
+events through the job's `JobRun` (`inference.lifecycle`), one Redis pipeline per
+step, so batched and one-at-a-time serving cannot disagree on how a job ends.
+`build_scheduler` picks the decoder:
+
+- an engine that batches: a `BatchedDecoder`, up to max_batch jobs side by side and
+  max_queue waiting; a job beyond that is refused at once as BUSY;
+- any other engine (speculative decoding): a `StreamDecoder`, one job at a time;
+  the next waits in the worker's Redis list, where the orchestrator counts it, until
+  `wait_for_room` lets the worker take it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
+import collections
 import logging
-import math
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import redis
 
 from inference import protocol
-from inference.engine import FINISH_CANCELLED, FINISH_STOP, Engine, Finish, PromptTooLong, TokenChunk
+from inference.batched_decoder import BatchedDecoder
+from inference.decoding import Decoder, StreamDecoder
+from inference.engine import Chunk, Engine
+from inference.lifecycle import JobRun
 from inference.protocol import Job, Keys
 from inference.transport import GenerationEvents, WorkerStatus
 
 log = logging.getLogger(__name__)
 
 
-class StopText:
-    """Cuts a stream of text deltas before the first stop sequence.
+class Scheduler(Protocol):
+    """What the worker's main thread sees: it waits for room, submits, and shuts down."""
 
-    A delta may end with the beginning of a stop sequence that the next delta
-    completes, so the longest tail that could still start one (at most the longest
-    stop's length - 1 characters) is held back until it no longer can.
+    def start(self) -> None: ...
+
+    def wait_for_room(self, timeout: float) -> bool:
+        """True once the worker should take another job from Redis; False after `timeout`."""
+        ...
+
+    def submit(self, job: Job) -> None: ...
+
+    def shutdown(self) -> None:
+        """Once `stopping()` is true: wait until every job held has ended."""
+        ...
+
+
+def busy_reason(waiting: int) -> str:
+    return f"This model is busy: {waiting} requests are already waiting. Try again in a moment."
+
+
+def build_scheduler(
+    engine: Engine,
+    client: redis.Redis,
+    keys: Keys,
+    status: WorkerStatus,
+    stopping: Callable[[], bool],
+    *,
+    max_batch: int = 16,
+    max_queue: int = 32,
+) -> JobScheduler:
+    """A continuous batch when the engine can batch; otherwise one job at a time."""
+    if engine.supports_batching:
+        log.info("Continuous batching: up to %d running, %d queued", max_batch, max_queue)
+        return JobScheduler(BatchedDecoder(engine), client, keys, status, stopping,
+                            max_batch=max_batch, max_queue=max_queue)
+    log.info("One job at a time (%s does not batch)", type(engine).__name__)
+    return JobScheduler(StreamDecoder(engine), client, keys, status, stopping,
+                        max_batch=1, max_queue=0, refuse_when_full=False)
+
+
+class JobScheduler:
+    """Runs jobs through a decoder on a thread of its own.
+
+    The worker's main thread `submit`s jobs into a queue; when `refuse_when_full`, a
+    full queue refuses at once with protocol.BUSY, otherwise `wait_for_room` holds
+    the worker back until there is room. `stopping()` true ends everything held:
+    CANCELLED where a cancel key asked for it, FAILED (worker stopping) otherwise.
     """
 
-    def __init__(self, stops: Iterable[str]):
-        self.stops = tuple(s for s in stops if s)
-        self.held = ""
-        self.stopped = False
+    CANCEL_POLL_S = 0.05  # cancel flags are checked this often, for all jobs in one round trip
+    IDLE_WAIT_S = 0.1  # how long an idle loop sleeps before looking at `stopping` again
 
-    def feed(self, text: str) -> str:
-        """What of `text` (plus the held tail) may be streamed now."""
-        if self.stopped:
-            return ""
-        if not self.stops:
-            return text
-        pending = self.held + text
-        cut = min((i for i in (pending.find(s) for s in self.stops) if i >= 0), default=-1)
-        if cut >= 0:
-            self.stopped, self.held = True, ""
-            return pending[:cut]
-        keep = self._open_tail(pending)
-        self.held = pending[len(pending) - keep :]
-        return pending[: len(pending) - keep]
-
-    def flush(self) -> str:
-        """The held tail, at the end of a generation that did not stop on a sequence."""
-        held, self.held = self.held, ""
-        return held
-
-    def _open_tail(self, text: str) -> int:
-        """The length of the longest suffix of `text` that is a proper prefix of a stop."""
-        longest = min(len(text), max(len(s) for s in self.stops) - 1)
-        for length in range(longest, 0, -1):
-            tail = text[-length:]
-            if any(s.startswith(tail) for s in self.stops):
-                return length
-        return 0
-
-
-def with_stop_sequences(chunks: Iterator, stop_text: StopText, prompt_tokens: int) -> Iterator:
-    """An engine's chunks with their text cut at the first stop sequence.
-
-    Token chunks carry only what may be streamed; on a stop the engine's generator
-    is closed and a Finish(FINISH_STOP) ends the stream. Works for any engine.
-    """
-    generated, first_time, last_time = 0, None, None
-    for chunk in chunks:
-        if isinstance(chunk, TokenChunk):
-            generated += 1
-            last_time = time.time()
-            first_time = first_time or last_time
-            yield TokenChunk(chunk.token_id, stop_text.feed(chunk.text_delta))
-            if stop_text.stopped:
-                chunks.close()
-                yield Finish(FINISH_STOP, generated, prompt_tokens, first_time, last_time)
-                return
-        else:
-            text = stop_text.feed(chunk.text_delta)
-            if stop_text.stopped and chunk.reason != FINISH_CANCELLED:
-                yield dataclasses.replace(chunk, text_delta=text, reason=FINISH_STOP)
-            else:
-                yield dataclasses.replace(chunk, text_delta=text + stop_text.flush())
-            return
-
-
-def request_metrics(job: Job, scheduled_at: float | None, finish: Finish | None, token_times: list[float]) -> dict:
-    """protocol.request_metrics plus inter-token latency and speculative acceptance."""
-    metrics = protocol.request_metrics(
-        arrival_time=job.enqueued_at,
-        first_scheduled_time=scheduled_at,
-        first_token_time=finish.first_token_time if finish else None,
-        last_token_time=finish.last_token_time if finish else None,
-        finished_time=time.time(),
-        prompt_tokens=finish.prompt_tokens if finish else 0,
-        generated_tokens=finish.generated_tokens if finish else 0,
-    )
-    gaps = sorted(b - a for a, b in itertools.pairwise(token_times))
-    metrics["itl_mean_s"] = sum(gaps) / len(gaps) if gaps else None
-    metrics["itl_p95_s"] = gaps[math.ceil(0.95 * len(gaps)) - 1] if gaps else None
-    proposed = getattr(finish, "proposed_tokens", 0)
-    if proposed:  # only a speculative engine proposes tokens
-        metrics["spec_acceptance_rate"] = finish.accepted_tokens / proposed
-    return metrics
-
-
-def log_finish(generation_id: str, finish: Finish, metrics: dict[str, Any]) -> None:
-    rate = metrics["decode_tokens_per_s"]
-    log.info(
-        "Generation %s %s: %d prompt + %d new tokens, %s tokens/s",
-        generation_id,
-        finish.reason,
-        finish.prompt_tokens,
-        finish.generated_tokens,
-        f"{rate:.1f}" if rate else "-",
-    )
-
-
-class SingleJobScheduler:
     def __init__(
         self,
-        engine: Engine,
+        decoder: Decoder[Any],
         client: redis.Redis,
         keys: Keys,
         status: WorkerStatus,
         stopping: Callable[[], bool],
+        *,
+        max_batch: int = 16,
+        max_queue: int = 32,
+        refuse_when_full: bool = True,
     ):
-        self.engine = engine
+        self.decoder = decoder
         self.client = client
         self.keys = keys
         self.status = status
-        self.stopping = stopping  # true once the worker is shutting down: cancel what runs
+        self.stopping = stopping  # true once the worker is shutting down: end everything
+        self.max_batch = max(1, max_batch)
+        self.max_queue = max(0, max_queue)
+        self.refuse_when_full = refuse_when_full
+        self.queue: collections.deque[JobRun] = collections.deque()
+        self.running: dict[Any, JobRun] = {}  # decoder row -> its job
+        self._starting: JobRun | None = None  # between the queue and the decoder
+        # Guards `queue`, `_starting` and in_flight writes, and wakes the loop (work) and the
+        # worker's main thread (room); the loop owns the rest.
+        self._lock = threading.Condition()
+        self._last_cancel_poll = 0.0
+        self._thread = threading.Thread(target=self._loop, name="job-scheduler", daemon=True)
 
     def start(self) -> None:
-        """Nothing to start: jobs run on the caller's thread."""
+        self._thread.start()
 
-    def submit(self, job: Job, received_at: float) -> None:
-        self.run(job, received_at)
+    def wait_for_room(self, timeout: float) -> bool:
+        if self.refuse_when_full:
+            return True  # keep taking jobs, so that one beyond the queue is refused at once
+        with self._lock:
+            return self._lock.wait_for(lambda: self._in_flight() < self.max_batch + self.max_queue, timeout)
+
+    def submit(self, job: Job) -> None:
+        """Queue `job`, or refuse it with a BUSY failure when the queue is full (and refusing)."""
+        run = JobRun(job, GenerationEvents(self.client, self.keys, job.generation_id))
+        with self._lock:
+            waiting = len(self.queue)
+            if waiting < self.max_queue or not self.refuse_when_full:
+                self.queue.append(run)
+                self._publish_in_flight()
+                self._lock.notify_all()
+                return
+        log.info("Refused generation %s: %d requests waiting", job.generation_id, waiting)
+        run.fail(busy_reason(waiting), protocol.BUSY)
 
     def shutdown(self) -> None:
-        """Nothing to stop: `run` has returned by the time the worker stops."""
+        """Wait for the loop to end everything (it does once `stopping()`), then any late arrival."""
+        self._thread.join()
+        self._cancel_all()
 
-    def run(self, job: Job, scheduled_at: float) -> None:
-        """Run `job` to a terminal event; never raises for a problem of the job's own."""
-        events = GenerationEvents(self.client, self.keys, job.generation_id)
-        if events.cancel_requested() or self.stopping():
-            events.cut_short("", request_metrics(job, scheduled_at, None, []), asked=events.cancel_requested())
-            events.expire()
-            self.status.job_finished()
-            return
-        self.status.job_started()
-        try:
-            self._generate(job, scheduled_at, events)
-        except redis.RedisError:
-            raise  # the transport itself is gone: the worker loop deals with it
-        except Exception as exc:  # any engine failure ends the job, not the worker
-            log.exception("Generation %s failed", job.generation_id)
-            events.failed(f"The model failed while generating: {first_line(exc)}", protocol.ENGINE_ERROR)
-        finally:
-            events.expire()
-            self.status.job_finished()
+    def _loop(self) -> None:
+        while True:
+            try:
+                if self.stopping():
+                    self._cancel_all()
+                    return
+                self._poll_cancels()
+                self._admit()
+                if self.running:
+                    self._write(self.decoder.step())
+                else:
+                    self._wait_for_work()
+            except redis.RedisError as exc:  # keep the batch; events written meanwhile are lost
+                log.warning("Redis unavailable (%s); retrying", exc)
+                time.sleep(1.0)
+            except Exception as exc:  # a failed forward pass: fail its jobs, keep the worker
+                log.exception("Decoding failed")
+                self._fail_running(exc)
 
-    def _generate(self, job: Job, scheduled_at: float, events: GenerationEvents) -> None:
-        input_ids = prepare_prompt(self.engine, job, events)
+    def _wait_for_work(self) -> None:
+        with self._lock:
+            if not self.queue:
+                self._lock.wait(self.IDLE_WAIT_S)
+
+    def _admit(self) -> None:
+        while len(self.running) < self.max_batch:
+            with self._lock:
+                if not self.queue:
+                    return
+                # Out of the queue at once (a queue slot frees up), still in flight while it starts.
+                self._starting = self.queue.popleft()
+            try:
+                self._start(self._starting)
+            finally:
+                with self._lock:
+                    self._starting = None
+                    self._publish_in_flight()
+
+    def _start(self, run: JobRun) -> None:
+        """Prefill `run` into the decoder, or end it alone (cancelled, bad, too long, failed)."""
+        input_ids = run.start(self.decoder.engine)
         if input_ids is None:
+            self._count_finished([run])
             return
-        events.started(prompt_tokens=len(input_ids), queue_s=max(0.0, scheduled_at - job.enqueued_at))
+        try:
+            row, chunks = self.decoder.join(input_ids, run.job.params, tag=run)
+        except Exception as exc:  # a failed prefill fails this job only
+            log.exception("Generation %s failed", run.job.generation_id)
+            run.engine_failed(exc)
+            self._count_finished([run])
+            return
+        self.running[row] = run
+        self._write([(row, chunk) for chunk in chunks])
 
-        def should_cancel() -> bool:
-            return self.stopping() or events.cancel_requested()
+    def _write(self, chunks: Sequence[tuple[Any, Chunk]]) -> None:
+        """Every event of these chunks in one round trip; ended jobs leave `running`."""
+        pipe = self.client.pipeline(transaction=False)
+        ended = [self.running.pop(row) for row, chunk in chunks if self.running[row].emit(chunk, pipe)]
+        pipe.execute()
+        self._count_finished(ended)
 
-        parts: list[str] = []
-        token_times: list[float] = []
-        finish: Finish | None = None
-        chunks = self.engine.stream(input_ids, job.params, should_cancel)
-        for chunk in with_stop_sequences(chunks, StopText(job.params.stop), len(input_ids)):
-            if isinstance(chunk, TokenChunk):
-                token_times.append(time.time())
-                parts.append(chunk.text_delta)
-                events.token(chunk.text_delta, len(parts))
-            else:
-                finish = chunk
-        assert finish is not None, "Engine.stream always ends with a Finish"
-        if finish.text_delta:  # held-back text at the very end: no new token, same n
-            parts.append(finish.text_delta)
-            events.token(finish.text_delta, finish.generated_tokens)
-        text = "".join(parts)
-        metrics = request_metrics(job, scheduled_at, finish, token_times)
-        log_finish(job.generation_id, finish, metrics)
-        if finish.reason == FINISH_CANCELLED:
-            events.cut_short(text, metrics, asked=events.cancel_requested())
-        else:
-            events.done(text, finish.reason, metrics)
+    def _poll_cancels(self) -> None:
+        """Cancel flags of every running and queued job, at most every CANCEL_POLL_S."""
+        now = time.monotonic()
+        if now - self._last_cancel_poll < self.CANCEL_POLL_S:
+            return
+        self._last_cancel_poll = now
+        cancelled = [run for run in self._note_cancel_keys() if run.cancel_asked]
+        if cancelled:
+            self._cut_short(cancelled)
 
+    def _note_cancel_keys(self) -> list[JobRun]:
+        """Every running and queued job, each noting whether its cancel key is set (one round trip)."""
+        runs = self._held()
+        if not runs:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for run in runs:
+            pipe.exists(run.events.cancel_key)
+        for run, flag in zip(runs, pipe.execute(), strict=True):
+            run.note_cancel_key(bool(flag))
+        return runs
 
-def prepare_prompt(engine, job: Job, events: GenerationEvents) -> list[int] | None:
-    """The job's prompt ids, or None after writing the FAILED event of a job that cannot run."""
-    try:
-        input_ids = engine.encode(job.messages)
-    except Exception as exc:  # noqa: BLE001 - chat templates reject some conversations (e.g. roles not alternating)
-        events.failed(f"This model cannot take this conversation: {first_line(exc)}", protocol.BAD_JOB)
-        return None
-    if not input_ids:
-        events.failed("The prompt is empty.", protocol.BAD_JOB)
-        return None
-    try:
-        engine.check_context(len(input_ids), job.params)
-    except PromptTooLong as exc:
-        events.failed(str(exc), protocol.PROMPT_TOO_LONG)
-        return None
-    return input_ids
+    def _cancel_all(self) -> None:
+        """The worker is stopping: end every job held (JobRun tells cancelled from failed)."""
+        try:
+            runs = self._note_cancel_keys()
+        except redis.RedisError:  # cannot tell who asked: the events below will not get through either
+            runs = self._held()
+        if runs:
+            self._cut_short(runs)
 
+    def _held(self) -> list[JobRun]:
+        with self._lock:
+            return list(self.running.values()) + list(self.queue)
 
-def first_line(exc: Exception) -> str:
-    lines = str(exc).strip().splitlines()
-    return (lines[0][:300] if lines else "") or type(exc).__name__
+    def _cut_short(self, runs: list[JobRun]) -> None:
+        """End these jobs now, running ones with their partial text."""
+        queued = [run for run in runs if run not in self.running.values()]
+        with self._lock:
+            for run in queued:
+                self.queue.remove(run)
+        rows = [row for row, run in self.running.items() if run in runs]
+        self._write(self.decoder.cancel(rows))
+        pipe = self.client.pipeline(transaction=False)
+        for run in queued:
+            run.cut_short(pipe)
+        pipe.execute()
+        self._count_finished(queued)
+
+    def _fail_running(self, exc: Exception) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        failed = list(self.running.values())
+        for run in failed:
+            run.engine_failed(exc, pipe)
+        self.running.clear()
+        self.decoder.reset()
+        try:
+            pipe.execute()
+            self._count_finished(failed)
+        except redis.RedisError as redis_exc:
+            log.warning("Could not report the failed jobs: %s", redis_exc)
+
+    def _count_finished(self, runs: list[JobRun]) -> None:
+        if not runs:
+            return
+        with self._lock:
+            self.status.requests_finished(len(runs), self._in_flight())
+            self._lock.notify_all()  # room for the worker's next job
+
+    def _publish_in_flight(self) -> None:
+        """Under the lock, so the main thread and the loop never write counts out of order."""
+        self.status.set_in_flight(self._in_flight())
+
+    def _in_flight(self) -> int:
+        return len(self.queue) + len(self.running) + (self._starting is not None)

@@ -19,10 +19,10 @@ top-p transform as `Engine`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 
 import torch
-from transformers import DynamicCache
+from transformers import DynamicCache, PreTrainedModel
 
 from inference.engine import (
     FINISH_CANCELLED,
@@ -134,7 +134,7 @@ class DraftModelProposer:
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        model: PreTrainedModel,
         params: SamplingParams,
         generator: torch.Generator,
         vocab_size: int,
@@ -190,9 +190,9 @@ class SpeculativeEngine(Engine):
     def __init__(
         self,
         tokenizer,
-        model: torch.nn.Module,
+        model: PreTrainedModel,
         context_length: int | None = None,
-        draft: torch.nn.Module | None = None,
+        draft: PreTrainedModel | None = None,
         num_speculative_tokens: int = 0,
         max_ngram: int = LOOKUP_MAX_NGRAM,
         min_ngram: int = LOOKUP_MIN_NGRAM,
@@ -203,7 +203,7 @@ class SpeculativeEngine(Engine):
         self.num_speculative_tokens = num_speculative_tokens or default
         self.max_ngram = max_ngram
         self.min_ngram = min_ngram
-        self.vocab_size = int(model.config.get_text_config().vocab_size)
+        self.vocab_size = int(self.config.get_text_config().vocab_size)
 
     @classmethod
     def from_loaded(cls, loaded) -> SpeculativeEngine:
@@ -220,7 +220,7 @@ class SpeculativeEngine(Engine):
         input_ids: Sequence[int],
         params: SamplingParams,
         should_cancel: Callable[[], bool] = _never,
-    ) -> Iterator[Chunk]:
+    ) -> Generator[Chunk, None, None]:
         """As `Engine.stream`; `should_cancel` is asked before every token (so before every pass)."""
         if not input_ids:
             raise ValueError("The prompt is empty.")
@@ -293,7 +293,7 @@ class SpeculativeEngine(Engine):
         return accept_sampled(proposals, draft_probs, sampling_probs(logits, params), generator)
 
 
-def new_cache(model: torch.nn.Module) -> DynamicCache:
+def new_cache(model: PreTrainedModel) -> DynamicCache:
     """A KV cache that can be rolled back: sliding-window layers keep what they would
     drop until the next `rollback` (without this, Gemma-style models could not rewind)."""
     cache = DynamicCache(config=model.config)

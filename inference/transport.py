@@ -19,6 +19,7 @@ from inference.protocol import Keys
 log = logging.getLogger(__name__)
 
 
+# The FAILED reason of a job cut short because its worker is stopping (inference.lifecycle).
 WORKER_STOPPING = ("The model worker was stopped (the server is restarting) before this answer finished; "
                    "the partial answer was kept. Send again.")
 
@@ -57,20 +58,12 @@ class GenerationEvents:
     def failed(self, reason: str, code: str) -> None:
         self._add(protocol.FAILED, reason=reason, code=code)
 
-    def cut_short(self, text: str, metrics: dict[str, Any], *, asked: bool) -> None:
-        """The end of a request stopped before its answer was complete: CANCELLED when its cancel
-        key asked for it; otherwise the worker itself is stopping (the orchestrator stopped it, or
-        its parent died) and nobody cancelled this request, so its viewers are told it failed."""
-        if asked:
-            self.cancelled(text, metrics)
-        else:
-            self.failed(WORKER_STOPPING, protocol.WORKER_DIED)
-
     def expire(self) -> None:
         self.client.expire(self.stream_key, protocol.STREAM_TTL_S)
 
     def _add(self, kind: str, **fields: Any) -> None:
-        self.client.xadd(self.stream_key, protocol.event(kind, **fields))
+        # type: ignore below: redis-py types field maps with invariant keys of a wide union, refusing dict[str, str].
+        self.client.xadd(self.stream_key, protocol.event(kind, **fields))  # type: ignore[arg-type]
 
 
 class WorkerStatus:
@@ -92,7 +85,7 @@ class WorkerStatus:
         # "state", not the key: the orchestrator may already have written its own field back.
         if not fields or self.client.hexists(self.key, "state"):
             return False
-        self.client.hset(self.key, mapping=fields)
+        self.client.hset(self.key, mapping=fields)  # type: ignore[arg-type]  # as in GenerationEvents._add
         log.warning("Redis had lost this worker's status (restarted?): written again")
         return True
 
@@ -123,12 +116,6 @@ class WorkerStatus:
     def stopped(self) -> None:
         self._set(state=protocol.W_STOPPED, in_flight=0)
 
-    def job_started(self) -> None:
-        self._set(in_flight=1)
-
-    def job_finished(self) -> None:
-        self.requests_finished(1, 0)
-
     def set_in_flight(self, count: int) -> None:
         """Running plus queued requests (a batching worker holds many at once)."""
         self._set(in_flight=count)
@@ -136,7 +123,7 @@ class WorkerStatus:
     def requests_finished(self, count: int, in_flight: int) -> None:
         fields = {"in_flight": str(in_flight), "last_used": repr(time.time())}
         pipe = self.client.pipeline()
-        pipe.hset(self.key, mapping=fields)
+        pipe.hset(self.key, mapping=fields)  # type: ignore[arg-type]  # as in GenerationEvents._add
         pipe.hincrby(self.key, "served", count)
         pipe.execute()
         with self._lock:
@@ -144,7 +131,7 @@ class WorkerStatus:
 
     def _set(self, **fields: Any) -> None:
         mapping = {k: _as_field(v) for k, v in fields.items()}
-        self.client.hset(self.key, mapping=mapping)
+        self.client.hset(self.key, mapping=mapping)  # type: ignore[arg-type]  # as in GenerationEvents._add
         with self._lock:
             self._written.update(mapping)
 

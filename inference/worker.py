@@ -6,11 +6,12 @@ It reports itself in its Redis hash and heartbeat, loads the model, then takes j
 from its own list until SIGTERM/SIGINT. Exit codes: 0 stopped, 3 the model failed
 to load (the reason is in the hash's `error`), 2 bad command line.
 
-An engine that supports batching runs its jobs in a continuous batch
-(`inference.batching`): this process's main thread keeps taking jobs into a queue
-of at most ARENA_WORKER_MAX_QUEUE (default 32; a job beyond it fails at once with
-code "busy") while a scheduler thread runs up to ARENA_WORKER_MAX_BATCH (default
-16) of them side by side. Other engines run one job at a time.
+Jobs run on a scheduler thread (`inference.scheduler`). An engine that supports
+batching runs them in a continuous batch: this process's main thread keeps taking
+jobs into a queue of at most ARENA_WORKER_MAX_QUEUE (default 32; a job beyond it
+fails at once with code "busy") while the scheduler runs up to
+ARENA_WORKER_MAX_BATCH (default 16) of them side by side. Other engines run one job
+at a time, the main thread taking the next only when the last has ended.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ import os
 import signal
 import sys
 import threading
-import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import redis
 from redis.backoff import ExponentialBackoff
@@ -35,10 +35,8 @@ from inference.protocol import Job, Keys, ModelSpec
 from inference.transport import GenerationEvents, Heartbeat, WorkerStatus
 
 if TYPE_CHECKING:
-    from inference.batching import BatchScheduler
-    from inference.scheduler import SingleJobScheduler
-
-    Scheduler = BatchScheduler | SingleJobScheduler
+    from inference.loading import LoadedModel
+    from inference.scheduler import Scheduler
 
 log = logging.getLogger("inference.worker")
 
@@ -112,22 +110,14 @@ class Worker:
                           memory_mb=memory_footprint_mb(loaded))
         return self._scheduler_for(loaded)
 
-    def _scheduler_for(self, loaded) -> Scheduler:
-        """A batch scheduler when the engine can batch; otherwise one job at a time."""
+    def _scheduler_for(self, loaded: LoadedModel) -> Scheduler:
         from inference.engines import build_engine
+        from inference.scheduler import build_scheduler
 
-        engine = build_engine(loaded)
-        args = (engine, self.client, self.keys, self.status, self._stopping.is_set)
-        if getattr(engine, "supports_batching", False):
-            from inference.batching import BatchScheduler
-
-            max_batch, max_queue = _env_int("ARENA_WORKER_MAX_BATCH", 16), _env_int("ARENA_WORKER_MAX_QUEUE", 32)
-            log.info("Continuous batching: up to %d running, %d queued", max_batch, max_queue)
-            return BatchScheduler(*args, max_batch=max_batch, max_queue=max_queue)
-        from inference.scheduler import SingleJobScheduler
-
-        log.info("One job at a time (%s does not batch)", type(engine).__name__)
-        return SingleJobScheduler(*args)
+        return build_scheduler(
+            build_engine(loaded), self.client, self.keys, self.status, self._stopping.is_set,
+            max_batch=_env_int("ARENA_WORKER_MAX_BATCH", 16), max_queue=_env_int("ARENA_WORKER_MAX_QUEUE", 32),
+        )
 
     def _serve(self, scheduler: Scheduler) -> None:
         jobs_key = self.keys.worker_jobs(self.worker_id)
@@ -135,9 +125,11 @@ class Worker:
         try:
             while not self._stopping.is_set():
                 try:
+                    if not scheduler.wait_for_room(JOB_WAIT_S):
+                        continue  # one job at a time and it still runs: the next stays in Redis
                     item = self.jobs_client.blpop([jobs_key], timeout=JOB_WAIT_S)
-                    if item is not None:
-                        self._handle(scheduler, item[1].decode("utf-8", errors="replace"))
+                    if item is not None:  # bytes: jobs_client does not decode responses
+                        self._handle(scheduler, cast(bytes, item[1]).decode("utf-8", errors="replace"))
                 except redis.RedisError as exc:  # keep serving once Redis is back
                     log.warning("Redis unavailable (%s); retrying", exc)
                     self._stopping.wait(1.0)
@@ -146,13 +138,12 @@ class Worker:
             scheduler.shutdown()
 
     def _handle(self, scheduler: Scheduler, raw: str) -> None:
-        received_at = time.time()
         try:
             job = Job.from_json(raw)
-        except Exception as exc:  # noqa: BLE001 - anything a client may have pushed: never crash on it
+        except Exception as exc:  # anything a client may have pushed: never crash on it
             self._reject(raw, exc)
             return
-        scheduler.submit(job, received_at)
+        scheduler.submit(job)
 
     def _reject(self, raw: str, exc: Exception) -> None:
         generation_id = _readable_generation_id(raw)

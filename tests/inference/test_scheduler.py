@@ -1,113 +1,40 @@
-"""SingleJobScheduler in-process, against real Redis, for the failure paths that a
-healthy worker subprocess cannot be made to take: a chat template that rejects the
-conversation and a model that raises mid-forward (injected by wrapping `forward`).
-The model is the tiny random Llama; the tokenizer is SmolLM2's.
+"""`inference.scheduler`: which decoder serves an engine, the one-at-a-time hold-back,
+and continuous batching through a real worker.
+
+Real: the tiny random-weight Llama with SmolLM2's tokenizer (tests/inference/conftest.py),
+Redis, and `python -m inference.worker` subprocesses. The lifecycle of a single job
+(cancel, stop sequences, failures, a stopping worker) is in test_lifecycle.py, run
+against every serving path.
 """
 
-import copy
+import signal
+import threading
+import time
 import uuid
 
 import pytest
 
 from inference import protocol
-from inference.engine import Engine
+from inference.batched_decoder import BatchedDecoder
+from inference.decoding import StreamDecoder
+from inference.engine import FINISH_STOP, Engine, TokenChunk
 from inference.protocol import Job, Keys, SamplingParams
-from inference.scheduler import SingleJobScheduler
+from inference.scheduler import build_scheduler, busy_reason
+from inference.speculative import SpeculativeEngine
 from inference.transport import WorkerStatus
 
-USER = [{"role": "user", "content": "Hello"}]
+from .test_worker import Served, read_events, serve_tiny_worker, tiny_spec
+
+GREEDY = SamplingParams(temperature=0.0, max_new_tokens=16)
 
 
-@pytest.fixture
-def keys(redis_prefix):
-    return Keys(redis_prefix)
+@pytest.fixture(scope="module")
+def engine(tokenizer, tiny_model):
+    return Engine(tokenizer, tiny_model)
 
 
-@pytest.fixture
-def status(redis_client, keys):
-    status = WorkerStatus(redis_client, keys, "w1")
-    status.ready(load_s=0.1, context_length=4096, weight_bytes=1, memory_mb=1.0)
-    return status
-
-
-def run_job(engine, redis_client, keys, status, messages=USER, stopping=lambda: False):
-    job = Job(
-        generation_id=uuid.uuid4().hex, messages=messages, params=SamplingParams(temperature=0.0, max_new_tokens=4)
-    )
-    SingleJobScheduler(engine, redis_client, keys, status, stopping).run(job, scheduled_at=job.enqueued_at + 0.25)
-    stream = keys.stream(job.generation_id)
-    assert 0 < redis_client.ttl(stream) <= protocol.STREAM_TTL_S  # every outcome expires
-    return [protocol.parse_event(fields) for _, fields in redis_client.xrange(stream)]
-
-
-def test_a_job_runs_to_done_and_updates_the_status(tokenizer, tiny_model, redis_client, keys, status):
-    events = run_job(Engine(tokenizer, tiny_model), redis_client, keys, status)
-    assert [e["type"] for e in events] == ["started"] + ["token"] * 4 + ["done"]
-    assert events[0]["queue_s"] == pytest.approx(0.25)
-    assert events[-1]["metrics"]["time_in_queue"] == pytest.approx(0.25)
-    fields = redis_client.hgetall(keys.worker("w1"))
-    assert fields["in_flight"] == "0" and fields["served"] == "1"
-
-
-def test_stopping_worker_fails_instead_of_starting(tokenizer, tiny_model, redis_client, keys, status):
-    """Nobody cancelled it: the worker is going away, and its viewers are told so."""
-    events = run_job(Engine(tokenizer, tiny_model), redis_client, keys, status, stopping=lambda: True)
-    assert [e["type"] for e in events] == ["failed"]
-    assert events[0]["code"] == protocol.WORKER_DIED and "worker was stopped" in events[0]["reason"]
-
-
-def test_conversation_the_template_rejects_is_a_bad_job(tokenizer, tiny_model, redis_client, keys, status):
-    strict = copy.deepcopy(tokenizer)
-    strict.chat_template = (
-        "{% if messages[0]['role'] != 'user' %}{{ raise_exception('Conversation must start with a user turn') }}"
-        "{% endif %}{% for m in messages %}{{ m['content'] }}{% endfor %}"
-    )
-    events = run_job(
-        Engine(strict, tiny_model), redis_client, keys, status, messages=[{"role": "assistant", "content": "Hi"}]
-    )
-    assert [e["type"] for e in events] == ["failed"]
-    assert events[0]["code"] == protocol.BAD_JOB
-    assert "Conversation must start with a user turn" in events[0]["reason"]
-
-
-def test_model_error_is_reported_as_engine_error(tokenizer, tiny_model, redis_client, keys, status):
-    broken = copy.deepcopy(tiny_model)
-    calls = []
-
-    def forward_then_fail(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > 2:
-            raise RuntimeError("simulated kernel failure\nwith a second line")
-        return type(tiny_model).forward(broken, *args, **kwargs)
-
-    broken.forward = forward_then_fail
-    events = run_job(Engine(tokenizer, broken), redis_client, keys, status)
-    assert [e["type"] for e in events] == ["started", "token", "token", "failed"]
-    assert events[-1]["code"] == protocol.ENGINE_ERROR
-    assert events[-1]["reason"] == "The model failed while generating: simulated kernel failure"
-    assert redis_client.hget(keys.worker("w1"), "in_flight") == "0"
-
-
-def test_stop_sequence_cuts_the_text_for_engines_that_run_alone(tokenizer, tiny_model, redis_client, keys, status):
-    """SingleJobScheduler (speculative engines run through it) applies stop sequences itself."""
-    engine = Engine(tokenizer, tiny_model)
-    full = [
-        c.text_delta for c in engine.stream(engine.encode(USER), SamplingParams(temperature=0.0, max_new_tokens=12))
-    ]
-    full_text = "".join(full)
-    stop = full_text[len(full_text) // 2 : len(full_text) // 2 + 3]
-    job = Job(
-        generation_id=uuid.uuid4().hex,
-        messages=USER,
-        params=SamplingParams(temperature=0.0, max_new_tokens=12, stop=(stop,)),
-    )
-    SingleJobScheduler(engine, redis_client, keys, status, lambda: False).run(job, scheduled_at=job.enqueued_at)
-    events = [protocol.parse_event(f) for _, f in redis_client.xrange(keys.stream(job.generation_id))]
-    done = events[-1]
-    assert done["type"] == "done" and done["finish_reason"] == "stop"
-    assert done["text"] == full_text[: full_text.index(stop)]
-    assert "".join(e["text"] for e in events if e["type"] == "token") == done["text"]
-    assert done["metrics"]["generated_tokens"] < 12 and done["metrics"]["itl_mean_s"] > 0
+def alone(engine, prompt, params) -> list[int]:
+    return [c.token_id for c in engine.stream(prompt, params) if isinstance(c, TokenChunk)]
 
 
 def test_only_the_plain_engine_batches(tokenizer, tiny_model):
@@ -117,3 +44,178 @@ def test_only_the_plain_engine_batches(tokenizer, tiny_model):
 
     assert Engine(tokenizer, tiny_model).supports_batching
     assert not OwnLoop(tokenizer, tiny_model).supports_batching
+    assert not SpeculativeEngine(tokenizer, tiny_model).supports_batching
+
+
+def test_each_engine_gets_its_decoder(engine, tokenizer, tiny_model, redis_client, redis_prefix):
+    args = (redis_client, Keys(redis_prefix), WorkerStatus(redis_client, Keys(redis_prefix), "w1"), lambda: True)
+    batched = build_scheduler(engine, *args, max_batch=3, max_queue=5)
+    assert isinstance(batched.decoder, BatchedDecoder) and batched.refuse_when_full
+    assert (batched.max_batch, batched.max_queue) == (3, 5)
+    alone_ = build_scheduler(SpeculativeEngine(tokenizer, tiny_model), *args, max_batch=3, max_queue=5)
+    assert isinstance(alone_.decoder, StreamDecoder) and not alone_.refuse_when_full
+    assert (alone_.max_batch, alone_.max_queue) == (1, 0)
+
+
+def test_one_at_a_time_holds_the_worker_back_until_the_job_ends(tokenizer, tiny_model, redis_client, redis_prefix):
+    """The next job stays in the worker's Redis list (the orchestrator counts it there)."""
+    keys = Keys(redis_prefix)
+    stopping = threading.Event()
+    scheduler = build_scheduler(SpeculativeEngine(tokenizer, tiny_model), redis_client, keys,
+                                WorkerStatus(redis_client, keys, "w1"), stopping.is_set)
+    scheduler.start()
+    try:
+        assert scheduler.wait_for_room(0)
+        job = Job(uuid.uuid4().hex, USER, LONG)
+        scheduler.submit(job)
+        read_events(redis_client, keys, job.generation_id, until={protocol.TOKEN})
+        assert not scheduler.wait_for_room(0.2)
+        redis_client.set(keys.cancel(job.generation_id), "1")
+        assert scheduler.wait_for_room(5)
+        assert read_events(redis_client, keys, job.generation_id)[-1]["type"] == protocol.CANCELLED
+    finally:
+        stopping.set()
+        scheduler.shutdown()
+
+
+# Through a real worker: at most 2 running and 1 waiting, so a 4th concurrent job is refused.
+LONG = SamplingParams(temperature=0.0, max_new_tokens=2048)
+USER = [{"role": "user", "content": "Say something."}]
+
+
+@pytest.fixture(scope="module")
+def batching_worker(tiny_model_dir, redis_url, tmp_path_factory):
+    env = {"ARENA_WORKER_MAX_BATCH": "2", "ARENA_WORKER_MAX_QUEUE": "1"}
+    with serve_tiny_worker(tiny_model_dir, redis_url, tmp_path_factory.mktemp("batching-worker"), env) as served:
+        yield served
+
+
+def cancel(served, job):
+    served.client.set(served.keys.cancel(job.generation_id), "1")
+
+
+def test_full_queue_refuses_at_once_and_cancels_are_per_request(batching_worker):
+    served = batching_worker
+    running = []
+    for _ in range(2):  # one at a time: a job still in the 1-slot queue would make the next one busy
+        running.append(served.push(params=LONG))
+        served.events(running[-1], until={protocol.TOKEN})
+    waiting = served.push(params=LONG)
+    stream = served.keys.stream(waiting.generation_id)
+    wait_for(
+        lambda: served.status().get("in_flight") == "3",
+        lambda: f"the third job never queued: {served.status()} {served.client.xrange(stream)}",
+    )
+    refused_at = time.time()
+    refused = served.push(params=LONG)
+    [event] = served.events(refused)
+    assert event["type"] == protocol.FAILED and event["code"] == protocol.BUSY
+    assert event["reason"] == busy_reason(1) and event["t"] - refused_at < 1.0
+
+    cancel(served, waiting)  # cancelled while queued: never started
+    assert [e["type"] for e in served.events(waiting)] == [protocol.CANCELLED]
+    cancel(served, running[0])
+    first = served.events(running[0])
+    assert first[-1]["type"] == protocol.CANCELLED
+    assert first[-1]["text"] == "".join(e["text"] for e in first if e["type"] == protocol.TOKEN)
+    wait_for(lambda: served.status().get("in_flight") == "1", "the cancelled jobs still count as in flight")
+    second_so_far = read_events(served.client, served.keys, running[1].generation_id, until={protocol.TOKEN})
+    assert second_so_far[-1]["n"] > 0  # the other running job goes on
+    cancel(served, running[1])
+    assert served.events(running[1])[-1]["type"] == protocol.CANCELLED
+    served.wait_idle()
+
+
+def test_a_job_that_cannot_run_fails_alone(batching_worker):
+    served = batching_worker
+    running = served.push(params=LONG)
+    served.events(running, until={protocol.TOKEN})
+    too_long = served.push(messages=[{"role": "user", "content": "word " * 5000}])
+    assert [(e["type"], e.get("code")) for e in served.events(too_long)] == [
+        (protocol.FAILED, protocol.PROMPT_TOO_LONG)
+    ]
+    tokens_so_far = len(served.client.xrange(served.keys.stream(running.generation_id)))
+    wait_for(
+        lambda: served.client.xlen(served.keys.stream(running.generation_id)) > tokens_so_far + 5,
+        "the running job stalled",
+    )
+    cancel(served, running)
+    assert served.events(running)[-1]["type"] == protocol.CANCELLED
+    served.wait_idle()
+
+
+def test_stop_sequence_and_metrics_through_the_worker(batching_worker, engine, tokenizer):
+    served = batching_worker
+    full_text = tokenizer.decode(alone(engine, engine.encode(USER), GREEDY), skip_special_tokens=True)
+    stop = full_text[len(full_text) // 2 : len(full_text) // 2 + 3]
+    neighbour_params = SamplingParams(temperature=0.0, max_new_tokens=64)
+    neighbour = served.push(params=neighbour_params)
+    served.events(neighbour, until={protocol.TOKEN})  # running, so the stopping job joins it in the batch
+    job = served.push(params=SamplingParams(temperature=0.0, max_new_tokens=16, stop=[stop]))
+    events = served.events(job)
+    done = events[-1]
+    assert done["type"] == protocol.DONE and done["finish_reason"] == FINISH_STOP
+    assert done["text"] == full_text[: full_text.index(stop)]
+    assert done["text"] == "".join(e["text"] for e in events if e["type"] == protocol.TOKEN)
+    other = served.events(neighbour)[-1]
+    neighbour_text = tokenizer.decode(alone(engine, engine.encode(USER), neighbour_params), skip_special_tokens=True)
+    assert other["type"] == protocol.DONE and other["text"] == neighbour_text
+    metrics = other["metrics"]
+    assert metrics["generated_tokens"] == 64 and metrics["time_in_queue"] >= 0
+    assert 0 < metrics["itl_mean_s"] < 1 and 0 < metrics["itl_p95_s"] < 1
+    assert "spec_acceptance_rate" not in metrics
+    served.wait_idle()
+
+
+def wait_for(predicate, message, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(message() if callable(message) else message)
+
+
+def test_sigterm_ends_running_and_queued_requests_as_failed(start_worker, tiny_model_dir, redis_prefix, redis_client):
+    """Nobody asked to cancel them: the worker is going away, so they failed, with the reason."""
+    keys = Keys(redis_prefix)
+    env = {"ARENA_WORKER_MAX_BATCH": "1", "ARENA_WORKER_MAX_QUEUE": "4"}
+    worker = start_worker(tiny_spec(tiny_model_dir), redis_prefix, env=env)
+    worker.wait_for_state(redis_client, keys.worker(worker.worker_id), {protocol.W_READY})
+    served = Served(worker, keys, redis_client)
+    running = served.push(params=LONG)
+    served.events(running, until={protocol.TOKEN})
+    queued = served.push(params=LONG)
+    wait_for(lambda: served.status().get("in_flight") == "2", "the second job never queued")
+    worker.proc.send_signal(signal.SIGTERM)
+    last = served.events(running)[-1]
+    assert last["type"] == protocol.FAILED and last["code"] == protocol.WORKER_DIED
+    assert [e["type"] for e in served.events(queued)] == [protocol.FAILED]
+    assert worker.proc.wait(timeout=10) == 0
+    assert served.status()["state"] == protocol.W_STOPPED and served.status()["in_flight"] == "0"
+
+
+def test_a_speculative_worker_takes_the_next_job_only_when_the_last_ends(start_worker, tiny_model_dir, redis_prefix,
+                                                                         redis_client):
+    """One job at a time in a real worker (prompt lookup): the second waits in the Redis list while
+    the first streams, then runs; a SIGTERM then ends the running one as failed."""
+    keys = Keys(redis_prefix)
+    worker = start_worker(tiny_spec(tiny_model_dir, kind="speculative"), redis_prefix)
+    worker.wait_for_state(redis_client, keys.worker(worker.worker_id), {protocol.W_READY})
+    served = Served(worker, keys, redis_client)
+    first = served.push(params=LONG)
+    served.events(first, until={protocol.TOKEN})
+    second = served.push(params=SamplingParams(temperature=0.0, max_new_tokens=8))
+    streamed = redis_client.xlen(keys.stream(first.generation_id))
+    wait_for(lambda: redis_client.xlen(keys.stream(first.generation_id)) > streamed + 5, "the first job stalled")
+    assert redis_client.llen(keys.worker_jobs(worker.worker_id)) == 1 and served.status()["in_flight"] == "1"
+    cancel(served, first)
+    assert served.events(first)[-1]["type"] == protocol.CANCELLED
+    done = served.events(second)
+    assert [e["type"] for e in done] == [protocol.STARTED] + [protocol.TOKEN] * 8 + [protocol.DONE]
+    third = served.push(params=LONG)
+    served.events(third, until={protocol.TOKEN})
+    worker.proc.send_signal(signal.SIGTERM)
+    last = served.events(third)[-1]
+    assert (last["type"], last["code"]) == (protocol.FAILED, protocol.WORKER_DIED)
+    assert worker.proc.wait(timeout=10) == 0

@@ -1,0 +1,176 @@
+"""Decoders: the requests an engine is generating now, advanced a token at a time.
+
+A decoder holds rows, one per running request: `join` starts one and returns its
+first chunks, `step` advances every row by one token, `cancel` ends rows at once,
+each with its Finish. A row's text is already cut at its stop sequences. Two kinds:
+`inference.batched_decoder.BatchedDecoder` runs many rows in one forward pass;
+`StreamDecoder` here runs one row at a time through an engine's own `stream`, for
+engines whose decode loop cannot batch (speculative decoding). The scheduler
+(`inference.scheduler`) drives either the same way. No Redis here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Generator, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from inference.engine import FINISH_CANCELLED, FINISH_STOP, Chunk, Engine, Finish, TokenChunk
+from inference.protocol import SamplingParams
+
+RowT = TypeVar("RowT")
+
+
+class Decoder(Protocol[RowT]):
+    """What the scheduler needs of a decoder; each row carries the caller's `tag`."""
+
+    engine: Engine
+
+    def __len__(self) -> int: ...
+
+    def join(self, input_ids: Sequence[int], params: SamplingParams, tag: Any = None) -> tuple[RowT, list[Chunk]]:
+        """Start a request; its row and its first chunks (ending in a Finish if it already ended)."""
+        ...
+
+    def step(self) -> list[tuple[RowT, Chunk]]:
+        """One token for every row; finished rows leave."""
+        ...
+
+    def cancel(self, rows: Sequence[RowT]) -> list[tuple[RowT, Finish]]:
+        """End these rows now, each with a Finish(FINISH_CANCELLED)."""
+        ...
+
+    def reset(self) -> None:
+        """Forget every row (after a failed step)."""
+        ...
+
+
+class StopText:
+    """Cuts a stream of text deltas before the first stop sequence.
+
+    A delta may end with the beginning of a stop sequence that the next delta
+    completes, so the longest tail that could still start one (at most the longest
+    stop's length - 1 characters) is held back until it no longer can.
+    """
+
+    def __init__(self, stops: Iterable[str]):
+        self.stops = tuple(s for s in stops if s)
+        self.held = ""
+        self.stopped = False
+
+    def feed(self, text: str) -> str:
+        """What of `text` (plus the held tail) may be streamed now."""
+        if self.stopped:
+            return ""
+        if not self.stops:
+            return text
+        pending = self.held + text
+        cut = min((i for i in (pending.find(s) for s in self.stops) if i >= 0), default=-1)
+        if cut >= 0:
+            self.stopped, self.held = True, ""
+            return pending[:cut]
+        keep = self._open_tail(pending)
+        self.held = pending[len(pending) - keep :]
+        return pending[: len(pending) - keep]
+
+    def flush(self) -> str:
+        """The held tail, at the end of a generation that did not stop on a sequence."""
+        held, self.held = self.held, ""
+        return held
+
+    def _open_tail(self, text: str) -> int:
+        """The length of the longest suffix of `text` that is a proper prefix of a stop."""
+        longest = min(len(text), max(len(s) for s in self.stops) - 1)
+        for length in range(longest, 0, -1):
+            tail = text[-length:]
+            if any(s.startswith(tail) for s in self.stops):
+                return length
+        return 0
+
+
+def with_stop_sequences(
+    chunks: Generator[Chunk, None, None], stop_text: StopText, prompt_tokens: int
+) -> Generator[Chunk, None, None]:
+    """An engine's chunks with their text cut at the first stop sequence.
+
+    Token chunks carry only what may be streamed; on a stop the engine's generator
+    is closed and a Finish(FINISH_STOP) ends the stream. Works for any engine.
+    """
+    generated = 0
+    first_time: float | None = None
+    last_time: float | None = None
+    for chunk in chunks:
+        if isinstance(chunk, TokenChunk):
+            generated += 1
+            last_time = time.time()
+            first_time = first_time or last_time
+            yield TokenChunk(chunk.token_id, stop_text.feed(chunk.text_delta))
+            if stop_text.stopped:
+                chunks.close()
+                yield Finish(FINISH_STOP, generated, prompt_tokens, first_time, last_time)
+                return
+        else:
+            text = stop_text.feed(chunk.text_delta)
+            if stop_text.stopped and chunk.reason != FINISH_CANCELLED:
+                yield dataclasses.replace(chunk, text_delta=text, reason=FINISH_STOP)
+            else:
+                yield dataclasses.replace(chunk, text_delta=text + stop_text.flush())
+            return
+
+
+class StreamRow:
+    """The one request a StreamDecoder runs: the engine's generator and its cancel flag."""
+
+    def __init__(self, engine: Engine, input_ids: Sequence[int], params: SamplingParams, tag: Any):
+        self.tag = tag
+        self.cancelled = False  # the engine asks before every forward pass
+        chunks = engine.stream(input_ids, params, lambda: self.cancelled)
+        self.chunks = with_stop_sequences(chunks, StopText(params.stop), len(input_ids))
+
+
+class StreamDecoder:
+    """One request at a time through `engine.stream` (any engine: this is how engines that
+    cannot batch are served). Not thread-safe: one caller drives it."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.row: StreamRow | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.row is None else 1
+
+    def join(self, input_ids: Sequence[int], params: SamplingParams, tag: Any = None) -> tuple[StreamRow, list[Chunk]]:
+        if self.row is not None:
+            raise RuntimeError("A StreamDecoder runs one request at a time")
+        row = StreamRow(self.engine, input_ids, params, tag)
+        first = next(row.chunks)
+        if not isinstance(first, Finish):
+            self.row = row
+        return row, [first]
+
+    def step(self) -> list[tuple[StreamRow, Chunk]]:
+        row = self.row
+        if row is None:
+            return []
+        chunk = next(row.chunks)
+        if isinstance(chunk, Finish):
+            self.row = None
+        return [(row, chunk)]
+
+    def cancel(self, rows: Sequence[StreamRow]) -> list[tuple[StreamRow, Finish]]:
+        """The engine's own Finish(FINISH_CANCELLED): engines ask `should_cancel` before every
+        forward pass, so the next chunk after the flag is set is that Finish, with the
+        engine's counts (a speculative engine's acceptance included)."""
+        row = self.row
+        if row is None or row not in rows:
+            return []
+        row.cancelled = True
+        self.row = None
+        finish = next(chunk for chunk in row.chunks if isinstance(chunk, Finish))
+        return [(row, finish)]
+
+    def reset(self) -> None:
+        if self.row is not None:
+            self.row.chunks.close()
+        self.row = None

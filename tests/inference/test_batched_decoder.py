@@ -1,0 +1,160 @@
+"""Continuous batching: `BatchedDecoder` in-process (its scheduler: test_scheduler.py).
+
+Real: the decode loop over the tiny random-weight Llama (fp32, 2 layers) with
+SmolLM2's tokenizer and transformers' DynamicCache. The identity tests compare each row of a batch
+with the same request run alone through `Engine.stream`, token for token: left
+padding is masked out exactly (its attention weight is 0) and positions count
+real tokens only, so a row computes what it computes alone; on this model and
+these prompts no fp32 rounding difference flips an argmax.
+"""
+
+import pytest
+
+from inference.batched_decoder import BatchedDecoder
+from inference.engine import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Engine, Finish, TokenChunk
+from inference.protocol import SamplingParams
+
+GREEDY = SamplingParams(temperature=0.0, max_new_tokens=16)
+TOPICS = ["Hi", "Tell me a long story about dragons, castles and the sea, please.", "What is 2+2?", "Name a colour."]
+
+
+@pytest.fixture(scope="module")
+def engine(tokenizer, tiny_model):
+    return Engine(tokenizer, tiny_model)
+
+
+@pytest.fixture(scope="module")
+def prompts(engine):
+    return [engine.encode([{"role": "user", "content": topic}]) for topic in TOPICS]
+
+
+def alone(engine, prompt, params) -> list[int]:
+    return [c.token_id for c in engine.stream(prompt, params) if isinstance(c, TokenChunk)]
+
+
+class Collector:
+    """Drives a decoder and files every chunk under its row's tag."""
+
+    def __init__(self, decoder: BatchedDecoder):
+        self.decoder = decoder
+        self.tokens: dict = {}
+        self.finishes: dict = {}
+
+    def join(self, tag, prompt, params):
+        row, chunks = self.decoder.join(prompt, params, tag)
+        self._file(row, chunks)
+        return row
+
+    def step(self, times=1):
+        for _ in range(times):
+            for row, chunk in self.decoder.step():
+                self._file(row, [chunk])
+
+    def drain(self):
+        while len(self.decoder):
+            self.step()
+
+    def _file(self, row, chunks):
+        for chunk in chunks:
+            if isinstance(chunk, Finish):
+                self.finishes[row.tag] = chunk
+            else:
+                self.tokens.setdefault(row.tag, []).append(chunk.token_id)
+
+
+def test_every_row_of_a_batch_decodes_as_it_would_alone(engine, prompts):
+    """Four prompts of different lengths joined together, each greedy.
+
+    Seeded sampling is not compared: on this random model the distribution is
+    nearly flat over 49k tokens, so a last-bit difference between a batched and a
+    lone matmul moves a draw to a neighbouring token within about ten steps.
+    """
+    params = [GREEDY, GREEDY, SamplingParams(temperature=0.0, max_new_tokens=12), GREEDY]
+    batch = Collector(BatchedDecoder(engine))
+    for tag, (prompt, p) in enumerate(zip(prompts, params, strict=True)):
+        batch.join(tag, prompt, p)
+    assert len(batch.decoder) == 4
+    batch.drain()
+    for tag, (prompt, p) in enumerate(zip(prompts, params, strict=True)):
+        assert batch.tokens[tag] == alone(engine, prompt, p), f"row {tag}"
+        assert batch.finishes[tag].reason == FINISH_LENGTH
+        assert batch.finishes[tag].generated_tokens == p.max_new_tokens
+
+
+def test_seeded_sampling_draws_as_engine_stream_does(engine, prompts):
+    """A lone row (no padding, so the same logits): the batched draws replay Engine.stream's."""
+    for params in (
+        SamplingParams(temperature=0.9, top_p=0.9, seed=7, max_new_tokens=12),
+        SamplingParams(temperature=1.3, top_p=1.0, seed=8, max_new_tokens=12),
+    ):
+        batch = Collector(BatchedDecoder(engine))
+        batch.join("row", prompts[1], params)
+        batch.drain()
+        assert batch.tokens["row"] == alone(engine, prompts[1], params)
+
+
+def test_a_request_joins_a_running_batch(engine, prompts):
+    batch = Collector(BatchedDecoder(engine))
+    batch.join("first", prompts[1], GREEDY)
+    batch.step(5)
+    batch.join("late", prompts[0], GREEDY)  # shorter prompt, later start: both sides get padded
+    assert len(batch.decoder) == 2 and "first" not in batch.finishes
+    batch.step(3)
+    batch.join("later", prompts[2], GREEDY)
+    batch.drain()
+    assert batch.tokens["first"] == alone(engine, prompts[1], GREEDY)
+    assert batch.tokens["late"] == alone(engine, prompts[0], GREEDY)
+    assert batch.tokens["later"] == alone(engine, prompts[2], GREEDY)
+
+
+def test_a_finished_row_leaves_while_the_others_continue(engine, prompts):
+    short = SamplingParams(temperature=0.0, max_new_tokens=3)
+    batch = Collector(BatchedDecoder(engine))
+    batch.join("long", prompts[0], GREEDY)
+    batch.join("short", prompts[1], short)  # the longest prompt: its leaving frees the padding
+    batch.step(2)
+    assert batch.finishes["short"].reason == FINISH_LENGTH and len(batch.decoder) == 1
+    long_row = batch.decoder.rows[0]
+    assert batch.decoder.mask.shape[1] == long_row.length  # the shared left padding was trimmed
+    assert batch.decoder.cache.layers[0].keys.shape[2] == long_row.length
+    batch.drain()
+    assert batch.tokens["long"] == alone(engine, prompts[0], GREEDY)
+    assert batch.tokens["short"] == alone(engine, prompts[1], short)
+
+
+def test_cancelling_one_row_leaves_the_others_untouched(engine, prompts):
+    batch = Collector(BatchedDecoder(engine))
+    rows = [batch.join(tag, prompts[tag], GREEDY) for tag in range(3)]
+    batch.step(4)
+    [(row, finish)] = batch.decoder.cancel([rows[1]])
+    assert row is rows[1] and finish.reason == FINISH_CANCELLED and finish.generated_tokens == 5
+    assert [r.tag for r in batch.decoder.rows] == [0, 2]
+    batch.drain()
+    assert batch.tokens[0] == alone(engine, prompts[0], GREEDY)
+    assert batch.tokens[2] == alone(engine, prompts[2], GREEDY)
+
+
+def test_a_row_stops_at_its_stop_sequence(engine, tokenizer, prompts):
+    """The stop string is taken from the middle of the row's own greedy text."""
+    full_text = tokenizer.decode(alone(engine, prompts[0], GREEDY), skip_special_tokens=True)
+    stop = full_text[len(full_text) // 2 : len(full_text) // 2 + 3]
+    params = SamplingParams(temperature=0.0, max_new_tokens=16, stop=(stop, "\u2603 never"))
+    decoder = BatchedDecoder(engine)
+    chunks = decoder.join(prompts[0], params, "row")[1]
+    while len(decoder):
+        chunks.extend(chunk for _, chunk in decoder.step())
+    finish = chunks[-1]
+    assert isinstance(finish, Finish) and finish.reason == FINISH_STOP and finish.generated_tokens < 16
+    assert "".join(c.text_delta for c in chunks) == full_text[: full_text.index(stop)]
+
+
+def test_after_a_reset_the_batch_starts_afresh(engine, prompts):
+    """What the scheduler does after a failed step: every row is forgotten, new ones decode as alone."""
+    batch = Collector(BatchedDecoder(engine))
+    batch.join("gone", prompts[1], GREEDY)
+    batch.step(2)
+    batch.decoder.reset()
+    assert len(batch.decoder) == 0 and batch.decoder.cache is None and batch.decoder.step() == []
+    batch.join("new", prompts[0], GREEDY)
+    batch.drain()
+    assert batch.tokens["new"] == alone(engine, prompts[0], GREEDY)
