@@ -62,7 +62,7 @@ class GenerationEvents:
         self.client.expire(self.stream_key, protocol.STREAM_TTL_S)
 
     def _add(self, kind: str, **fields: Any) -> None:
-        # type: ignore below: redis-py types field maps with invariant keys of a wide union, refusing dict[str, str].
+        # The ignore: redis-py types field maps with invariant keys of a wide union, refusing a dict[str, str].
         self.client.xadd(self.stream_key, protocol.event(kind, **fields))  # type: ignore[arg-type]
 
 
