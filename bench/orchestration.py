@@ -60,7 +60,7 @@ class Harness:
         self.redis = redis.Redis.from_url(REDIS_URL)
         self.logs = tempfile.mkdtemp(prefix="bench-orch-logs-")
         backend = LocalBackend(REDIS_URL, self.prefix, Path(self.logs), env=env, budget_mb=budget_mb)
-        self.orchestrator = Orchestrator(backend, self.redis, self.keys, Config(want_ttl_s=1.0, keep_alive_s=600))
+        self.orchestrator = Orchestrator(backend, self.redis, self.keys, Config(keep_alive_s=600))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self.orchestrator.run, args=(self._stop.is_set, 0.1), daemon=True)
 

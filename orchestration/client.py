@@ -1,32 +1,33 @@
-"""How the rest of the application asks the orchestrator for a model worker."""
+"""How the rest of the application asks the orchestrator for model workers: one way, a lease.
+
+A caller leases the models it needs together (a battle's two, a single generation's one)
+with `acquire`, renews the lease while it uses the workers and releases it when done.
+"""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 
 import redis
 
 from inference import protocol as p
 from inference.protocol import Keys, ModelSpec
+from orchestration.redis_text import text, text_hash
 
 
 class WorkerUnavailable(Exception):
     """No worker can serve the model; the message is meant for the user."""
 
 
-def ensure(client: redis.Redis, keys: Keys, spec: ModelSpec) -> None:
-    """Ask for a worker serving `spec` (renewed while waiting: requests expire)."""
-    client.rpush(keys.orchestrator_inbox(), json.dumps({"op": "ensure", "spec": asdict(spec)}))
-
-
 def request_lease(client: redis.Redis, keys: Keys, request_id: str, specs: list[ModelSpec], prewarm: bool = False) -> None:
     """Ask for (or renew) a lease on `specs` together: granted when every one is ready.
 
-    A holder renews it every few seconds while it uses the workers (a battle in
-    progress); an unrenewed lease lapses after the orchestrator's lease TTL. A
-    prewarm lease only starts what fits in free memory, and ends once they are ready.
+    A holder renews it every second while it waits and every few seconds while it
+    uses the workers; an unrenewed lease lapses (`Config.wait_ttl_s`, `lease_ttl_s`).
+    A prewarm lease only starts what fits in free memory, and ends once they are ready.
     """
     message = {"op": "lease", "request_id": request_id, "specs": [asdict(s) for s in specs], "prewarm": prewarm}
     client.rpush(keys.orchestrator_inbox(), json.dumps(message))
@@ -36,19 +37,34 @@ def release_lease(client: redis.Redis, keys: Keys, request_id: str) -> None:
     client.rpush(keys.orchestrator_inbox(), json.dumps({"op": "release", "request_id": request_id}))
 
 
-def acquire(client, keys, request_id: str, specs: list[ModelSpec], *, timeout_s: float, on_wait=None,
-            should_cancel=None, poll_s: float = 0.25) -> dict[str, str]:
+def acquire(client: redis.Redis, keys: Keys, request_id: str, specs: list[ModelSpec], *, timeout_s: float,
+            on_wait: Callable[[float, str], object] | None = None,
+            should_cancel: Callable[[], bool] | None = None, poll_s: float = 0.25) -> dict[str, str]:
     """Block until a lease on every one of `specs` is granted; returns slug -> worker id.
 
     `on_wait(elapsed, progress)` hears the place in line or the loading progress
     about once a second. Raises WorkerUnavailable when refused, when a model fails
-    to load, or when nothing moves for `timeout_s`.
+    to load, when cancelled, or when nothing moves for `timeout_s` (a load that keeps
+    reporting progress is waited for); the lease is then released, its place in line given up.
     """
+    try:
+        return _wait_for_grant(client, keys, request_id, specs, timeout_s, on_wait, should_cancel, poll_s)
+    except WorkerUnavailable:
+        try:
+            release_lease(client, keys, request_id)
+        except redis.RedisError:  # unrenewed, it lapses by itself
+            pass
+        raise
+
+
+def _wait_for_grant(client: redis.Redis, keys: Keys, request_id: str, specs: list[ModelSpec], timeout_s: float,
+                    on_wait: Callable[[float, str], object] | None, should_cancel: Callable[[], bool] | None,
+                    poll_s: float) -> dict[str, str]:
     since = last_renewal = time.time()
     last_report = 0.0
     request_lease(client, keys, request_id, specs)
     while True:
-        lease = {k.decode(): v.decode() for k, v in client.hgetall(keys.lease(request_id)).items()}
+        lease = text_hash(client.hgetall(keys.lease(request_id)))
         if lease.get("state") == "granted" and lease.get("workers"):
             return json.loads(lease["workers"])
         if lease.get("state") == "refused":
@@ -60,9 +76,9 @@ def acquire(client, keys, request_id: str, specs: list[ModelSpec], *, timeout_s:
         now = time.time()
         progress, progress_at = lease_progress(client, keys, request_id, specs)
         if now - max(since, progress_at) > timeout_s:
-            raise WorkerUnavailable(f"The models did not become ready within {timeout_s:.0f} s.")
+            models = "The model" if len(specs) == 1 else "The models"
+            raise WorkerUnavailable(f"{models} did not become ready within {timeout_s:.0f} s.")
         if should_cancel and should_cancel():
-            release_lease(client, keys, request_id)
             raise WorkerUnavailable("cancelled")
         if now - last_renewal >= 1.0:
             request_lease(client, keys, request_id, specs)
@@ -73,8 +89,9 @@ def acquire(client, keys, request_id: str, specs: list[ModelSpec], *, timeout_s:
         time.sleep(poll_s)
 
 
-def lease_progress(client, keys, request_id: str, specs: list[ModelSpec]) -> tuple[str, float]:
-    """The lease's place in line, else the slowest-moving loading progress among its models."""
+def lease_progress(client: redis.Redis, keys: Keys, request_id: str, specs: list[ModelSpec]) -> tuple[str, float]:
+    """What the lease waits on, and when that was last said ("", 0 if nothing): its place in
+    line, else the slowest-moving load among its models ("AWQ: quantised layer 3/30")."""
     queued = client.hget(keys.orchestrator_queue(), request_id)
     if queued:
         return _in_line(json.loads(queued)), 0.0
@@ -84,77 +101,26 @@ def lease_progress(client, keys, request_id: str, specs: list[ModelSpec]) -> tup
 
 
 def placement(client: redis.Redis, keys: Keys, slug: str) -> dict[str, str]:
-    raw = client.hgetall(keys.variant(slug))
-    return {k.decode(): v.decode() for k, v in raw.items()}
-
-
-def ready_worker(client: redis.Redis, keys: Keys, spec: ModelSpec, since: float) -> str | None:
-    """The id of a ready worker for `spec`, or None while one is starting.
-
-    Raises WorkerUnavailable when the model failed to load after `since`.
-    """
-    place = placement(client, keys, spec.slug)
-    state = place.get("state")
-    if state == "ready" and worker_alive(client, keys, place["worker_id"]):
-        return place["worker_id"]
-    if float(place.get("last_error_at") or 0) >= since:
-        raise WorkerUnavailable(place.get("last_error") or "The model worker failed.")
-    ensure(client, keys, spec)
-    return None
-
-
-def worker_alive(client: redis.Redis, keys: Keys, worker_id: str) -> bool:
-    state = client.hget(keys.worker(worker_id), "state")
-    return state is not None and state.decode() == p.W_READY
+    return text_hash(client.hgetall(keys.variant(slug)))
 
 
 def worker_failure(client: redis.Redis, keys: Keys, worker_id: str) -> str | None:
     """Why the worker is no longer serving (failed or stopped), or None while it is."""
-    status = {k.decode(): v.decode() for k, v in client.hgetall(keys.worker(worker_id)).items()}
+    status = text_hash(client.hgetall(keys.worker(worker_id)))
     state = status.get("state")
     if state in (p.W_FAILED, p.W_STOPPED):
         return status.get("error") or f"The model worker {state}."
     return None
 
 
-def wait_for_worker(client, keys, spec, *, timeout_s: float, on_wait=None, should_cancel=None, poll_s=0.25) -> str:
-    """Block until a worker serves `spec`; call `on_wait(elapsed, progress)` about once a second.
-
-    `progress` is what a slow load last said of itself ("AWQ: quantised layer 3/30"),
-    or "". A load that keeps reporting progress is waited for past `timeout_s`.
-    """
-    since = time.time()
-    last_report = 0.0
-    while True:
-        worker_id = ready_worker(client, keys, spec, since)
-        if worker_id:
-            return worker_id
-        progress, progress_at = load_progress(client, keys, spec.slug)
-        now = time.time()
-        elapsed = now - since
-        if now - max(since, progress_at) > timeout_s:
-            raise WorkerUnavailable(f"The model did not become ready within {timeout_s:.0f} s.")
-        if should_cancel and should_cancel():
-            raise WorkerUnavailable("cancelled")
-        if on_wait and elapsed - last_report >= 1.0:
-            on_wait(elapsed, progress)
-            last_report = elapsed
-        time.sleep(poll_s)
-
-
 def load_progress(client: redis.Redis, keys: Keys, slug: str) -> tuple[str, float]:
-    """What the start of `slug` is doing now, and when that was last said ("", 0 if nothing).
-
-    The starting worker's own progress line ("AWQ: quantised layer 3/30"), or, while
-    no worker has started yet, the variant's place in the orchestrator's queue.
-    """
+    """The latest progress line of the worker starting for `slug`, and when it said it ("", 0 if none)."""
     worker_id = placement(client, keys, slug).get("worker_id")
     if worker_id:
         line, at = client.hmget(keys.worker(worker_id), ["progress", "progress_at"])
         if line:
-            return line.decode(), float(at or 0)
-    queued = client.hget(keys.orchestrator_queue(), slug)
-    return (_in_line(json.loads(queued)), 0.0) if queued else ("", 0.0)
+            return text(line), float(at or 0)
+    return "", 0.0
 
 
 def _in_line(entry: dict) -> str:

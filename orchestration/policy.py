@@ -18,6 +18,7 @@ FAILED = "failed"
 ALIVE = frozenset({STARTING, READY})
 HOLDS_MEMORY = frozenset({STARTING, READY, STOPPING})  # a stopping process still holds its memory
 LOCAL_NODE = "local"
+BUSY = "Too many models are waiting for memory right now; try again in a minute."
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,10 @@ class Config:
     keep_alive_s: float = 600.0  # unload a worker idle for this long
     start_timeout_s: float = 300.0  # a worker not ready by then has failed to load
     heartbeat_grace_s: float = 6.0  # a ready worker silent for this long has hung
-    want_ttl_s: float = 5.0  # a request keeps its model wanted this long after it was last renewed
-    lease_ttl_s: float = 30.0  # a lease (a battle's models) lapses this long after its holder last renewed it
+    lease_ttl_s: float = 30.0  # a lease lapses this long after its holder last renewed it
+    # A waiting lease (not prewarm) whose holder stopped renewing it (its task died) gives up its
+    # place in line sooner: holders renew every second while they wait.
+    wait_ttl_s: float = 10.0
     retry_base_s: float = 2.0  # a variant that failed waits this, doubling per failure, before a retry
     retry_max_s: float = 60.0
     max_workers: int | None = None  # optional cap on loaded workers, across nodes
@@ -72,7 +75,7 @@ class Node:
 
 @dataclass(frozen=True)
 class Request:
-    """Variants one caller needs at the same time: both models of a battle, or one.
+    """Variants one caller needs at the same time: both models of a battle, or a generation's one.
 
     Granted only when every one is ready (all or nothing, so two battles can never
     each hold half of what the other needs). A prewarm request (the next match of a
@@ -291,22 +294,20 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
     ordered = sorted(cluster.requests, key=lambda r: (r.prewarm, r.arrived_at, r.request_id))
     protected: set[str] = set()  # variants of requests already considered: later ones may not evict them
     blocked = False
-    waiting = 0
+    line = Line()
     for request in ordered:
         protected.update(request.slugs)
         too_big = _never_fits(cluster, request)
         if too_big:
             actions.append(Refuse(request.request_id, too_big))
             continue
-        ready = [ledger.ready_worker(slug) for slug in request.slugs]
-        if all(ready):
+        ready = [w for slug in request.slugs if (w := ledger.ready_worker(slug)) is not None]
+        if len(ready) == len(request.slugs):
             actions.append(Grant(request.request_id, tuple((w.slug, w.worker_id) for w in ready)))
             continue
-        if not request.prewarm:
-            waiting += 1
-            if waiting > config.max_queue:
-                actions.append(Refuse(request.request_id, "busy"))
-                continue
+        if not request.prewarm and line.join(request.slugs)[0] > config.max_queue:
+            actions.append(Refuse(request.request_id, BUSY))
+            continue
         missing = [s for s in dict.fromkeys(request.slugs) if not ledger.serving(s) and not ledger.starting(s)]
         if not missing or any(s in failing or _backing_off(cluster, s, now, config) for s in missing):
             continue  # loading, or waiting out a failure's back-off
@@ -319,6 +320,24 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
         if placed is not None:
             actions += placed[0]
     return actions
+
+
+class Line:
+    """Places in the line of waiting requests: a request whose models all come with earlier
+    ones (generations waiting for the same model) shares their place instead of taking a new one."""
+
+    def __init__(self):
+        self.length = 0
+        self.places: dict[str, int] = {}  # slug -> the place of the first request that needs it
+
+    def join(self, slugs: tuple[str, ...]) -> tuple[int, bool]:
+        """The place of a request needing `slugs`, and whether it took a new one."""
+        if all(slug in self.places for slug in slugs):
+            return max(self.places[slug] for slug in slugs), False
+        self.length += 1
+        for slug in slugs:
+            self.places.setdefault(slug, self.length)
+        return self.length, True
 
 
 def _never_fits(cluster: Cluster, request: Request) -> str | None:
@@ -378,13 +397,13 @@ def _place_one(ledger: Ledger, slug: str, protected: set[str], allow_eviction: b
         return actions + [Spawn(slug, node_id)]
     if not allow_eviction:
         return None
-    node_id, victims = _cheapest_eviction(ledger, need, protected)
-    if node_id is None:
+    target, victims = _cheapest_eviction(ledger, need, protected)
+    if target is None:
         return None
     for victim in victims:
         ledger.evict(victim)
         actions.append(Stop(victim.worker_id, f"evicted to make room for {slug}"))
-    ledger.claim(slug, node_id, need)
+    ledger.claim(slug, target, need)
     return actions
 
 

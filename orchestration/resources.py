@@ -10,14 +10,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 
 HEADROOM_FRACTION = 0.2
 HEADROOM_MIN_MB = 2048
 
 
-def node_budget_mb(environ: dict[str, str] | None = None) -> float:
-    environ = os.environ if environ is None else environ
-    override = environ.get("ARENA_NODE_MEMORY_MB", "").strip()
+def node_budget_mb(environ: Mapping[str, str] | None = None) -> float:
+    env = os.environ if environ is None else environ
+    override = env.get("ARENA_NODE_MEMORY_MB", "").strip()
     if override:
         value = float(override)
         if value <= 0:

@@ -14,7 +14,7 @@ import math
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Callable, Protocol
+from typing import Callable, Protocol, cast
 
 import redis
 
@@ -23,6 +23,7 @@ from inference.protocol import Keys, ModelSpec
 
 from . import policy
 from .policy import Cluster, Config, Fail, Failures, Node, Request, Spawn, Stop, WorkerView
+from .redis_text import text, text_hash
 
 log = logging.getLogger(__name__)
 DEFAULT_COLD_START_S = 30.0  # a model's expected cold start before one was measured
@@ -39,14 +40,18 @@ class NullRecorder:
 
 @dataclass
 class Lease:
-    """Variants one caller holds together (a battle's models), renewed while in use."""
+    """Variants one caller holds together (a battle's two models, a generation's one), renewed while in use."""
 
     request_id: str
     slugs: tuple[str, ...]
-    since: float
-    until: float
+    since: float  # its place in line
+    renewed_at: float
     prewarm: bool = False
     workers: dict[str, str] | None = None  # once granted: slug -> worker id
+
+    def lapsed(self, now: float, config: Config) -> bool:
+        waiting = self.workers is None and not self.prewarm  # its holder renews every second
+        return now - self.renewed_at > (config.wait_ttl_s if waiting else config.lease_ttl_s)
 
 
 class Orchestrator:
@@ -66,8 +71,6 @@ class Orchestrator:
         self.recorder = recorder or NullRecorder()
         self.clock = clock
         self.specs: dict[str, ModelSpec] = {}
-        self.wanted_until: dict[str, float] = {}
-        self.wanted_since: dict[str, float] = {}  # first ask of the current want: the queue order
         self.workers: dict[str, dict] = {}  # worker_id -> {slug, state, started_at}
         self.failures: dict[str, Failures] = {}  # slug -> failures in a row
         self.leases: dict[str, Lease] = {}
@@ -89,7 +92,7 @@ class Orchestrator:
         actions = policy.plan(cluster, now, self.config)
         for action in actions:
             self._apply(action, now)
-        self._publish_queue(cluster, actions, now)
+        self._publish_queue(cluster, actions)
         self._publish_status(views, now)
         self.redis.set(self.keys.orchestrator_heartbeat(), repr(now), ex=p.HEARTBEAT_TTL_S)
 
@@ -123,30 +126,27 @@ class Orchestrator:
     def _read_inbox(self, now: float) -> None:
         while raw := self.redis.lpop(self.keys.orchestrator_inbox()):
             try:
-                msg = json.loads(raw)
-                op = msg["op"]
-                specs = [ModelSpec(**spec) for spec in msg.get("specs") or [msg["spec"]]] if op != "release" else []
+                msg = json.loads(text(cast("bytes", raw)))  # LPOP without a count pops one
+                op, request_id = msg["op"], str(msg["request_id"])
+                specs = [ModelSpec(**spec) for spec in msg["specs"]] if op == "lease" else []
             except (ValueError, KeyError, TypeError) as exc:
                 log.warning("Ignoring a malformed orchestrator request %r: %s", raw[:200], exc)
                 continue
             for spec in specs:
                 self.specs[spec.slug] = spec
-            if op == "ensure":
-                slug = specs[0].slug
-                if self.wanted_until.get(slug, 0.0) < now:
-                    self.wanted_since[slug] = now
-                self.wanted_until[slug] = now + self.config.want_ttl_s
-            elif op == "lease":
-                self._renew_lease(str(msg["request_id"]), tuple(s.slug for s in specs), bool(msg.get("prewarm")), now)
+            if op == "lease" and specs:
+                self._renew_lease(request_id, tuple(s.slug for s in specs), bool(msg.get("prewarm")), now)
             elif op == "release":
-                self._end_lease(str(msg.get("request_id")), "released")
+                self._end_lease(request_id, "released")
+            else:
+                log.warning("Ignoring an orchestrator request with op %r", op)
 
     def _renew_lease(self, request_id: str, slugs: tuple[str, ...], prewarm: bool, now: float) -> None:
         lease = self.leases.get(request_id)
         if lease is None:
-            lease = self.leases[request_id] = Lease(request_id, slugs, since=now, until=now, prewarm=prewarm)
+            lease = self.leases[request_id] = Lease(request_id, slugs, since=now, renewed_at=now, prewarm=prewarm)
             self.redis.hset(self.keys.lease(request_id), mapping={"state": "waiting"})
-        lease.until = now + self.config.lease_ttl_s
+        lease.renewed_at = now
         self.redis.expire(self.keys.lease(request_id), int(self.config.lease_ttl_s) + 5)
 
     def _end_lease(self, request_id: str, why: str) -> None:
@@ -157,7 +157,7 @@ class Orchestrator:
     def _check_leases(self, now: float) -> None:
         """Lapse the unrenewed; a granted lease whose worker has gone waits to be granted again."""
         for lease in list(self.leases.values()):
-            if lease.until < now:
+            if lease.lapsed(now, self.config):
                 self._end_lease(lease.request_id, "lapsed")
             elif lease.workers and any(w not in self.workers for w in lease.workers.values()):
                 lease.workers = None
@@ -165,10 +165,6 @@ class Orchestrator:
 
     def _cluster(self, views: list[WorkerView], now: float) -> Cluster:
         requests = tuple(
-            Request(f"ensure:{slug}", (slug,), arrived_at=self.wanted_since.get(slug, now))
-            for slug, until in self.wanted_until.items()
-            if until >= now
-        ) + tuple(
             Request(lease.request_id, lease.slugs, arrived_at=lease.since, prewarm=lease.prewarm)
             for lease in self.leases.values()
             if lease.workers is None
@@ -179,8 +175,8 @@ class Orchestrator:
 
     def _observe(self, worker_id: str, now: float) -> WorkerView:
         info = self.workers[worker_id]
-        status = self.redis.hgetall(self.keys.worker(worker_id))
-        get = lambda k, d="": (status.get(k.encode()) or b"").decode() or d  # noqa: E731
+        status = text_hash(self.redis.hgetall(self.keys.worker(worker_id)))
+        get = lambda k, d="": status.get(k) or d  # noqa: E731
         heartbeat = self.redis.exists(self.keys.worker_heartbeat(worker_id))
         if heartbeat:
             info["last_heartbeat"] = now
@@ -209,7 +205,7 @@ class Orchestrator:
             if view.state != policy.STARTING or view.exit_code is not None:
                 continue
             status = self.redis.hget(self.keys.worker(view.worker_id), "state")
-            if status and status.decode() == p.W_READY:
+            if status and text(status) == p.W_READY:
                 cold = now - view.started_at
                 self.workers[view.worker_id].update(ready_at=now, cold_start_s=round(cold, 2))
                 self.cold_starts[view.slug] = cold
@@ -222,7 +218,7 @@ class Orchestrator:
         if isinstance(action, policy.Grant):
             self._grant(action)
         elif isinstance(action, policy.Refuse):
-            self._refuse(action, now)
+            self._refuse(action)
         elif isinstance(action, Spawn):
             self._spawn(action.slug, action.node_id, now)
         elif isinstance(action, Fail):
@@ -244,7 +240,7 @@ class Orchestrator:
             self._set_state(action.worker_id, info["slug"], policy.STOPPING, now, reason=action.reason)
 
     def _grant(self, action: policy.Grant) -> None:
-        """Single-model requests read the placement; a lease learns its workers here."""
+        """A lease learns its workers here; a prewarm lease ends, its models warm."""
         lease = self.leases.get(action.request_id)
         if lease is None:
             return
@@ -255,39 +251,34 @@ class Orchestrator:
         self.redis.hset(self.keys.lease(lease.request_id), mapping={"state": "granted",
                                                                     "workers": json.dumps(lease.workers)})
 
-    def _refuse(self, action: policy.Refuse, now: float) -> None:
-        """Tell the requesters of a variant that cannot be served now (or ever) why."""
-        if action.request_id in self.leases:
+    def _refuse(self, action: policy.Refuse) -> None:
+        """Tell the holder of a lease that cannot be served now (or ever) why; the lease ends."""
+        if self.leases.pop(action.request_id, None) is not None:
             self.redis.hset(self.keys.lease(action.request_id), mapping={"state": "refused", "reason": action.reason})
-            self.leases.pop(action.request_id)
-            return
-        slug = action.request_id.removeprefix("ensure:")
-        reason = action.reason
-        if reason == "busy":
-            reason = "Too many models are waiting for memory right now; try again in a minute."
-        self.redis.hset(self.keys.variant(slug), mapping={"last_error": reason, "last_error_at": repr(now)})
-        self.wanted_until.pop(slug, None)
 
-    def _publish_queue(self, cluster: Cluster, actions: list, now: float) -> None:
-        """Where each request still waiting to start stands in line, and about how long it may wait.
+    def _publish_queue(self, cluster: Cluster, actions: list) -> None:
+        """Where each lease still waiting for a model to start stands in line, and about how long it may wait.
 
-        The expected wait adds up the cold starts of the requests up to and including it
-        (each model's last measured cold start; DEFAULT_COLD_START_S before it has one).
+        Leases waiting for the same models share a place (`policy.Line`). The expected wait
+        adds up the cold starts of the places up to and including its own (each model's last
+        measured cold start; DEFAULT_COLD_START_S before it has one).
         """
         started = {a.slug for a in actions if isinstance(a, Spawn)}
         serving = {w.slug for w in cluster.workers if w.state in policy.ALIVE}
-        waiting = [r for r in sorted(cluster.requests, key=lambda r: r.arrived_at)
+        waiting = [r for r in sorted(cluster.requests, key=lambda r: (r.arrived_at, r.request_id))
                    if not r.prewarm and not set(r.slugs) <= serving | started]
+        line, expected = policy.Line(), [0.0]  # expected[place]: the wait up to the end of that place
         pipe = self.redis.pipeline()
         pipe.delete(self.keys.orchestrator_queue())
-        expected = 0.0
-        for position, request in enumerate(waiting, start=1):
-            expected += max(self.cold_starts.get(slug, DEFAULT_COLD_START_S) for slug in request.slugs)
-            for key in [request.request_id] if request.request_id in self.leases else request.slugs:
-                why = "retrying after a failure" if key in cluster.failures else "waiting for memory"
-                entry = {"position": position, "since": request.arrived_at, "reason": why,
-                         "expected_wait_s": round(expected)}
-                pipe.hset(self.keys.orchestrator_queue(), key, json.dumps(entry))
+        for request in waiting:
+            fresh = [slug for slug in request.slugs if slug not in line.places]
+            place, new = line.join(request.slugs)
+            if new:
+                expected.append(expected[-1] + max(self.cold_starts.get(s, DEFAULT_COLD_START_S) for s in fresh))
+            retrying = any(slug in cluster.failures for slug in request.slugs)
+            entry = {"position": place, "since": request.arrived_at, "expected_wait_s": round(expected[place]),
+                     "reason": "retrying after a failure" if retrying else "waiting for memory"}
+            pipe.hset(self.keys.orchestrator_queue(), request.request_id, json.dumps(entry))
         pipe.execute()
 
     def _publish_status(self, observed: list[WorkerView], now: float) -> None:
@@ -369,7 +360,7 @@ class Orchestrator:
         """Tell requesters where `slug` is served, or why it is not."""
         key = self.keys.variant(slug)
         current = self.redis.hget(key, "worker_id")
-        if state in (policy.STARTING, policy.READY) or current is None or current.decode() == worker_id:
+        if state in (policy.STARTING, policy.READY) or current is None or text(current) == worker_id:
             self.redis.hset(key, mapping={"worker_id": worker_id, "state": state, "error": reason, "at": repr(now)})
         if state == policy.FAILED:
             # Kept across the retry's "starting", so every requester waiting since before
@@ -378,24 +369,20 @@ class Orchestrator:
             self.redis.hset(self.keys.worker(worker_id), mapping={"state": p.W_FAILED, "error": reason})
 
     # --- Redis restarts ---------------------------------------------------------------
-    def _epoch_key(self) -> str:
-        """Set once per Redis lifetime: finding it gone means Redis restarted empty."""
-        return f"{self.keys.prefix}:orchestrator:epoch"
-
     def _after_redis_trouble(self, now: float) -> None:
         """After an outage, or a Redis that came back empty (it keeps nothing on disk),
         tell the world again what this process knows: where each variant is served and
         each lease's state. The workers rewrite their own status hashes, and nobody has
         heartbeated while Redis was away, so silence until now is not a hung worker.
         Workers are never restarted for this: the same processes serve on (no duplicates)."""
-        wiped = not self.redis.exists(self._epoch_key())
+        wiped = not self.redis.exists(self.keys.orchestrator_epoch())
         if not (wiped or self.redis_was_down):
             return
         for info in self.workers.values():
             info["last_heartbeat"] = now
         if wiped:
             self._publish_again(now)
-            self.redis.set(self._epoch_key(), repr(now))  # last: a tick cut short does it all again
+            self.redis.set(self.keys.orchestrator_epoch(), repr(now))  # last: a tick cut short does it all again
         self.redis_was_down = False
 
     def _publish_again(self, now: float) -> None:
@@ -406,9 +393,9 @@ class Orchestrator:
             if info["state"] in (policy.STARTING, policy.READY):
                 self._publish_placement(worker_id, info["slug"], info["state"], now, "")
         for lease in self.leases.values():
-            mapping = ({"state": "granted", "workers": json.dumps(lease.workers)} if lease.workers
-                       else {"state": "waiting"})
-            self.redis.hset(self.keys.lease(lease.request_id), mapping=mapping)
+            self.redis.hset(self.keys.lease(lease.request_id), mapping={
+                "state": "granted" if lease.workers else "waiting",
+                "workers": json.dumps(lease.workers) if lease.workers else ""})
             self.redis.expire(self.keys.lease(lease.request_id), int(self.config.lease_ttl_s) + 5)
 
     def recover(self) -> None:
@@ -420,10 +407,10 @@ class Orchestrator:
         """
         prefix = self.keys.worker("")
         for key in self.redis.scan_iter(match=self.keys.worker("*"), count=200):
-            worker_id = key.decode().removeprefix(prefix)
+            worker_id = text(key).removeprefix(prefix)
             if ":" in worker_id:  # the worker's job list or heartbeat, not its status hash
                 continue
-            status = {k.decode(): v.decode() for k, v in self.redis.hgetall(key).items()}
+            status = text_hash(self.redis.hgetall(key))
             if status.get("state") in (p.W_STARTING, p.W_READY) and worker_id not in self.workers:
                 node_id = status.get("node") or policy.LOCAL_NODE
                 stopped = self.backend.stop_orphan(int(status.get("pid") or 0), node_id)

@@ -22,6 +22,7 @@ from kombu.exceptions import OperationalError
 from inference.protocol import Keys, ModelSpec
 from orchestration import agent
 from orchestration.policy import Node
+from orchestration.redis_text import text
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class NodesBackend:
     # --- what the nodes say -----------------------------------------------------------
     def refresh(self) -> None:
         """Read every node's report (once per orchestrator tick, from `nodes()`)."""
-        members = {m.decode() for m in self.redis.smembers(self.keys.nodes())}
+        members = {text(m) for m in self.redis.smembers(self.keys.nodes())}
         ids = sorted(members | {placed.node_id for placed in self._workers.values()})
         raws = self.redis.mget([self.keys.node(node_id) for node_id in ids]) if ids else []
         reports = {}

@@ -1,2 +1,32 @@
+import pytest
+import redis
+
+from inference.protocol import Keys
+from orchestration.backends.local import LocalBackend
+from orchestration.policy import Config
+from orchestration.service import Orchestrator
+
 # The tiny random-weight model of the inference tests serves the orchestrator's too.
 from tests.inference.conftest import smollm2_tokenizer_dir, tiny_model, tiny_model_dir, tokenizer  # noqa: F401
+
+from .helpers import Recorder
+
+
+@pytest.fixture
+def make_orchestrator(redis_url, redis_prefix, tmp_path):
+    """Orchestrators on the local backend (real worker processes) under this test's Redis prefix,
+    ticked by the test; every one is shut down (its workers stopped) afterwards."""
+    made = []
+
+    def make(budget_mb=None, env=None, **config):
+        backend = LocalBackend(redis_url, redis_prefix, tmp_path / "logs",
+                               env={"ARENA_WORKER_THREADS": "1", **(env or {})}, budget_mb=budget_mb)
+        recorder = Recorder()
+        orchestrator = Orchestrator(backend, redis.Redis.from_url(redis_url), Keys(redis_prefix),
+                                    Config(**config), recorder=recorder)
+        made.append(orchestrator)
+        return orchestrator, recorder
+
+    yield make
+    for orchestrator in made:
+        orchestrator.shutdown()

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,14 @@ import redis
 from celery import Celery
 
 from inference import protocol
-from inference.protocol import Job, Keys, ModelSpec, SamplingParams
+from inference.protocol import Keys, ModelSpec
 from orchestration import client as orch
 from orchestration.backends.local import _is_worker
 from orchestration.backends.nodes import NodesBackend
 from orchestration.policy import Config, Node
 from orchestration.service import Orchestrator
 
-from .test_service import Recorder, ensure, placement, run_until
+from .helpers import HELD, Recorder, acquired, generate, lease, placement, release, run_until
 
 pytestmark = pytest.mark.timeout(180)
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -143,25 +142,8 @@ def wait_until(predicate, timeout: float, message: str) -> None:
     raise AssertionError(message)
 
 
-def generate(orchestrator, worker_id: str) -> list[dict]:
-    """One short greedy generation on the worker; its events up to the end."""
-    job = Job(generation_id=uuid.uuid4().hex, messages=[{"role": "user", "content": "Say something."}],
-              params=SamplingParams(temperature=0.0, max_new_tokens=8))
-    orchestrator.redis.rpush(orchestrator.keys.worker_jobs(worker_id), job.to_json())
-    key, last, events = orchestrator.keys.stream(job.generation_id), "0-0", []
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        for _, entries in orchestrator.redis.xread({key: last}, block=100, count=100) or []:
-            for entry_id, fields in entries:
-                last = entry_id
-                events.append(protocol.parse_event(fields))
-                if events[-1]["type"] in protocol.TERMINAL_EVENTS:
-                    return events
-    raise AssertionError(f"no end of the generation; got {[e['type'] for e in events]}")
-
-
 def test_a_model_goes_to_the_node_with_room_serves_there_and_stops_there(cluster, tiny_model_dir):
-    orchestrator, recorder, agents = cluster(keep_alive_s=2.0, want_ttl_s=0.5)
+    orchestrator, recorder, agents = cluster(keep_alive_s=2.0)
     # Both nodes report, with their budgets; the status page shows both.
     assert orchestrator.nodes == (Node("a", 1500.0), Node("b", 2500.0))
     assert [(n["node"], n["budget_mb"]) for n in status(orchestrator)["nodes"]] == [("a", 1500.0), ("b", 2500.0)]
@@ -169,12 +151,7 @@ def test_a_model_goes_to_the_node_with_room_serves_there_and_stops_there(cluster
 
     big = ModelSpec(slug="big", source=str(tiny_model_dir), memory_mb=2000)  # fits b only
 
-    def ready():
-        ensure(orchestrator, big)
-        return placement(orchestrator, "big").get("state") == "ready"
-
-    run_until(orchestrator, ready, timeout=90)
-    (worker_id,) = orchestrator.workers
+    (worker_id,) = acquired(orchestrator, "generation:1", big, timeout=90).values()
     pid = orchestrator.backend.pid(worker_id)
     assert parent_pid(pid) == agents["b"].pid  # started by agent b, in its process
     (shown,) = status(orchestrator)["workers"]
@@ -184,8 +161,9 @@ def test_a_model_goes_to_the_node_with_room_serves_there_and_stops_there(cluster
 
     events = generate(orchestrator, worker_id)
     assert events[-1]["type"] == protocol.DONE and events[-1]["metrics"]["generated_tokens"] > 0
+    release(orchestrator, "generation:1")
 
-    # Unwanted and idle past the keep-alive: the orchestrator stops it through agent b.
+    # Released and idle past the keep-alive: the orchestrator stops it through agent b.
     run_until(orchestrator, lambda: not orchestrator.workers, timeout=30)
     assert [state for _slug, state, _ in recorder.transitions] == ["starting", "ready", "stopping", "stopped"]
     assert node_report(orchestrator, "b")["workers"][worker_id]["exit_code"] == 0
@@ -193,9 +171,9 @@ def test_a_model_goes_to_the_node_with_room_serves_there_and_stops_there(cluster
 
 
 def test_an_agent_that_disappears_loses_its_workers_which_are_served_again_elsewhere(cluster, tiny_model_dir):
-    orchestrator, recorder, agents = cluster(want_ttl_s=60)
+    orchestrator, recorder, agents = cluster(**HELD)
     spec = ModelSpec(slug="tiny", source=str(tiny_model_dir), memory_mb=1000)  # best fit: a
-    ensure(orchestrator, spec)
+    lease(orchestrator, "generation:1", spec)
     run_until(orchestrator, lambda: placement(orchestrator, "tiny").get("state") == "ready", timeout=90)
     (lost,) = orchestrator.workers
     assert orchestrator.workers[lost]["node"] == "a"
@@ -230,20 +208,20 @@ def test_an_agent_that_disappears_loses_its_workers_which_are_served_again_elsew
 
 def test_a_restarted_orchestrator_stops_the_workers_an_earlier_one_left_on_the_nodes(
         cluster, tiny_model_dir, celery_app, redis_url, redis_prefix):
-    previous, _, _agents = cluster(want_ttl_s=60)
+    previous, _, _agents = cluster(**HELD)
     spec = ModelSpec(slug="tiny", source=str(tiny_model_dir), memory_mb=1000)
-    ensure(previous, spec)
+    lease(previous, "generation:1", spec)
     run_until(previous, lambda: placement(previous, "tiny").get("state") == "ready", timeout=90)
     (orphan,) = previous.workers
     orphan_pid = previous.backend.pid(orphan)
 
     # Same Redis prefix, a fresh backend: what a restart sees.
     restarted = Orchestrator(NodesBackend(celery_app, redis.Redis.from_url(redis_url), Keys(redis_prefix)),
-                             redis.Redis.from_url(redis_url), Keys(redis_prefix), Config(want_ttl_s=60))
+                             redis.Redis.from_url(redis_url), Keys(redis_prefix), Config(**HELD))
     try:
         restarted.recover()
         assert orch.worker_failure(restarted.redis, restarted.keys, orphan) == "stopped: the orchestrator restarted"
-        ensure(restarted, spec)
+        lease(restarted, "generation:2", spec)
         run_until(restarted, lambda: not _is_worker(orphan_pid)
                   and placement(restarted, "tiny").get("state") == "ready", timeout=90)
         (serving,) = restarted.workers

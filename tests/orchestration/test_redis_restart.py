@@ -59,8 +59,8 @@ def worker_processes(prefix: str) -> list[psutil.Process]:
 def test_a_redis_restart_mid_stream_is_ridden_out_by_the_same_worker(running, private_redis, tiny_model_dir):  # noqa: F811
     orchestrator, client, keys = running
     spec = ModelSpec(slug="tiny", source=str(tiny_model_dir))
-    orch.ensure(orchestrator.redis, keys, spec)
-    worker_id = wait_for(lambda: orch.ready_worker(orchestrator.redis, keys, spec, time.time()), 90, "never ready")
+    (worker_id,) = orch.acquire(orchestrator.redis, keys, "generation:1", [spec], timeout_s=90).values()
+    orch.release_lease(orchestrator.redis, keys, "generation:1")
     pid = int(client.hget(keys.worker(worker_id), "pid"))
     job = push(client, keys, worker_id, params=LONG)
     read_events(client, keys, job.generation_id, until={protocol.TOKEN})
@@ -78,7 +78,8 @@ def test_a_redis_restart_mid_stream_is_ridden_out_by_the_same_worker(running, pr
     assert list(orchestrator.workers) == [worker_id]
     assert [p.pid for p in worker_processes(keys.prefix)] == [pid]
     # ...and the next request is served by it.
-    assert orch.ready_worker(orchestrator.redis, keys, spec, time.time()) == worker_id
+    assert orch.acquire(orchestrator.redis, keys, "generation:2", [spec], timeout_s=30) == {"tiny": worker_id}
+    orch.release_lease(orchestrator.redis, keys, "generation:2")
     again = push(client, keys, worker_id, params=SHORT)
     assert read_events(client, keys, again.generation_id)[-1]["type"] == protocol.DONE
 
