@@ -34,14 +34,14 @@ import redis
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from inference import protocol as p  # noqa: E402
-from inference.loading import cache_key, load_gguf_cached, model_cache_root  # noqa: E402
-from inference.protocol import Job, Keys, ModelSpec, SamplingParams  # noqa: E402
-from inference.sources import PACKAGED_SMOLLM2, resolve_source  # noqa: E402
-from orchestration import client as orch  # noqa: E402
-from orchestration.backends.local import LocalBackend  # noqa: E402
-from orchestration.policy import Config  # noqa: E402
-from orchestration.service import Orchestrator  # noqa: E402
+from inference import protocol as p
+from inference.loading import cache_key, load_gguf_cached, model_cache_root
+from inference.protocol import Job, Keys, ModelSpec, SamplingParams
+from inference.sources import PACKAGED_SMOLLM2, resolve_source
+from orchestration import client as orch
+from orchestration.backends.local import LocalBackend
+from orchestration.policy import Config
+from orchestration.service import Orchestrator
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 JUDGING_S = 20.0  # a user reading two answers and voting
@@ -181,7 +181,7 @@ def tournaments(folder: str) -> dict:
             play_match(h, f"t{index}-final", [order[0], order[2]])  # the winners (fixed: no votes here)
             h.release(f"t{index}-final")
             finished.append(index)
-        except Exception as exc:  # noqa: BLE001 - reported in the figures
+        except Exception as exc:  # reported in the figures
             errors.append(f"tournament {index}: {exc}")
 
     started = time.time()

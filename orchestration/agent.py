@@ -79,7 +79,7 @@ class Agent:
             worker = self._workers[worker_id] = _Worker(started_at=time.time())
             try:
                 worker.pid = self.backend.start(worker_id, ModelSpec.from_json(spec_json), self.node_id)
-            except Exception as exc:  # noqa: BLE001 - a bad spec, no disk for the log: reported, never raised
+            except Exception as exc:  # a bad spec, no disk for the log: reported, never raised
                 log.exception("Could not start worker %s", worker_id)
                 worker.exit_code, worker.exited_at = START_FAILED_EXIT, time.time()
                 worker.log_tail = f"Node {self.node_id} could not start the worker: {exc}"

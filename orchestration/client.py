@@ -6,6 +6,7 @@ with `acquire`, renews the lease while it uses the workers and releases it when 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -22,7 +23,8 @@ class WorkerUnavailable(Exception):
     """No worker can serve the model; the message is meant for the user."""
 
 
-def request_lease(client: redis.Redis, keys: Keys, request_id: str, specs: list[ModelSpec], prewarm: bool = False) -> None:
+def request_lease(client: redis.Redis, keys: Keys, request_id: str, specs: list[ModelSpec],
+                  prewarm: bool = False) -> None:
     """Ask for (or renew) a lease on `specs` together: granted when every one is ready.
 
     A holder renews it every second while it waits and every few seconds while it
@@ -50,10 +52,8 @@ def acquire(client: redis.Redis, keys: Keys, request_id: str, specs: list[ModelS
     try:
         return _wait_for_grant(client, keys, request_id, specs, timeout_s, on_wait, should_cancel, poll_s)
     except WorkerUnavailable:
-        try:
+        with contextlib.suppress(redis.RedisError):  # unreleased, it lapses by itself
             release_lease(client, keys, request_id)
-        except redis.RedisError:  # unrenewed, it lapses by itself
-            pass
         raise
 
 

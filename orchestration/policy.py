@@ -225,8 +225,8 @@ class Ledger:
         self.cluster = cluster
         self.workers = {w.worker_id: w for w in workers if w.exit_code is None}
         self.nodes = {n.node_id: n for n in cluster.nodes if n.alive}
-        self.reserved = {node_id: 0.0 for node_id in self.nodes}
-        self.freeing = {node_id: 0.0 for node_id in self.nodes}
+        self.reserved = dict.fromkeys(self.nodes, 0.0)
+        self.freeing = dict.fromkeys(self.nodes, 0.0)
         for worker in self.workers.values():
             if worker.state in HOLDS_MEMORY and worker.node_id in self.reserved:
                 self.reserved[worker.node_id] += cluster.reservation(worker)
@@ -237,7 +237,8 @@ class Ledger:
         self.claimed: set[str] = set()  # slugs waiting this tick for evicted workers to exit
 
     def serving(self, slug: str) -> list[WorkerView]:
-        return [w for w in self.workers.values() if w.slug == slug and w.state in ALIVE and w.worker_id not in self.evicted]
+        return [w for w in self.workers.values()
+                if w.slug == slug and w.state in ALIVE and w.worker_id not in self.evicted]
 
     def starting(self, slug: str) -> bool:
         """Spawned this tick, or claimed memory to start once evicted workers exit."""
@@ -394,7 +395,7 @@ def _place_one(ledger: Ledger, slug: str, protected: set[str], allow_eviction: b
     if fitting:
         node_id = min(fitting, key=lambda n: (ledger.free(n), n))  # the fullest node it fits on: best fit
         ledger.place(slug, node_id)
-        return actions + [Spawn(slug, node_id)]
+        return [*actions, Spawn(slug, node_id)]
     if not allow_eviction:
         return None
     target, victims = _cheapest_eviction(ledger, need, protected)

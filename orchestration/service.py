@@ -13,8 +13,9 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable, Protocol, cast
+from typing import Protocol, cast
 
 import redis
 
@@ -60,14 +61,14 @@ class Orchestrator:
         backend,
         client: redis.Redis,
         keys: Keys,
-        config: Config = Config(),
+        config: Config | None = None,
         recorder: Recorder | None = None,
         clock: Callable[[], float] = time.time,
     ):
         self.backend = backend
         self.redis = client
         self.keys = keys
-        self.config = config
+        self.config = config or Config()
         self.recorder = recorder or NullRecorder()
         self.clock = clock
         self.specs: dict[str, ModelSpec] = {}

@@ -1,6 +1,6 @@
 """What the orchestrator remembers for people: every worker it ran and how it went."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django.db import models
 
@@ -34,14 +34,14 @@ class WorkerProcess(models.Model):
 
 
 def _dt(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
+    return datetime.fromtimestamp(ts, tz=UTC)
 
 
 class DatabaseRecorder:
     """The orchestrator's Recorder: one row per worker, with its transitions."""
 
     def transition(self, worker_id, slug, state, at, reason="", **fields):
-        row, created = WorkerProcess.objects.get_or_create(
+        row, _created = WorkerProcess.objects.get_or_create(
             worker_id=worker_id, defaults={"slug": slug, "state": state, "requested_at": _dt(at)}
         )
         row.state = state

@@ -58,7 +58,7 @@ class NodesBackend:
         ids = sorted(members | {placed.node_id for placed in self._workers.values()})
         raws = self.redis.mget([self.keys.node(node_id) for node_id in ids]) if ids else []
         reports = {}
-        for node_id, raw in zip(ids, raws):
+        for node_id, raw in zip(ids, raws, strict=True):
             if raw is None:
                 continue
             try:

@@ -7,7 +7,8 @@ CFG = Config(keep_alive_s=60, start_timeout_s=30, heartbeat_grace_s=5)
 
 
 def worker(**kw) -> WorkerView:
-    base = dict(worker_id="w1", slug="m", state="ready", started_at=0.0, last_used=0.0, last_heartbeat=0.0)
+    base = {"worker_id": "w1", "slug": "m", "state": "ready", "started_at": 0.0, "last_used": 0.0,
+            "last_heartbeat": 0.0}
     return WorkerView(**{**base, **kw})
 
 
@@ -35,7 +36,7 @@ def test_a_dead_process_fails_and_is_replaced_on_a_later_tick():
 
 
 def test_a_variant_that_keeps_failing_backs_off_exponentially_up_to_a_cap():
-    assert [CFG.retry_delay(n) for n in range(0, 8)] == [0, 2, 4, 8, 16, 32, 60, 60]
+    assert [CFG.retry_delay(n) for n in range(8)] == [0, 2, 4, 8, 16, 32, 60, 60]
     failed = {"m": Failures(3, 100.0)}
     assert plan([], {"m"}, now=107.9, config=CFG, failures=failed) == []
     assert plan([], {"m"}, now=108.0, config=CFG, failures=failed) == [Spawn("m")]
@@ -53,7 +54,7 @@ def test_a_worker_that_takes_too_long_to_load_fails():
 
 
 def test_a_load_that_reports_progress_may_outlast_the_timeout_but_not_stall():
-    quantising = dict(state="starting", last_heartbeat=None)
+    quantising = {"state": "starting", "last_heartbeat": None}
     # Still loading after 100 s, but it reported progress 20 s ago: keep waiting.
     assert plan([worker(**quantising, progress_at=80.0)], set(), now=100.0, config=CFG) == []
     # The last report is older than the timeout: the load has stalled.

@@ -86,7 +86,8 @@ class World:
         elif isinstance(action, policy.Stop):
             worker = self.workers[action.worker_id]
             assert worker.state == "ready", f"stopped a {worker.state} worker: {action}"
-            assert worker.in_flight == 0 and worker.leases == 0 and not worker.pinned, f"stopped a busy worker: {worker}"
+            assert worker.in_flight == 0 and worker.leases == 0, f"stopped a busy worker: {worker}"
+            assert not worker.pinned, f"stopped a pinned worker: {worker}"
             self._update(worker, state="stopping")
         elif isinstance(action, policy.Fail):
             slug = self.workers.pop(action.worker_id).slug

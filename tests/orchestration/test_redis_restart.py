@@ -72,7 +72,8 @@ def test_a_redis_restart_mid_stream_is_ridden_out_by_the_same_worker(running, pr
     assert events[-1]["type"] == protocol.DONE and len(events[-1]["text"]) > 0, events[-1]
     assert events[-1]["metrics"]["generated_tokens"] == LONG.max_new_tokens or events[-1]["finish_reason"] == "stop"
     # The same worker serves on: its status is back, its placement published again, and no second one started.
-    wait_for(lambda: orch.placement(orchestrator.redis, keys, "tiny").get("worker_id") == worker_id, 10, "placement not republished")
+    wait_for(lambda: orch.placement(orchestrator.redis, keys, "tiny").get("worker_id") == worker_id, 10,
+             "placement not republished")
     status = client.hgetall(keys.worker(worker_id))
     assert (status["state"], int(status["pid"]), status["node"]) == (protocol.W_READY, pid, "local")
     assert list(orchestrator.workers) == [worker_id]
@@ -97,7 +98,7 @@ def test_a_lease_waiting_across_a_restart_is_still_granted(running, private_redi
             # A client that rides restarts out, as the application's (arena.streams) do.
             waiter_client = redis_client(private_redis.url, decode_responses=False)
             result["workers"] = orch.acquire(waiter_client, keys, "battle:1", [spec], timeout_s=60)
-        except Exception as exc:  # noqa: BLE001 - reported below
+        except Exception as exc:  # reported below
             result["error"] = exc
 
     waiter = threading.Thread(target=acquire)
