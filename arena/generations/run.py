@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 FOLLOW_BLOCK_MS = 500
 MAX_DISPATCHES = 3  # a worker that stops before taking the job: try a fresh one
 LEASE_RENEW_S = 5.0  # well inside the orchestrator's lease TTL (30 s)
+STALE_GRANT_POLL_S = 0.25
 
 # What users read when the machinery, not the model, ended their generation.
 REDIS_LOST = "The server lost its connection to Redis while writing this answer; the partial answer was kept. Send again."
@@ -93,13 +94,21 @@ class Run:
             follower.fail(code, reason)
 
     def _acquire(self) -> dict[str, str]:
+        """The lease's workers. After a worker stopped, the lease may still name it until the
+        orchestrator notices (within a tick): such a grant is waited out, not sent a job."""
         started = time.time()
-        workers = orch.acquire(
-            self.redis, self.keys, self.request_id, self.specs,
-            timeout_s=settings.ARENA_LOAD_TIMEOUT_S,
-            on_wait=self._waiting,
-            should_cancel=lambda: any(f.cancel_requested() for f in self.followers),
-        )
+        while True:
+            workers = orch.acquire(
+                self.redis, self.keys, self.request_id, self.specs,
+                timeout_s=settings.ARENA_LOAD_TIMEOUT_S,
+                on_wait=self._waiting,
+                should_cancel=lambda: any(f.cancel_requested() for f in self.followers),
+            )
+            if not any(orch.worker_failure(self.redis, self.keys, w) for w in workers.values()):
+                break
+            if time.time() - started > settings.ARENA_LOAD_TIMEOUT_S:
+                raise orch.WorkerUnavailable("The model worker stopped and no other one was started.")
+            time.sleep(STALE_GRANT_POLL_S)
         for follower in self.followers:
             follower.gen.load_wait_s = time.time() - started
         return workers

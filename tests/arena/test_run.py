@@ -117,6 +117,20 @@ def test_a_worker_that_keeps_stopping_before_it_starts_is_retried_then_failed(ow
     assert driven.inbox()[-1]["op"] == "release"
 
 
+def test_a_grant_still_naming_a_stopped_worker_is_waited_out(owner, smollm):
+    gen = claimed(owner, smollm)
+    redis, keys = streams.client(), streams.keys()
+    redis.hset(keys.worker("w-gone"), mapping={"state": p.W_STOPPED, "error": "gone"})
+    driven = Driven(Run([gen], f"generation:{gen.id}"))
+    driven.grant({smollm.slug: "w-gone"})  # the orchestrator has not noticed yet...
+    time.sleep(1)
+    driven.grant({smollm.slug: "w-new"})  # ...now it has, and started another
+    driven.answer(driven.take_job("w-new"), "Blue.")
+    driven.join()
+    gen.refresh_from_db()
+    assert gen.status == S.DONE and redis.llen(keys.worker_jobs("w-gone")) == 0
+
+
 def test_a_refused_lease_fails_the_generation_with_the_orchestrators_reason(owner, smollm):
     gen = claimed(owner, smollm)
     driven = Driven(Run([gen], f"generation:{gen.id}"))
