@@ -82,8 +82,7 @@ class Generation(models.Model):
 
     def conversation(self) -> list[dict[str, str]]:
         """The turns so far including this one's answer: the history of a follow-up turn."""
-        return list(self.history) + [{"role": "user", "content": self.prompt},
-                                     {"role": "assistant", "content": self.text}]
+        return [*self.history, {"role": "user", "content": self.prompt}, {"role": "assistant", "content": self.text}]
 
     def claim(self, from_status: str, to_status: str, **fields) -> bool:
         """Move status by conditional update, so two processes never both act on it."""

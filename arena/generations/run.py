@@ -29,7 +29,8 @@ LEASE_RENEW_S = 5.0  # well inside the orchestrator's lease TTL (30 s)
 STALE_GRANT_POLL_S = 0.25
 
 # What users read when the machinery, not the model, ended their generation.
-REDIS_LOST = "The server lost its connection to Redis while writing this answer; the partial answer was kept. Send again."
+REDIS_LOST = ("The server lost its connection to Redis while writing this answer; the partial answer was kept. "
+              "Send again.")
 RESTARTED_BEFORE_START = "The server restarted before this answer started. Send again."
 WORKER_STOPPED = WORKER_STOPPING  # the worker's own words when it ends a request nobody cancelled
 

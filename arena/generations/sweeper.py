@@ -127,7 +127,7 @@ class Sweeper:
         pipe = self.redis.pipeline(transaction=False)
         for gen_id in ids:
             pipe.exists(self.keys.watch(gen_id))
-        watched = dict(zip(ids, pipe.execute()))
+        watched = dict(zip(ids, pipe.execute(), strict=True))
         for gen_id in list(self.missing_since):
             if watched.get(gen_id, 1):  # renewed, or no longer live
                 del self.missing_since[gen_id]
@@ -176,7 +176,8 @@ class Sweeper:
 
         from .tasks import run_generation
 
-        battle = Battle.objects.filter(Q(left_id=gen.id) | Q(right_id=gen.id)).values("id", "left_id", "right_id").first()
+        battle = (Battle.objects.filter(Q(left_id=gen.id) | Q(right_id=gen.id))
+                  .values("id", "left_id", "right_id").first())
         if battle is not None:
             run_battle.delay(str(battle["id"]))
             requeued = [str(battle["left_id"]), str(battle["right_id"])]

@@ -25,7 +25,8 @@ class GenerationForm(forms.Form):
     )
     prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), strip=False)
     system_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, strip=False)
-    temperature = forms.FloatField(required=False, min_value=LIMITS["temperature"][0], max_value=LIMITS["temperature"][1])
+    temperature = forms.FloatField(required=False, min_value=LIMITS["temperature"][0],
+                                   max_value=LIMITS["temperature"][1])
     top_p = forms.FloatField(required=False, min_value=LIMITS["top_p"][0], max_value=LIMITS["top_p"][1])
     max_new_tokens = forms.IntegerField(
         required=False, min_value=LIMITS["max_new_tokens"][0], max_value=LIMITS["max_new_tokens"][1]
