@@ -71,12 +71,13 @@ class ArenaSocket(AsyncWebsocketConsumer):
         self.pumping = asyncio.create_task(self._pump())
 
     async def disconnect(self, code):
-        pumping = getattr(self, "pumping", None)
-        if pumping is None:
+        if getattr(self, "subject", None) is None:
             return  # refused: nothing was opened
-        pumping.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):  # the pump logs its own; closing must not raise
-            await pumping
+        pumping = getattr(self, "pumping", None)  # None if `opened` failed
+        if pumping is not None:
+            pumping.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):  # it logs its own; closing must not raise
+                await pumping
         await self.closed()
 
     async def receive(self, text_data=None, bytes_data=None):
@@ -100,7 +101,7 @@ class ArenaSocket(AsyncWebsocketConsumer):
         """Accepted; the pump starts next."""
 
     async def closed(self) -> None:
-        """The pump has stopped."""
+        """The pump has stopped (or `opened` failed part way)."""
 
     async def received(self, text_data, bytes_data) -> None:
         """A client frame of acceptable size; ignored unless a subclass takes it."""
@@ -134,12 +135,16 @@ class StreamSocket(ArenaSocket):
         self.redis = streams.async_client()
         self.keys = streams.keys()
         self.by_stream = {self.keys.stream(str(gen.id)): gen for gen in self.generations()}
+        self.joined: list[str] = []  # counted in as a viewer: to be counted out, and only those
         for gen in self.by_stream.values():
             await streams.viewer_joined(self.redis, str(gen.id))
+            self.joined.append(str(gen.id))
 
     async def closed(self) -> None:
-        for gen in self.by_stream.values():
-            await streams.viewer_left(self.redis, str(gen.id))
+        if not hasattr(self, "redis"):
+            return
+        for gen_id in getattr(self, "joined", []):
+            await streams.viewer_left(self.redis, gen_id)
         await self.redis.aclose()
 
     async def received(self, text_data, bytes_data) -> None:
