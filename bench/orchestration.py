@@ -10,6 +10,9 @@ variants of the packaged SmolLM2 (each variant its own worker process) and:
   The first one quantises SmolLM2 in an empty temporary cache: about 25 minutes on
   2 CPU cores. `--awq-model tiny` uses a tiny random model instead (seconds; the
   ratio is then dominated by process start-up, not by quantisation);
+- same_model_generations: that many single generations asking for one cold model at
+  once (one-model leases, as the playground makes them) must all be served by one
+  worker (workers_for_same_model == 1);
 - concurrent_tournaments / _finished: that many 4-model knockout tournaments (two
   semi-finals and a final, one short generation per model per match) run at once
   under a budget that holds two models; they must all finish, in fair order (each
@@ -47,6 +50,7 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 JUDGING_S = 20.0  # a user reading two answers and voting
 MODEL_MB = 2000.0  # a SmolLM2 fp32 worker's estimate: ~1.3 GB resident with torch, plus KV room
 TOURNAMENTS = 3
+GENERATIONS = 4
 PROMPT = [{"role": "user", "content": "Name one planet."}]
 SHORT = SamplingParams(temperature=0.0, max_new_tokens=8)
 
@@ -164,6 +168,35 @@ def _tiny_awq_model(root: Path) -> str:
     return str(folder)
 
 
+def same_model_generations(folder: str) -> dict:
+    """GENERATIONS generations of one cold model asked for at once: how many workers served them, and when."""
+    spec = variants(folder, 1)[0]
+    granted_after: dict[int, float] = {}
+    served_by: set[str] = set()
+    errors: list[str] = []
+    with Harness(budget_mb=2 * MODEL_MB + 100) as h:
+        asked = time.time()
+
+        def run(index: int) -> None:
+            try:
+                worker_id = h.acquire(f"generation:{index}", [spec])[spec.slug]
+                granted_after[index] = time.time() - asked
+                served_by.add(worker_id)
+                h.generate(worker_id)
+                h.release(f"generation:{index}")
+            except Exception as exc:  # reported in the figures
+                errors.append(f"generation {index}: {exc}")
+
+        threads = [threading.Thread(target=run, args=(index,)) for index in range(GENERATIONS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=600)
+    return {"generations": GENERATIONS, "served": len(granted_after), "workers": len(served_by),
+            "first_grant_s": min(granted_after.values(), default=None),
+            "last_grant_s": max(granted_after.values(), default=None), "errors": errors}
+
+
 def tournaments(folder: str) -> dict:
     """TOURNAMENTS knockout tournaments over m1..m4 at once; the budget holds two models."""
     pool = variants(folder, 4)
@@ -214,6 +247,8 @@ def main() -> None:
     print(f"# switch without prewarm: {without:.2f} s", flush=True)
     with_prewarm = switch_time(folder, prewarm=True)
     print(f"# switch with prewarm: {with_prewarm:.2f} s", flush=True)
+    shared = same_model_generations(folder)
+    print(f"# same-model generations: {json.dumps(shared)}", flush=True)
     knockout = tournaments(folder)
     print(f"# tournaments: {json.dumps(knockout)}", flush=True)
     awq = None if args.skip_awq else awq_cold_starts(args.awq_model)
@@ -221,6 +256,8 @@ def main() -> None:
     rows = [
         ("match switch, no prewarm (s)", f"{without:.2f}"),
         ("match switch, prewarmed (s)", f"{with_prewarm:.2f}"),
+        (f"{GENERATIONS} generations of one cold model: served / workers", f"{shared['served']} / {shared['workers']}"),
+        ("  first / last granted after (s)", f"{shared['first_grant_s']:.1f} / {shared['last_grant_s']:.1f}"),
         (f"{TOURNAMENTS} tournaments at once, 2-model budget: finished", f"{knockout['finished']}/{TOURNAMENTS}"),
         ("  first matches granted in arrival order", str(knockout["fair_order"])),
         ("  wall time (s)", f"{knockout['wall_s']:.1f}"),
@@ -235,6 +272,8 @@ def main() -> None:
         "prewarm_switch_ratio": round(with_prewarm / without, 3),
         "awq_cached_vs_first_cold_start": round(awq["cached_s"] / awq["first_s"], 4) if awq else None,
         "awq_model": args.awq_model if awq else None,
+        "same_model_generations": shared["served"],
+        "workers_for_same_model": shared["workers"],
         "concurrent_tournaments": knockout["started"],
         "concurrent_tournaments_finished": knockout["finished"],
         "tournaments_fair_order": knockout["fair_order"],
