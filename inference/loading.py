@@ -70,7 +70,7 @@ def report_progress(line: str) -> None:
     if _progress_hook is not None:
         try:
             _progress_hook(line)
-        except Exception:  # noqa: BLE001 - a broken progress sink must not fail the load
+        except Exception:  # a broken progress sink must not fail the load
             log.exception("Progress hook failed")
 
 
@@ -205,7 +205,7 @@ def load_gguf_cached(gguf_path: Path, dtype: torch.dtype):
     if (entry / "config.json").is_file():
         try:
             return load_folder(entry, dtype)
-        except Exception as exc:  # noqa: BLE001 - a damaged entry must not keep the model from loading
+        except Exception as exc:  # a damaged entry must not keep the model from loading
             log.warning("Discarding unreadable model cache entry %s: %s", entry, exc)
             shutil.rmtree(entry, ignore_errors=True)
     report_progress(f"Converting {gguf_path.name} once; later starts load the converted copy")

@@ -83,7 +83,7 @@ def _assembled_gguf(package: str, folder: Path, gguf_file: str) -> Path:
     not_found = ModelSourceError(f"gguf file '{gguf_file}' not found in {folder}")
     try:
         module = importlib.import_module(package)
-    except Exception as exc:  # noqa: BLE001 - a package that cannot even import holds no usable model
+    except Exception as exc:  # a package that cannot even import holds no usable model
         raise not_found from exc
     if getattr(module, "MODEL_NAME", None) != gguf_file or not callable(getattr(module, "assemble", None)):
         raise not_found
