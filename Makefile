@@ -2,8 +2,10 @@
 # Both set up what they need first (scripts/bootstrap.sh is idempotent).
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# pytest processes for `make test` (pytest-xdist); 0 runs the suite in one process.
+TEST_JOBS ?= 2
 
-.PHONY: run test setup bench bench-streaming bench-engine bench-orchestration bench-load clean
+.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -11,10 +13,15 @@ setup:
 run: setup
 	@$(PY) -m arena.launcher
 
-# The whole suite on SQLite, then (with no PYTEST_ARGS) its database-backed tests on PostgreSQL.
+# Lint and type-check, the whole suite on SQLite, then (with no PYTEST_ARGS) its
+# database-backed tests on PostgreSQL.
 test: setup
-	@$(PY) -m pytest $(PYTEST_ARGS)
-	@[ -n "$(PYTEST_ARGS)" ] || PY=$(PY) bash scripts/test_postgres.sh
+	@$(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
+	@[ -n "$(PYTEST_ARGS)" ] || PY=$(PY) TEST_JOBS=$(TEST_JOBS) bash scripts/test_postgres.sh
+
+lint: setup
+	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/mypy
 
 bench: bench-streaming bench-engine bench-orchestration bench-load
 

@@ -40,6 +40,16 @@ def redis_client(redis_url):
     client.close()
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`make test` runs two processes, `--dist loadgroup`), a module's tests
+    stay in one process, so module fixtures (started orchestrators, loaded models) start once,
+    and every live test goes to one process: they share one running application
+    (tests/live/conftest.py)."""
+    for item in items:
+        group = "live" if item.get_closest_marker("live") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_unconfigure(config):
     from django.conf import settings
 
