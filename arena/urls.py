@@ -6,8 +6,8 @@ from django.views.generic import RedirectView
 from arena.api import comparisons as api_comparisons
 from arena.api import views as api
 from arena.battles import views as battles
-from arena.leaderboard import views as leaderboard
 from arena.health import healthz
+from arena.leaderboard import views as leaderboard
 from arena.playground import views as playground
 from arena.workers import views as workers
 

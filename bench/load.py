@@ -48,9 +48,9 @@ import redis.asyncio as aioredis
 import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from inference import protocol as p  # noqa: E402
-from inference.protocol import Keys  # noqa: E402
-from tests.live.app import LiveApp, running_app  # noqa: E402
+from inference import protocol as p
+from inference.protocol import Keys
+from tests.live.app import LiveApp, running_app
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 MODEL = "smollm2-135m"
@@ -160,7 +160,7 @@ class View:
         if self.final_state != p.DONE:
             problems.append(f"ended {self.final_state or 'without an outcome'}")
         if self.replay_n is None:
-            return problems + ["no replay frame"]
+            return [*problems, "no replay frame"]
         expected = self.replay_n + 1
         live = self.tokens[:-1] if self._tail() else self.tokens
         for n, _text, _at in live:
@@ -249,7 +249,7 @@ async def watch(app: LiveApp, view: View, join_after_tokens: int) -> View:
             while not view.final_state:
                 frame = await sock.recv()
                 view.feed(frame, time.time())
-    except Exception as exc:  # noqa: BLE001 - a socket error, early close or timeout is an error to count
+    except Exception as exc:
         view.problems.append(f"socket: {type(exc).__name__}: {exc}")
     return view
 
@@ -272,7 +272,7 @@ async def load(app: LiveApp, accounts: list[Account], viewers: int, generations:
                 prompt = PROMPTS[g % len(PROMPTS)]
                 try:
                     gen_id = await asyncio.to_thread(start_generation, app, account, prompt, max_new_tokens)
-                except Exception as exc:  # noqa: BLE001 - a refused or failed request is an error to count
+                except Exception as exc:
                     problems.append(f"generation {g}: {exc}")
                     continue
                 run = Run(gen_id, account, keys.stream(gen_id))
@@ -367,19 +367,19 @@ def report(result: dict) -> None:
     for problem in result["problems"]:
         print(f"error: {problem}")
     rows = [
-        ("viewers / generations / users", f"{result['viewers']} / {result['generations']} / {result['users']}"
-                                          f" ({result['late_viewers']} viewers joining late)"),
+        ("viewers / generations / users", (f"{result['viewers']} / {result['generations']} / {result['users']}"
+                                          f" ({result['late_viewers']} viewers joining late)")),
         ("tokens generated (stored)", f"{result['generated_tokens']} (max {result['max_new_tokens']} each)"),
-        ("tokens delivered / expected", f"{result['delivered_tokens']} / {result['expected_tokens']}"
-                                        f" ({result['live_tokens']} live, {result['replayed_tokens']} replayed)"),
+        ("tokens delivered / expected", (f"{result['delivered_tokens']} / {result['expected_tokens']}"
+                                        f" ({result['live_tokens']} live, {result['replayed_tokens']} replayed)")),
         ("delivered over generated", f"{result['delivered_over_generated']}"),
         ("extra latency worker -> browser, p50 / p99",
          f"{result['extra_latency_p50_ms']} ms / {result['extra_latency_p99_ms']} ms"),
         ("the clients' own event loop waking late, p50 / p99",
          f"{result['client_loop_lag_p50_ms']} ms / {result['client_loop_lag_p99_ms']} ms"),
         ("errors", f"{result['errors']}"),
-        ("per-user limits (0: off)", f"{result['max_concurrent_per_user']} at once,"
-                                     f" {result['rate_limit_per_min']} a minute"),
+        ("per-user limits (0: off)", (f"{result['max_concurrent_per_user']} at once,"
+                                     f" {result['rate_limit_per_min']} a minute")),
         ("wall time of the load", f"{result['wall_s']} s"),
     ]
     width = max(len(name) for name, _ in rows)
@@ -419,7 +419,8 @@ def app_env(generations: int, users: int) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    with running_app(REDIS_URL, Path(tempfile.mkdtemp(prefix="bench-load-")), **app_env(args.generations, args.users)) as app:
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-load-"))
+    with running_app(REDIS_URL, data_dir, **app_env(args.generations, args.users)) as app:
         result = run_load(app, viewers=args.viewers, generations=args.generations,
                           max_new_tokens=args.max_new_tokens, users=args.users, seed=args.seed)
     report(result)

@@ -146,7 +146,8 @@ def report(prompt: str, method: str, base_rate: float, ids, reference, finish: F
         "identical": ids == reference,
     }
     print(
-        f"  {method:22s} plain {base_rate:5.1f}  speculative {rate:6.1f} tok/s  x{row['ratio']:.2f}  acceptance {row['acceptance_rate']:.0%} "
+        f"  {method:22s} plain {base_rate:5.1f}  speculative {rate:6.1f} tok/s  x{row['ratio']:.2f}  "
+        f"acceptance {row['acceptance_rate']:.0%} "
         f"({finish.accepted_tokens}/{finish.proposed_tokens})  identical={row['identical']}"
     )
     return row

@@ -8,7 +8,7 @@ import uuid
 os.environ.setdefault("ARENA_DATA_DIR", tempfile.mkdtemp(prefix="arena-test-data-"))
 os.environ.setdefault("ARENA_REDIS_PREFIX", f"arena-test-{uuid.uuid4().hex[:8]}")
 
-from arena.settings import *  # noqa: E402,F401,F403
+from arena.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 

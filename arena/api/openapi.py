@@ -96,7 +96,8 @@ GENERATION = {
 
 SIDE = {
     "type": "object",
-    "description": "One answer. `model`, `system_prompt`, `params` and `metrics` are left out while the battle is blind.",
+    "description": "One answer. `model`, `system_prompt`, `params` and `metrics` are left out while the battle "
+                   "is blind.",
     "properties": {
         "status": GENERATION["properties"]["status"],
         "text": {"type": "string"},
@@ -122,7 +123,7 @@ COMPARISON = {
         "left": SIDE,
         "right": SIDE,
         "finished": {"type": "boolean"},
-        "outcome": {"type": ["string", "null"], "enum": OUTCOMES + [None]},
+        "outcome": {"type": ["string", "null"], "enum": [*OUTCOMES, None]},
         "self_identified": {"type": ["boolean", "null"]},
         "parent": {"type": ["string", "null"]},
         "created_at": {"type": "string", "format": "date-time"},

@@ -4,19 +4,17 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
+from arena import streams
 from arena.catalogue.models import ModelEntry
-from arena.playground.forms import GenerationForm
 from arena.generations.models import Generation
 from arena.generations.services import start_generation
+from arena.history.openapi import OPENAPI_PATHS as EXPORT_PATHS
+from arena.playground.forms import GenerationForm
+from arena.tournaments.openapi import OPENAPI_PATHS as TOURNAMENT_PATHS
+from arena.workers.status import snapshot
 from inference.protocol import ParamError, SamplingParams
 
-from arena import streams
-from arena.workers.status import snapshot
-
 from .auth import error, form_error, json_body, token_required
-from arena.history.openapi import OPENAPI_PATHS as EXPORT_PATHS
-from arena.tournaments.openapi import OPENAPI_PATHS as TOURNAMENT_PATHS
-
 from .openapi import SPEC
 
 FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **EXPORT_PATHS}}

@@ -82,7 +82,8 @@ def chart(points: list[tuple[float, int]]) -> str:
     n_max = max(n for _, n in points) or 1
     step = max(1, len(points) // 120)  # a bounded number of vertices, however long the answer
     coords = format_html_join(" ", "{},{}", (
-        (round(t / t_max * CHART_W, 1), round(CHART_H - n / n_max * CHART_H, 1)) for t, n in points[::step] + points[-1:]
+        (round(t / t_max * CHART_W, 1), round(CHART_H - n / n_max * CHART_H, 1))
+        for t, n in points[::step] + points[-1:]
     ))
     return format_html(
         '<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img" '

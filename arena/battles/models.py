@@ -33,7 +33,8 @@ class Battle(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="battles")
     mode = models.CharField(max_length=12, choices=Mode.choices, default=Mode.COMPARISON)
     blind = models.BooleanField(default=False, help_text="The user judged without the names.")
-    revealed = models.BooleanField(default=False, help_text="A blind battle's names may be shown (its tournament ended).")
+    revealed = models.BooleanField(default=False,
+                                   help_text="A blind battle's names may be shown (its tournament ended).")
     left = models.OneToOneField(Generation, on_delete=models.CASCADE, related_name="battle_as_left")
     right = models.OneToOneField(Generation, on_delete=models.CASCADE, related_name="battle_as_right")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children",

@@ -57,4 +57,5 @@ def rerun(battle: Battle, *, swap: bool = False) -> Battle:
 def follow_up(battle: Battle, prompt: str) -> Battle:
     """Another turn on both sides, each continuing its own conversation."""
     return start_battle(battle.owner, prompt=prompt, mode=battle.mode, blind=battle.blind, parent=battle,
-                        tag=battle.tag, sides={side: _side_settings(gen, gen.conversation()) for side, gen in battle.sides})
+                        tag=battle.tag,
+                        sides={side: _side_settings(gen, gen.conversation()) for side, gen in battle.sides})

@@ -50,7 +50,8 @@ def _initial(request) -> dict:
     if source:
         battle = Battle.objects.filter(id=source, owner=request.user, blind=False).first() if _is_uuid(source) else None
         if battle:
-            return {"prompt": battle.prompt, "tag": battle.tag, "left_model": battle.left.model, "right_model": battle.right.model,
+            return {"prompt": battle.prompt, "tag": battle.tag,
+                    "left_model": battle.left.model, "right_model": battle.right.model,
                     "left_system_prompt": battle.left.system_prompt,
                     "right_system_prompt": battle.right.system_prompt,
                     **{k: battle.left.params.get(k) for k in ("top_p", "max_new_tokens", "seed")},

@@ -83,6 +83,9 @@ class ShareLink(models.Model):
     def __str__(self) -> str:
         return f"{self.kind} link {self.token[:6]}…"
 
+    def get_absolute_url(self) -> str:
+        return reverse("share", args=[self.token])
+
     @staticmethod
     def kind_of(obj) -> str:
         """The field an object goes in: 'generation', 'battle' or 'tournament'."""
@@ -106,9 +109,6 @@ class ShareLink(models.Model):
     @property
     def active(self) -> bool:
         return self.revoked_at is None
-
-    def get_absolute_url(self) -> str:
-        return reverse("share", args=[self.token])
 
     @classmethod
     def share(cls, owner, obj) -> ShareLink:

@@ -5,10 +5,11 @@ Pure: it takes (model_a, model_b, score) triples, score 1 when a won, 0 when b w
 0.5 for a tie (a tie counts as half a win each way), and knows nothing of Django.
 
 The fit is the maximum-likelihood Bradley–Terry model (a logistic model of the rating
-difference, solved by Newton's method), with a weak prior: each model also plays one virtual tie against an average opponent, which
-keeps ratings finite for a model that never won (or never lost) and is negligible once
-a model has a few dozen battles. The virtual opponent (strength 1) also anchors the scale,
-which a pure Bradley–Terry fit leaves free. Ratings are on the Elo scale:
+difference, solved by Newton's method), with a weak prior: each model also plays one
+virtual tie against an average opponent, which keeps ratings finite for a model that
+never won (or never lost) and is negligible once a model has a few dozen battles. The
+virtual opponent (strength 1) also anchors the scale, which a pure Bradley–Terry fit
+leaves free. Ratings are on the Elo scale:
 1000 + 400·log10(strength), so the average opponent stands at 1000.
 """
 
@@ -43,7 +44,7 @@ def fit(models: list[str], battles: list[tuple[str, str, float]]) -> dict[str, f
     a = np.array([index[x] for x, _y, _s in battles], dtype=int)
     b = np.array([index[y] for _x, y, _s in battles], dtype=int)
     s = np.array([score for _x, _y, score in battles], dtype=float)
-    return dict(zip(models, _ratings(len(models), a, b, s)))
+    return dict(zip(models, _ratings(len(models), a, b, s), strict=False))
 
 
 def _ratings(n: int, a: np.ndarray, b: np.ndarray, s: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-
 from django.utils import timezone
 
 from arena.battles.models import Battle

@@ -96,7 +96,7 @@ class StreamTranslator:
             if not ev.get("text"):
                 return []  # a token whose text is held back (a possible stop sequence)
             self.text.append(ev["text"])
-            return self._role() + [sse(self.chunk({"content": ev["text"]}))]
+            return [*self._role(), sse(self.chunk({"content": ev["text"]}))]
         if kind == p.DONE:
             metrics = ev.get("metrics") or {}
             return self.rest(ev.get("text") or "") + self.done(
@@ -114,14 +114,14 @@ class StreamTranslator:
         if len(final_text) <= len(sent) or not final_text.startswith(sent):
             return []
         self.text.append(final_text[len(sent):])
-        return self._role() + [sse(self.chunk({"content": self.text[-1]}))]
+        return [*self._role(), sse(self.chunk({"content": self.text[-1]}))]
 
     def done(self, finish_reason: str, prompt_tokens: int | None, completion_tokens: int | None) -> list[str]:
-        out = self._role() + [sse(self.chunk({}, finish_reason))]
+        out = [*self._role(), sse(self.chunk({}, finish_reason))]
         if self.include_usage:
             out.append(sse(self.usage_chunk(prompt_tokens, completion_tokens)))
         self.finished = True
-        return out + [DONE_LINE]
+        return [*out, DONE_LINE]
 
     def error(self, err: OpenAIError) -> list[str]:
         """The openai client raises APIError on a `data:` event that holds an `error`."""

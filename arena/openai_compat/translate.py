@@ -98,7 +98,7 @@ def check_arguments(body: dict) -> None:
 
 def _same(value: Any, allowed: tuple) -> bool:
     # 0 == False in Python: compare types too, so `logprobs: 0` or `presence_penalty: false` is refused.
-    return any(type(value) is type(a) and value == a or (type(a) is int and type(value) is float and value == a)
+    return any((type(value) is type(a) and value == a) or (type(a) is int and type(value) is float and value == a)
                for a in allowed)
 
 

@@ -13,7 +13,7 @@ import asyncio
 import functools
 import logging
 import time
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -31,8 +31,17 @@ from inference import protocol as p
 from inference.protocol import ParamError
 
 from . import chunks
-from .errors import SERVER, OpenAIError, authentication_failed, generation_cancelled, generation_failed, invalid, \
-    model_not_found, rate_limited, too_large
+from .errors import (
+    SERVER,
+    OpenAIError,
+    authentication_failed,
+    generation_cancelled,
+    generation_failed,
+    invalid,
+    model_not_found,
+    rate_limited,
+    too_large,
+)
 from .translate import ChatRequest, param_error, parse_request
 
 log = logging.getLogger(__name__)

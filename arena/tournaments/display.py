@@ -49,14 +49,12 @@ def bracket_view(tournament: Tournament) -> list[dict]:
     current = next((m for m in all_matches if not m.decided), None)
     columns = []
     for round_ in range(1, bracket.rounds(tournament.size) + 1):
-        column = []
-        for match in (m for m in all_matches if m.round == round_):
-            column.append({
-                "match": match,
-                "state": match_state(tournament, match, current),
-                "slots": [slot_view(match, "left", reveal), slot_view(match, "right", reveal)],
-                "flagged": reveal and match.battle is not None and match.battle.self_identified,
-            })
+        column = [{
+            "match": match,
+            "state": match_state(tournament, match, current),
+            "slots": [slot_view(match, "left", reveal), slot_view(match, "right", reveal)],
+            "flagged": reveal and match.battle is not None and match.battle.self_identified,
+        } for match in all_matches if match.round == round_]
         columns.append({"round": round_, "name": bracket.round_name(tournament.size, round_), "matches": column})
     return columns
 

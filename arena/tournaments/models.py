@@ -20,7 +20,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from arena import tags
-
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 
@@ -240,6 +239,9 @@ class Entrant(models.Model):
             models.UniqueConstraint(fields=["tournament", "seed"], name="tournament_entrant_seed"),
             models.UniqueConstraint(fields=["tournament", "model"], name="tournament_entrant_model"),
         ]
+
+    def __str__(self) -> str:
+        return f"seed {self.seed} of tournament {self.tournament_id}"
 
 
 class Match(models.Model):

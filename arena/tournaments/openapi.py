@@ -110,7 +110,8 @@ OPENAPI_PATHS = {
                     "params": PARAMS,
                     "tag": TAG,
                     "seeding": {"type": "string", "enum": ["random", "given"], "default": "random",
-                                "description": "given: round 1 pairs seeds 1 v 4, 2 v 3 (8: 1 v 8, 4 v 5, 2 v 7, 3 v 6)"},
+                                "description": "given: round 1 pairs seeds 1 v 4, 2 v 3 "
+                                               "(8: 1 v 8, 4 v 5, 2 v 7, 3 v 6)"},
                 },
             })},
             "responses": {

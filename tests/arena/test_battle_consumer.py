@@ -42,7 +42,8 @@ async def receive_all(comm, timeout=1.0) -> str:
 
 def done(gen, text, rate):
     emit(gen, p.DONE, text=text, finish_reason="stop",
-         metrics={"generated_tokens": 3, "decode_tokens_per_s": rate, "first_token_time": gen.created_at.timestamp() + 1})
+         metrics={"generated_tokens": 3, "decode_tokens_per_s": rate,
+                  "first_token_time": gen.created_at.timestamp() + 1})
 
 
 @pytest.fixture
@@ -88,12 +89,12 @@ async def test_a_blind_battle_sends_no_speeds_names_or_failure_details(owner, ca
 
 async def test_another_user_and_anonymous_are_refused(battle, outsider):
     for user in (outsider, AnonymousUser()):
-        comm, connected, code = await connect(battle, user)
+        _comm, connected, code = await connect(battle, user)
         assert not connected and code == 4404
 
 
 async def test_stop_cancels_both_sides_and_bad_frames_get_an_error(battle, owner):
-    comm, connected, _ = await connect(battle, owner)
+    comm, _connected, _ = await connect(battle, owner)
     await receive_all(comm, 0.3)
     await comm.send_to(text_data="{not json")
     assert "must be JSON" in await comm.receive_from()

@@ -25,7 +25,8 @@ def test_a_speculative_entry_passes_its_draft_to_the_worker(catalogue):
                             gguf_file=smollm.gguf_file, kind="speculative", draft=smollm)
     spec_entry.full_clean()
     spec = spec_entry.spec()
-    assert spec.kind == "speculative" and spec.draft_source == smollm.source and spec.draft_gguf_file == smollm.gguf_file
+    assert spec.kind == "speculative"
+    assert spec.draft_source == smollm.source and spec.draft_gguf_file == smollm.gguf_file
     assert ModelEntry(slug="lookup", name="Lookup", source=smollm.source, gguf_file=smollm.gguf_file,
                       kind="speculative").spec().draft_source == ""  # no draft: prompt lookup
 

@@ -24,7 +24,7 @@ def in_threads(work, n=WRITERS):
         try:
             barrier.wait(timeout=30)
             work(i)
-        except Exception as exc:  # noqa: BLE001 - reported to the test below
+        except Exception as exc:
             errors.append(exc)
         finally:
             connection.close()  # each thread's own connection

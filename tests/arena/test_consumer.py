@@ -48,7 +48,8 @@ async def test_owner_gets_the_replay_then_live_tokens_then_the_outcome(gen, owne
     assert 'hx-swap-oob="beforeend"' in append and "&lt;b&gt;world&lt;/b&gt;" in append and "<b>" not in append
     assert 'data-n="2"' in append
     emit(gen, p.DONE, text="Hello <b>world</b>", finish_reason="stop",
-         metrics={"generated_tokens": 2, "decode_tokens_per_s": 12.5, "first_token_time": gen.created_at.timestamp() + 1.5})
+         metrics={"generated_tokens": 2, "decode_tokens_per_s": 12.5,
+                  "first_token_time": gen.created_at.timestamp() + 1.5})
     final = await comm.receive_from()
     assert 'data-state="done"' in final and "12.5" in final and "1.50 s" in final
     await comm.disconnect()
@@ -65,7 +66,7 @@ async def test_json_format_sends_events(gen, owner):
 
 async def test_another_user_and_anonymous_are_refused(gen, outsider):
     for user in (outsider, AnonymousUser()):
-        comm, connected, code = await connect(gen, user)
+        _comm, connected, code = await connect(gen, user)
         assert not connected and code == 4404
 
 

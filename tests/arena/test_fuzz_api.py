@@ -76,8 +76,9 @@ def fuzz_world(owner, catalogue, settings):
     comparison and tournament of the owner's, their ids in REAL."""
     settings.ARENA_RATE_LIMIT_PER_MIN = settings.ARENA_MAX_CONCURRENT_PER_USER = 0
     ApiToken.objects.create(user=owner, digest=hashlib.sha256(TOKEN.encode()).hexdigest(), hint=TOKEN[:12])
-    entries = catalogue + [ModelEntry.objects.create(**{**e, "slug": f"{e['slug']}-terse", "system_prompt": "Be terse."})
-                           for e in DEFAULT_ENTRIES]
+    terse = [ModelEntry.objects.create(**{**e, "slug": f"{e['slug']}-terse", "system_prompt": "Be terse."})
+             for e in DEFAULT_ENTRIES]
+    entries = catalogue + terse
     gen = Generation.objects.create(owner=owner, model=entries[0], prompt="Hi", params={})
     sides = {side: {"model": entries[i], "params": {}} for side, i in (("left", 0), ("right", 5))}
     battle = start_battle(owner, prompt="Hi", sides=sides, mode=Battle.Mode.COMPARISON)
@@ -175,7 +176,8 @@ turn = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "sys
 last = st.fixed_dictionaries({"role": st.just("user"), "content": st.text(min_size=1, max_size=40)})
 # A request OpenAI's client could send, every argument in range...
 valid_request = st.fixed_dictionaries(
-    {"model": st.just(DISABLED), "messages": st.builds(lambda turns, end: turns + [end], st.lists(turn, max_size=3), last)},
+    {"model": st.just(DISABLED),
+     "messages": st.builds(lambda turns, end: [*turns, end], st.lists(turn, max_size=3), last)},
     optional={"temperature": st.floats(0, 2), "top_p": st.floats(0.01, 1), "max_tokens": st.integers(1, 2048),
               "seed": st.integers(0, 2**32 - 1), "n": st.just(1), "stream": st.just(False), "user": st.text(),
               "stop": st.text(min_size=1, max_size=64) | st.lists(st.text(min_size=1, max_size=64), max_size=4),

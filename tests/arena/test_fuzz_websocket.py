@@ -116,10 +116,12 @@ json_values = st.recursive(
 actions = st.builds(lambda action, extra: json.dumps({**extra, "action": action}),
                     st.sampled_from(["stop", "STOP", "stop ", "start", "", "vote", "cancel"]) | json_values,
                     st.dictionaries(st.text(max_size=8), json_values, max_size=3))
-nested = st.builds(lambda depth, opener, closed: opener * depth + ({"[": "]", '{"a":': "}"}[opener] * depth if closed else ""),
-                   st.integers(1, 5000), st.sampled_from(["[", '{"a":']), st.booleans())
-huge = st.builds(lambda n, c: c * n, st.sampled_from([MAX_CLIENT_FRAME + 1, MAX_FRAME_CHARS,
-                                                      MAX_FRAME_CHARS + 1, 3 * 2**20]), st.sampled_from(["x", "é", "𝄞"]))
+CLOSERS = {"[": "]", '{"a":': "}"}
+nested = st.builds(lambda depth, opener, closed: opener * depth + (CLOSERS[opener] * depth if closed else ""),
+                   st.integers(1, 5000), st.sampled_from(list(CLOSERS)), st.booleans())
+huge = st.builds(lambda n, c: c * n,
+                 st.sampled_from([MAX_CLIENT_FRAME + 1, MAX_FRAME_CHARS, MAX_FRAME_CHARS + 1, 3 * 2**20]),
+                 st.sampled_from(["x", "é", "𝄞"]))
 text_frames = st.one_of(st.text(max_size=100), json_values.map(json.dumps), actions, nested, huge,
                         st.just(json.dumps({"action": "stop"})))
 frames = st.lists(st.one_of(text_frames, st.binary(max_size=300)), min_size=1, max_size=5)
@@ -145,7 +147,7 @@ async def run_session(world, who: str, target: str, as_json: bool, sent: list) -
     for frame in sent:
         # send_input, not send_to: an empty frame is a legal frame too
         await comm.send_input({"type": "websocket.receive", "text" if isinstance(frame, str) else "bytes": frame})
-        if isinstance(frame, str) and too_big(frame) or isinstance(frame, bytes) and too_big(frame):
+        if (isinstance(frame, str) and too_big(frame)) or (isinstance(frame, bytes) and too_big(frame)):
             reply = await comm.receive_output(REPLY_TIMEOUT_S)
             assert reply == {"type": "websocket.close", "code": 1009}, reply
             closed = True

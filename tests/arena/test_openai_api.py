@@ -15,10 +15,10 @@ from openai._streaming import SSEDecoder
 
 from arena import streams
 from arena.accounts.models import ApiToken
+from arena.generations.models import Generation
 from arena.openai_compat import chunks
 from arena.openai_compat.errors import OpenAIError, generation_failed
 from arena.openai_compat.translate import check_arguments, parse_request, sampling_overrides, translate_messages
-from arena.generations.models import Generation
 from inference import protocol as p
 
 from .api_client import api

@@ -24,7 +24,8 @@ def test_the_page_lists_catalogue_models(client, owner, smollm):
     assert "SmolLM2 135M Instruct" in html and 'name="max_new_tokens"' in html
 
 
-def test_send_creates_a_generation_and_redirects_to_its_permalink(client, owner, smollm, django_capture_on_commit_callbacks):
+def test_send_creates_a_generation_and_redirects_to_its_permalink(client, owner, smollm,
+                                                                   django_capture_on_commit_callbacks):
     client.force_login(owner)
     with django_capture_on_commit_callbacks() as callbacks:
         response = post(client, system_prompt="Be brief.")
@@ -83,7 +84,8 @@ def test_only_the_owner_can_open_a_permalink(client, owner, outsider, smollm):
 def test_a_finished_generation_shows_its_text_and_metrics_without_a_socket(client, owner, smollm):
     gen = Generation.objects.create(owner=owner, model=smollm, prompt="Hi", params={})
     gen.finish(Generation.Status.DONE, text="<script>alert(1)</script>Paris",
-               metrics={"generated_tokens": 7, "decode_tokens_per_s": 14.2, "first_token_time": gen.created_at.timestamp() + 2})
+               metrics={"generated_tokens": 7, "decode_tokens_per_s": 14.2,
+                        "first_token_time": gen.created_at.timestamp() + 2})
     client.force_login(owner)
     html = client.get(gen.get_absolute_url()).content.decode()
     assert "ws-connect" not in html and "14.2" in html and "2.00 s" in html

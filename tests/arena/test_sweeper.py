@@ -182,10 +182,8 @@ def test_a_loading_generation_fails_with_the_loading_reason(sweeper, clock, redi
 def broker_messages(redis_client) -> list[tuple[str, list]]:
     prefix = settings.ARENA_REDIS_PREFIX
     raw = redis_client.lrange(f"{prefix}:celery:{prefix}.control", 0, -1)
-    out = []
-    for message in map(json.loads, raw):
-        out.append((message["headers"]["task"], json.loads(base64.b64decode(message["body"]))[0]))
-    return out
+    return [(message["headers"]["task"], json.loads(base64.b64decode(message["body"]))[0])
+            for message in map(json.loads, raw)]
 
 
 def test_a_queued_generation_nobody_picked_up_is_queued_again_once_per_grace(
