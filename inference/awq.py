@@ -14,28 +14,39 @@ without it fails with a readable ModelLoadError.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import time
 import uuid
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from inference.loading import ModelLoadError, Progress, cache_key, load_gguf_cached, model_cache_root, report_progress
+from inference import awq_search
+from inference.loading import (ModelLoadError, Progress, cache_key, load_gguf_cached, model_cache_root, pick_device,
+                               report_progress)
 from inference.protocol import ModelSpec
+from inference.sources import resolve_source
 
 log = logging.getLogger(__name__)
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CALIBRATION_TEXT = DATA_DIR / "calibration.txt"
 CPU_BACKEND = "torch_fused_awq"  # the fused CPU kernel; the default one JIT-compiles for a minute, torch_awq crawls
+LOCK_POLL_S = 1.0  # how often a process waiting for another's quantisation looks at the lock and its progress
+LAYER_LINE = "AWQ: quantised layer {done}/{layers} ({percent}%)"
+_LAYER_PATTERN = re.compile(r"AWQ: quantised layer (\d+)/(\d+)")
+BY_ANOTHER_PROCESS = "(by another process)"  # appended to the progress lines a waiting process passes on
 NOT_INSTALLED = (
     "AWQ needs GPTQModel, which is not installed in this worker's environment "
     "(pip install gptqmodel, which needs torch>=2.14.1); choose the 'full' kind meanwhile."
@@ -126,16 +137,106 @@ def load_checkpoint(folder: Path, device: torch.device, dtype: torch.dtype):
 
 
 def quantized_entry(weights: Path, settings: AwqSettings, device: torch.device, report: Progress) -> Path:
-    """The cache folder of `weights` quantised with `settings`, quantising on a miss."""
-    entry = model_cache_root() / "awq" / awq_cache_key(weights, settings)
+    """The cache folder of `weights` quantised with `settings`, quantising on a miss.
+
+    One process quantises an entry at a time (entry_lock): another that needs it
+    meanwhile (a worker started while `make run`'s preparer quantises) waits, passing
+    on the quantiser's progress, and then loads the result.
+    """
+    entry = cache_entry(weights, settings)
     if is_awq_checkpoint(entry):
         return entry
-    full = full_precision_folder(weights)
-    report(f"AWQ: quantising {weights.name} to {settings.bits} bits (group {settings.group_size}) once; later starts load the cache")
-    started = time.perf_counter()
-    quantize_into(full, entry, settings, device, report)
-    report(f"AWQ: quantised in {time.perf_counter() - started:.0f} s")
+    with entry_lock(entry, report) as shared_report:
+        if is_awq_checkpoint(entry):  # quantised by the process we waited for
+            return entry
+        _remove_leftovers(entry)
+        full = full_precision_folder(weights)
+        shared_report(f"AWQ: quantising {weights.name} to {settings.bits} bits (group {settings.group_size}) once; "
+                      "later starts load the cache")
+        started = time.perf_counter()
+        quantize_into(full, entry, settings, device, shared_report)
+        shared_report(f"AWQ: quantised in {time.perf_counter() - started:.0f} s")
     return entry
+
+
+def _remove_leftovers(entry: Path) -> None:
+    """Temporary folders of a quantiser of this entry that was killed (a stopped worker exits
+    without cleaning up); with the entry's lock held, nobody else is writing them."""
+    for leftover in entry.parent.glob(f".tmp-{entry.name}-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def cache_entry(weights: Path, settings: AwqSettings) -> Path:
+    return model_cache_root() / "awq" / awq_cache_key(weights, settings)
+
+
+def prepare(spec: ModelSpec, report: Progress) -> Path:
+    """Quantise `spec` into the cache if it is not there yet (`make run`'s preparer), without loading it."""
+    require_gptqmodel()
+    weights = resolve_source(spec.source, spec.gguf_file)
+    if weights.is_dir() and is_awq_checkpoint(weights):
+        return weights
+    return quantized_entry(weights, AwqSettings.from_env(), pick_device(), report)
+
+
+def needs_quantising(spec: ModelSpec) -> bool:
+    """Whether loading `spec` would quantise first (False for an AWQ checkpoint source or a cached entry)."""
+    require_gptqmodel()
+    weights = resolve_source(spec.source, spec.gguf_file)
+    if weights.is_dir() and is_awq_checkpoint(weights):
+        return False
+    return not is_awq_checkpoint(cache_entry(weights, AwqSettings.from_env()))
+
+
+@contextlib.contextmanager
+def entry_lock(entry: Path, report: Progress, poll_s: float = LOCK_POLL_S) -> Iterator[Progress]:
+    """Hold the cache entry's lock file (fcntl, so a killed holder releases it), waiting for it if
+    another process holds it. Yields the progress sink to quantise with: it also writes each line
+    next to the lock, where a waiting process reads it and passes it on to its own user."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    shared = entry.with_name(f"{entry.name}.progress")
+    with open(entry.with_name(f"{entry.name}.lock"), "a+b") as lock:
+        if not _try_lock(lock):
+            report("AWQ: another process is quantising this model; waiting for it")
+            _wait_for_lock(lock, shared, report, poll_s)
+        shared.unlink(missing_ok=True)  # a killed holder's last line
+
+        def report_and_share(line: str) -> None:
+            report(line)
+            _write_atomically(shared, line)
+
+        try:
+            yield report_and_share
+        finally:
+            shared.unlink(missing_ok=True)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _try_lock(lock) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _wait_for_lock(lock, shared: Path, report: Progress, poll_s: float) -> None:
+    last = ""
+    while not _try_lock(lock):
+        try:
+            line = shared.read_text()
+        except FileNotFoundError:
+            line = ""
+        if line and line != last:
+            report(f"{line} {BY_ANOTHER_PROCESS}")
+            last = line
+        time.sleep(poll_s)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def full_precision_folder(weights: Path) -> Path:
@@ -165,6 +266,7 @@ def awq_cache_key(weights: Path, settings: AwqSettings) -> str:
             f"samples {settings.sample_tokens}x{settings.max_samples}",
             f"calibration {calibration}",
             f"gptqmodel {quantizer}",
+            f"search {awq_search.method()}",
         ]
     )
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
@@ -189,14 +291,20 @@ def quantize_into(full: Path, entry: Path, settings: AwqSettings, device: torch.
     tmp = entry.parent / f".tmp-{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     # GPTQModel offloads finished layers to disk; its own temporary folder outlives the process.
     offload = tmp.with_name(f"{tmp.name}-offload")
+    fast = awq_search.method() == awq_search.FAST
+    if not fast:
+        log.warning("GPTQModel %s is not the version inference/awq_search.py patches; quantising its own (slower) way",
+                    require_gptqmodel().__version__)
     try:
         config = AWQConfig(
             bits=settings.bits, group_size=settings.group_size, sym=settings.sym, offload_to_disk_path=str(offload)
         )
-        model = GPTQModel.load(str(full), config, device=str(device))
-        model.layer_callback = _layer_reporter(model.model.config.get_text_config().num_hidden_layers, report)
-        report(f"AWQ: calibrating on {len(samples)} samples of up to {settings.sample_tokens} tokens")
-        model.quantize(samples, batch_size=1)
+        with awq_search.fast_search() if fast else contextlib.nullcontext():
+            dtype = {"dtype": awq_search.SEARCH_DTYPE} if fast else {}
+            model = GPTQModel.load(str(full), config, device=str(device), **dtype)
+            model.layer_callback = _layer_reporter(model.model.config.get_text_config().num_hidden_layers, report)
+            report(f"AWQ: calibrating on {len(samples)} samples of up to {settings.sample_tokens} tokens")
+            model.quantize(samples, batch_size=1)
         model.save(str(tmp))
         tokenizer.save_pretrained(tmp)
         try:
@@ -228,6 +336,12 @@ def _layer_reporter(layers: int, report: Progress):
     def layer_complete(layer_idx: int, submodule_finalized: bool) -> None:
         if not submodule_finalized:  # each layer is reported once, when its weights are quantised
             done = layer_idx + 1
-            report(f"AWQ: quantised layer {done}/{layers} ({100 * done // layers}%)")
+            report(LAYER_LINE.format(done=done, layers=layers, percent=100 * done // layers))
 
     return layer_complete
+
+
+def layer_progress(line: str) -> tuple[int, int] | None:
+    """(layers done, layers in all) from a progress line of a quantisation, else None."""
+    match = _LAYER_PATTERN.search(line)
+    return (int(match[1]), int(match[2])) if match else None

@@ -268,6 +268,11 @@ class Keys:
         """Sorted set: the times of a user's recent starts (arena/limits.py's sliding window)."""
         return f"{self.prefix}:limits:rate:{user_id}"
 
+    def preparation(self, slug: str) -> str:
+        """Hash: state, line, done, total, eta_s, updated_at: a catalogue entry being prepared
+        (AWQ-quantised) ahead of its first use; it expires soon after its preparer stops."""
+        return f"{self.prefix}:preparation:{slug}"
+
     def node_queue(self, node_id: str) -> str:
         """The Celery queue a node's agent consumes (a queue name, not a key)."""
         return f"{self.prefix}.node.{node_id}"

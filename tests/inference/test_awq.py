@@ -10,26 +10,29 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import uuid
 
 import pytest
 import torch
 
-from inference import awq, loading
+from inference import awq, loading, protocol
 from inference.awq import AwqSettings, calibration_samples, is_awq_checkpoint
 from inference.engine import Engine, TokenChunk
 from inference.loading import ModelLoadError, load
-from inference import protocol
 from inference.protocol import Keys, ModelSpec, SamplingParams
 from inference.quality import EVALUATION_TEXT
+from tests.tiny_models import build_tiny_model
 
-from .conftest import build_tiny_model
-from .test_worker import push, read_events
+from .workers import push, read_events
 
 
 @pytest.fixture
 def gptqmodel():
-    return pytest.importorskip("gptqmodel")
+    try:
+        return awq.require_gptqmodel()  # sets GPTQModel's thread-pool size for 2 cores before importing it
+    except ModelLoadError:
+        pytest.skip("GPTQModel is not installed")
 
 
 @pytest.fixture
@@ -60,6 +63,11 @@ def awq_sized_model_dir(tmp_path_factory, tokenizer):
 
 def awq_spec(folder) -> ModelSpec:
     return ModelSpec(slug="tiny-awq", source=str(folder), kind="awq")
+
+
+def cached_entries(model_cache) -> list:
+    """The AWQ cache's entry folders (beside them: each entry's lock file)."""
+    return [p for p in (model_cache / "awq").iterdir() if p.is_dir()]
 
 
 def greedy_ids(loaded, prompt: str = "Hello there", tokens: int = 8) -> list[int]:
@@ -124,8 +132,9 @@ def test_quantises_once_then_loads_the_cache(gptqmodel, awq_sized_model_dir, mod
     full = load(ModelSpec(slug="tiny", source=str(awq_sized_model_dir)))
     first = load(awq_spec(awq_sized_model_dir))
 
-    entries = list((model_cache / "awq").iterdir())
+    entries = [p for p in (model_cache / "awq").iterdir() if p.is_dir()]
     assert len(entries) == 1 and is_awq_checkpoint(entries[0])  # no tmp folder left behind
+    assert not entries[0].with_name(f"{entries[0].name}.progress").exists()  # the shared progress went with the lock
     assert "AWQ: quantised layer 1/2 (50%)" in progress_lines
     assert "AWQ: quantised layer 2/2 (100%)" in progress_lines
     assert first.kind == "awq"
@@ -154,11 +163,11 @@ def test_an_awq_checkpoint_source_loads_without_quantising(
     gptqmodel, awq_sized_model_dir, model_cache, progress_lines
 ):
     load(awq_spec(awq_sized_model_dir))
-    (entry,) = (model_cache / "awq").iterdir()
+    (entry,) = cached_entries(model_cache)
     progress_lines.clear()
     direct = load(awq_spec(entry))
     assert progress_lines == []
-    assert list((model_cache / "awq").iterdir()) == [entry]  # nothing quantised into a new entry
+    assert cached_entries(model_cache) == [entry]  # nothing quantised into a new entry
     assert len(greedy_ids(direct, tokens=4)) == 4
 
 
@@ -182,3 +191,65 @@ def test_a_worker_shows_quantisation_progress_then_serves(gptqmodel, awq_sized_m
     for key in client.scan_iter(match=f"{keys.prefix}:*"):
         client.delete(key)
 
+
+
+def test_layer_progress_reads_the_quantisers_lines():
+    assert awq.layer_progress(awq.LAYER_LINE.format(done=3, layers=30, percent=10)) == (3, 30)
+    assert awq.layer_progress(f"AWQ: quantised layer 12/30 (40%) {awq.BY_ANOTHER_PROCESS}") == (12, 30)
+    assert awq.layer_progress("AWQ: calibrating on 4 samples of up to 512 tokens") is None
+
+
+def test_the_cache_key_names_the_search_method(gptqmodel, awq_sized_model_dir, monkeypatch):
+    key = awq.awq_cache_key(awq_sized_model_dir, AwqSettings())
+    monkeypatch.setattr(awq.awq_search, "method", lambda: "gptqmodel-9.9-default")
+    assert awq.awq_cache_key(awq_sized_model_dir, AwqSettings()) != key
+
+
+def test_a_worker_waits_for_another_processs_quantisation_and_loads_its_result(
+    gptqmodel, awq_sized_model_dir, model_cache, start_worker, redis_url
+):
+    """Two processes, one cache entry: the worker started while this test process quantises (as
+    `make run`'s preparer would) passes the quantiser's progress on, then loads what it wrote."""
+    import redis
+
+    keys = Keys(f"arena-test-{uuid.uuid4().hex[:12]}")
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    settings = AwqSettings.from_env()
+    entry = awq.cache_entry(awq_sized_model_dir, settings)
+    mine: list[str] = []
+    with awq.entry_lock(entry, mine.append) as shared_report:
+        shared_report("AWQ: quantised layer 1/2 (50%)")
+        worker = start_worker(awq_spec(awq_sized_model_dir).to_json(), keys.prefix,
+                              env={"ARENA_MODEL_CACHE": str(model_cache)})
+        waiting = f"AWQ: quantised layer 1/2 (50%) {awq.BY_ANOTHER_PROCESS}"
+        wait_for_progress(client, keys.worker(worker.worker_id), waiting, worker)
+        awq.quantize_into(awq_sized_model_dir, entry, settings, torch.device("cpu"), shared_report)
+    status = worker.wait_for_state(client, keys.worker(worker.worker_id), {protocol.W_READY}, timeout=120)
+
+    log = worker.log_text()
+    assert "AWQ: another process is quantising this model; waiting for it" in log
+    quantiser_lines = [line for line in log.splitlines() if "AWQ: calibrating" in line or "AWQ: quantising" in line]
+    assert quantiser_lines and all(line.endswith(awq.BY_ANOTHER_PROCESS) for line in quantiser_lines)  # passed on,
+    # not its own: it did not quantise again
+    assert any(line.startswith("AWQ: calibrating") for line in mine)
+    assert status["state"] == protocol.W_READY and cached_entries(model_cache) == [entry]
+    for key in client.scan_iter(match=f"{keys.prefix}:*"):
+        client.delete(key)
+
+
+def wait_for_progress(client, key: str, wanted: str, worker, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while client.hget(key, "progress") != wanted:
+        assert time.monotonic() < deadline, f"no {wanted!r} in {client.hgetall(key)}\n{worker.log_text()}"
+        assert worker.proc.poll() is None, worker.log_text()
+        time.sleep(0.05)
+
+
+def test_the_lock_is_taken_at_once_when_free_and_its_progress_file_goes_with_it(tmp_path):
+    entry = tmp_path / "awq" / "model-w4g64-0123"
+    lines: list[str] = []
+    with awq.entry_lock(entry, lines.append) as shared_report:
+        shared_report("AWQ: quantised layer 1/30 (3%)")
+        assert entry.with_name(f"{entry.name}.progress").read_text() == "AWQ: quantised layer 1/30 (3%)"
+    assert lines == ["AWQ: quantised layer 1/30 (3%)"]  # no "waiting" line: nobody held it
+    assert not entry.with_name(f"{entry.name}.progress").exists()
