@@ -10,6 +10,8 @@ import uuid
 import pytest
 import redis
 
+pytest_plugins = ["tests.tiny_models"]  # the tiny random-weight model and the real tokenizer
+
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
 

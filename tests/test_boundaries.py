@@ -1,4 +1,5 @@
-"""inference/ and orchestration/ know nothing of the web side (DESIGN.md, Boundaries).
+"""inference/ and orchestration/ know nothing of the web side (DESIGN.md, Boundaries), and the
+web side loads nothing of the model stack.
 
 Two checks, because each misses what the other sees: the import statements of every
 file (an import inside a function that no test reaches), and what importing every
@@ -64,3 +65,23 @@ def test_importing_every_module_loads_nothing_of_the_web_side(package):
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(report["modules"]) > 3  # walked the package, not only its __init__
     assert not set(report["loaded"]) & FORBIDDEN[package]
+
+
+WEB_PROCESS = """
+import sys, django
+django.setup()
+import arena.asgi, arena.celery, arena.urls
+print(" ".join(sorted({m.split(".")[0] for m in sys.modules} & {"torch", "transformers", "gptqmodel"})))
+"""
+
+
+@pytest.mark.timeout(180)
+def test_the_web_side_starts_without_the_model_stack():
+    """daphne, Celery and every manage.py command start without torch or transformers (seconds
+    each): only inference workers load models. A web page that needs a model fact asks a worker
+    or reads a file, it never imports the model stack."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "arena.settings"}
+    result = subprocess.run([sys.executable, "-c", WEB_PROCESS], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=170)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "", f"the web side imported {result.stdout.strip()}"

@@ -2,7 +2,7 @@
 through an engine's own `stream`, how engines that cannot batch are served).
 
 Real: the plain and the prompt-lookup speculative engines over the tiny random-weight
-Llama with SmolLM2's tokenizer (tests/inference/conftest.py).
+Llama with SmolLM2's tokenizer (tests/tiny_models.py).
 """
 
 import pytest

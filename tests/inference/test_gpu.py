@@ -18,7 +18,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-SMOLLM2 = dict(source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1])
+SMOLLM2 = {"source": PACKAGED_SMOLLM2[0], "gguf_file": PACKAGED_SMOLLM2[1]}
 PROMPT = [{"role": "user", "content": "Rewrite politely: 'Send me the report by Friday or else.'"}]
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=32)
 

@@ -9,7 +9,7 @@ Same events, same endings, same TTL: the paths can no longer disagree.
 
 Real: the scheduler's thread, Redis (this test's own prefix), transformers' cache.
 The model is the tiny random-weight Llama with SmolLM2's tokenizer
-(tests/inference/conftest.py): its text is noise, which the lifecycle never reads.
+(tests/tiny_models.py): its text is noise, which the lifecycle never reads.
 """
 
 import copy
@@ -28,7 +28,7 @@ from inference.scheduler import build_scheduler
 from inference.speculative import SpeculativeEngine
 from inference.transport import WORKER_STOPPING, WorkerStatus
 
-from .test_worker import read_events, wait_until
+from .workers import read_events, wait_until
 
 USER = [{"role": "user", "content": "Say something."}]
 SHORT = SamplingParams(temperature=0.0, max_new_tokens=8)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from inference.quality import EVALUATION_TEXT, perplexity, rtn_dequantized, rtn_quantize_
-from tests.inference.conftest import build_tiny_model
+from tests.tiny_models import build_tiny_model
 
 
 @pytest.mark.parametrize("symmetric", [False, True])

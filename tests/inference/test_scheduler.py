@@ -1,7 +1,7 @@
 """`inference.scheduler`: which decoder serves an engine, the one-at-a-time hold-back,
 and continuous batching through a real worker.
 
-Real: the tiny random-weight Llama with SmolLM2's tokenizer (tests/inference/conftest.py),
+Real: the tiny random-weight Llama with SmolLM2's tokenizer (tests/tiny_models.py),
 Redis, and `python -m inference.worker` subprocesses. The lifecycle of a single job
 (cancel, stop sequences, failures, a stopping worker) is in test_lifecycle.py, run
 against every serving path.
@@ -23,7 +23,7 @@ from inference.scheduler import build_scheduler, busy_reason
 from inference.speculative import SpeculativeEngine
 from inference.transport import WorkerStatus
 
-from .test_worker import Served, read_events, serve_tiny_worker, tiny_spec
+from .workers import Served, read_events, serve_tiny_worker, tiny_spec
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=16)
 

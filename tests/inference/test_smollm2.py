@@ -17,8 +17,7 @@ from inference.loading import cache_key, load
 from inference.protocol import Job, Keys, ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2, resolve_source
 
-from .conftest import WorkerProcess
-from .test_worker import read_events
+from .workers import WorkerProcess, read_events
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from inference.sources import PACKAGED_SMOLLM2
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
-SOURCE = dict(source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1])
+SOURCE = {"source": PACKAGED_SMOLLM2[0], "gguf_file": PACKAGED_SMOLLM2[1]}
 # A quarter of the evaluation text: perplexity is compared, not reported, here.
 TEXT = EVALUATION_TEXT.read_text()[:3000]
 

@@ -91,7 +91,7 @@ def test_gguf_file_must_be_a_name(tmp_path):
 def test_file_that_is_not_gguf(tmp_path):
     weights = tmp_path / "model.bin"
     weights.write_bytes(b"")
-    with pytest.raises(ModelSourceError, match="not a .gguf file"):
+    with pytest.raises(ModelSourceError, match=r"not a \.gguf file"):
         resolve_source(str(weights))
 
 
@@ -131,16 +131,6 @@ def test_importing_sources_is_cheap():
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, check=True, timeout=60)
-
-
-def test_inference_never_imports_the_web_side():
-    code = (
-        "import sys, inference.protocol, inference.sources, inference.transport, inference.worker, "
-        "inference.loading, inference.engine, inference.scheduler; "
-        "bad = {m.split('.')[0] for m in sys.modules} & {'django', 'arena', 'orchestration'}; "
-        "assert not bad, bad"
-    )
-    subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, check=True, timeout=120)
 
 
 def test_a_gguf_shipped_in_chunk_packages_is_assembled_once():

@@ -17,8 +17,7 @@ from inference.engines import build_engine
 from inference.loading import ModelLoadError, load
 from inference.protocol import ModelSpec, SamplingParams
 from inference.speculative import SpeculativeEngine, accept_sampled, prompt_lookup
-
-from .conftest import build_tiny_model
+from tests.tiny_models import build_tiny_model
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=60)
 SAMPLED = SamplingParams(temperature=0.9, top_p=0.9, max_new_tokens=40, seed=7)

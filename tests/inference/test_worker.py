@@ -13,92 +13,15 @@ import subprocess
 import sys
 import time
 import uuid
-from contextlib import contextmanager
 
 import pytest
-import redis
 
 from inference import protocol
 from inference.engine import Engine, TokenChunk
 from inference.protocol import Job, Keys, ModelSpec, SamplingParams
 from inference.worker import JOB_WAIT_S
 
-from .conftest import REPO_ROOT, WorkerProcess
-
-USER = [{"role": "user", "content": "Say something."}]
-LONG = SamplingParams(temperature=0.0, max_new_tokens=2048)  # ~10 s on the tiny model: time to interrupt it
-
-
-def tiny_spec(tiny_model_dir, **overrides) -> str:
-    return ModelSpec(slug="tiny", source=str(tiny_model_dir), **overrides).to_json()
-
-
-SHORT = SamplingParams(temperature=0.0, max_new_tokens=8)
-
-
-def push(client, keys: Keys, worker_id: str, params=SHORT, messages=USER):
-    job = Job(generation_id=uuid.uuid4().hex, messages=messages, params=params)
-    client.rpush(keys.worker_jobs(worker_id), job.to_json())
-    return job
-
-
-def read_events(client, keys: Keys, generation_id: str, *, until=protocol.TERMINAL_EVENTS, timeout=30.0):
-    """Events of one generation, read as a late joiner would, up to the first of `until`."""
-    key, last, events = keys.stream(generation_id), "0-0", []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for _, entries in client.xread({key: last}, block=100, count=500) or []:
-            for entry_id, fields in entries:
-                last = entry_id
-                events.append(protocol.parse_event(fields))
-                if events[-1]["type"] in until:
-                    return events
-    raise AssertionError(f"no {sorted(until)} event within {timeout}s; got {[e['type'] for e in events]}")
-
-
-def wait_until(predicate, timeout: float, message: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(message)
-
-
-class Served:
-    def __init__(self, worker: WorkerProcess, keys: Keys, client):
-        self.worker, self.keys, self.client = worker, keys, client
-        self.id = worker.worker_id
-
-    def push(self, **kwargs):
-        return push(self.client, self.keys, self.id, **kwargs)
-
-    def events(self, job, **kwargs):
-        return read_events(self.client, self.keys, job.generation_id, **kwargs)
-
-    def status(self) -> dict:
-        return self.client.hgetall(self.keys.worker(self.id))
-
-    def wait_idle(self):
-        wait_until(lambda: self.status().get("in_flight") == "0", 5, f"worker stayed busy: {self.status()}")
-
-
-@contextmanager
-def serve_tiny_worker(tiny_model_dir, redis_url, log_dir, env=None):
-    """A real worker serving the tiny model under a fresh prefix; stopped and cleaned up after."""
-    prefix = f"arena-test-{uuid.uuid4().hex[:12]}"
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    worker = WorkerProcess(f"w-{uuid.uuid4().hex[:8]}", tiny_spec(tiny_model_dir), redis_url, prefix,
-                           log_dir / "worker.log", env)
-    try:
-        keys = Keys(prefix)
-        worker.wait_for_state(client, keys.worker(worker.worker_id), {protocol.W_READY})
-        yield Served(worker, keys, client)
-    finally:
-        worker.stop()
-        for key in client.scan_iter(match=f"{prefix}:*", count=500):
-            client.delete(key)
-        client.close()
+from .workers import LONG, REPO_ROOT, USER, push, read_events, serve_tiny_worker, tiny_spec, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -258,10 +181,11 @@ def test_sigkill_leaves_the_heartbeat_to_expire(start_worker, tiny_model_dir, re
 def test_worker_dies_with_its_parent(tiny_model_dir, redis_url, redis_prefix, redis_client, tmp_path):
     """PR_SET_PDEATHSIG: SIGKILL the worker's parent and the (idle) worker stops cleanly."""
     keys = Keys(redis_prefix)
+    argv = [sys.executable, "-m", "inference.worker", "--worker-id", "orphan", "--spec", tiny_spec(tiny_model_dir),
+            "--redis-url", redis_url, "--prefix", redis_prefix]
     launcher = (
-        "import subprocess, sys, time\n"
-        f"subprocess.Popen([sys.executable, '-m', 'inference.worker', '--worker-id', 'orphan', '--spec', {tiny_spec(tiny_model_dir)!r},"
-        f" '--redis-url', {redis_url!r}, '--prefix', {redis_prefix!r}], env={{**__import__('os').environ, 'ARENA_WORKER_THREADS': '1'}})\n"
+        "import os, subprocess, time\n"
+        f"subprocess.Popen({argv!r}, env={{**os.environ, 'ARENA_WORKER_THREADS': '1'}})\n"
         "time.sleep(120)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", launcher], cwd=REPO_ROOT)

@@ -6,9 +6,6 @@ from orchestration.backends.local import LocalBackend
 from orchestration.policy import Config
 from orchestration.service import Orchestrator
 
-# The tiny random-weight model of the inference tests serves the orchestrator's too.
-from tests.inference.conftest import smollm2_tokenizer_dir, tiny_model, tiny_model_dir, tokenizer  # noqa: F401
-
 from .helpers import Recorder
 
 

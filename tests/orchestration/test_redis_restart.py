@@ -17,7 +17,7 @@ from orchestration import client as orch
 from orchestration.backends.local import LocalBackend
 from orchestration.policy import Config
 from orchestration.service import Orchestrator
-from tests.inference.test_worker import LONG, SHORT, push, read_events
+from tests.inference.workers import LONG, SHORT, push, read_events
 from tests.private_redis import private_redis  # noqa: F401
 
 pytestmark = pytest.mark.timeout(180)
