@@ -19,8 +19,8 @@ reports it. Prints a table, then one JSON object as its last line.
 from __future__ import annotations
 
 import importlib.util
-import os
 import json
+import os
 import statistics
 import sys
 import time
@@ -29,13 +29,13 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.speculative import PROMPTS as GROUNDED_PROMPTS  # noqa: E402
-from inference.batched_decoder import BatchedDecoder  # noqa: E402
-from inference.engine import Engine, Finish, TokenChunk  # noqa: E402
-from inference.loading import load  # noqa: E402
-from inference.protocol import ModelSpec, SamplingParams  # noqa: E402
-from inference.sources import PACKAGED_SMOLLM2, resolve_source  # noqa: E402
-from inference.speculative import SpeculativeEngine  # noqa: E402
+from bench.speculative import PROMPTS as GROUNDED_PROMPTS
+from inference.batched_decoder import BatchedDecoder
+from inference.engine import Engine, Finish, TokenChunk
+from inference.loading import load
+from inference.protocol import ModelSpec, SamplingParams
+from inference.sources import PACKAGED_SMOLLM2, resolve_source
+from inference.speculative import SpeculativeEngine
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))  # best of interleaved rounds: the machine is shared
 NEW_TOKENS = 128
@@ -130,11 +130,11 @@ def batch_throughput(engine: Engine) -> dict:
     inputs = [chat(engine, p) for p in prompts]
     params = [SamplingParams(temperature=0.8, top_p=0.95, max_new_tokens=BATCH_TOKENS, seed=i) for i in range(BATCH)]
     started = time.perf_counter()
-    one_at_a_time = sum(engine_run(engine, ids, p)[1].generated_tokens for ids, p in zip(inputs, params))
+    one_at_a_time = sum(engine_run(engine, ids, p)[1].generated_tokens for ids, p in zip(inputs, params, strict=True))
     single_rate = one_at_a_time / (time.perf_counter() - started)
     started = time.perf_counter()
     decoder, together = BatchedDecoder(engine), 0
-    for ids, p in zip(inputs, params):
+    for ids, p in zip(inputs, params, strict=True):
         _row, chunks = decoder.join(ids, p)
         together += sum(isinstance(c, TokenChunk) for c in chunks)
     while len(decoder):
@@ -171,10 +171,9 @@ def llamacpp_rate(engine: Engine) -> dict:
     llm = Llama(model_path=str(resolve_source(*PACKAGED_SMOLLM2)), n_ctx=2048, verbose=False)
     rates = []
     for prompt in OPEN_PROMPTS:
-        times = []
-        for _ in llm.create_chat_completion([{"role": "user", "content": prompt}], max_tokens=NEW_TOKENS,
-                                           temperature=0.0, stream=True):
-            times.append(time.time())
+        stream = llm.create_chat_completion([{"role": "user", "content": prompt}], max_tokens=NEW_TOKENS,
+                                            temperature=0.0, stream=True)
+        times = [time.time() for _chunk in stream]
         rates.append(rate(len(times), times[0], times[-1]))
     return {"rate": statistics.mean(rates)}
 

@@ -83,7 +83,7 @@ class SamplingParams:
         return self.temperature == 0.0
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "SamplingParams":
+    def from_dict(cls, data: dict[str, Any] | None) -> SamplingParams:
         """Parse untrusted input; raise ParamError naming every wrong field."""
         data = dict(data or {})
         errors: dict[str, str] = {}
@@ -165,7 +165,7 @@ class ModelSpec:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, raw: str) -> "ModelSpec":
+    def from_json(cls, raw: str) -> ModelSpec:
         return cls(**json.loads(raw))
 
 
@@ -181,13 +181,13 @@ class Job:
         return json.dumps(data)
 
     @classmethod
-    def from_json(cls, raw: str | bytes) -> "Job":
+    def from_json(cls, raw: str | bytes) -> Job:
         data = json.loads(raw)
         params = SamplingParams.from_dict(data.get("params"))
         messages = data["messages"]
+        ROLES = ("system", "user", "assistant")
         if not isinstance(messages, list) or not all(
-            isinstance(m, dict) and isinstance(m.get("content"), str) and m.get("role") in ("system", "user", "assistant")
-            for m in messages
+            isinstance(m, dict) and isinstance(m.get("content"), str) and m.get("role") in ROLES for m in messages
         ):
             raise ValueError("messages must be a list of {role, content}")
         return cls(
