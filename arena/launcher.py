@@ -1,9 +1,11 @@
 """`make run`: start the whole application with embedded defaults, stop it all on Ctrl-C.
 
 Processes: a Redis (an existing one, or a private redis-server for this session),
-daphne (HTTP + WebSocket), a Celery worker (arena tasks) and the orchestrator
-(which starts model workers). Every process runs in its own session so that the
-launcher alone receives Ctrl-C and stops them in order: nothing is left behind.
+daphne (HTTP + WebSocket), a Celery worker (arena tasks), the orchestrator
+(which starts model workers), and once per start the model preparer (which
+quantises AWQ entries not cached yet in the background, then exits). Every
+process runs in its own session so that the launcher alone receives Ctrl-C and
+stops them in order: nothing is left behind.
 
 A process that dies on its own (killed, crashed) is started again, as it was; the
 application rides that out (see arena/generations/sweeper.py). One that keeps dying
@@ -56,6 +58,7 @@ class Launcher:
         self.restarts: dict[str, list[float]] = {}  # name -> when it was restarted (monotonic)
         self.redis_dir: str | None = None
         self.stopping = False
+        self.oneshots: set[str] = set()  # processes that end by themselves: not started again
 
     # --- Redis ------------------------------------------------------------------------
     def choose_redis(self) -> None:
@@ -82,10 +85,21 @@ class Launcher:
         log(f"Started a private Redis on port {port} for this session")
 
     # --- processes --------------------------------------------------------------------
-    def spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True)
+    def spawn(self, name: str, cmd: list[str], *, log_path: Path | None = None,
+              oneshot: bool = False) -> subprocess.Popen:
+        """Start `cmd`; `oneshot`: one that ends by itself, so it is not started again; `log_path`:
+        where its output goes instead of this terminal."""
+        if log_path is None:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True)
+        else:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(log_path, "ab") as output:
+                proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True, stdout=output,
+                                        stderr=output)
         self.procs.append((name, proc))
         self.commands[name] = cmd
+        if oneshot:
+            self.oneshots.add(name)
         return proc
 
     def restart(self, index: int) -> bool:
@@ -119,13 +133,26 @@ class Launcher:
                               "-Q", queue, "--loglevel", "WARNING", "--without-mingle", "--without-gossip",
                               "-n", f"arena-{os.getpid()}@%h"])
         self.spawn("daphne", [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "arena.asgi:application"])
+        self.start_preparer()
         return f"http://127.0.0.1:{port}/"
+
+    def start_preparer(self) -> None:
+        """AWQ entries not quantised yet are quantised now, in the background (arena/catalogue/preparation.py)."""
+        log_path = data_dir(self.env) / "logs" / "prepare_models.log"
+        self.spawn("prepare_models", [PY, "manage.py", "prepare_models"], log_path=log_path, oneshot=True)
+        log(f"Preparing models not quantised yet in the background (progress on /status/, log in {log_path})")
 
     def watch(self) -> int:
         """Wait for a signal, starting again whatever dies on its own meanwhile."""
         while not self.stopping:
-            for index, (_name, proc) in enumerate(self.procs):
-                if proc.poll() is not None and not self.stopping and not self.restart(index):
+            for index, (name, proc) in enumerate(self.procs):
+                if proc.poll() is None or self.stopping:
+                    continue
+                if name in self.oneshots:
+                    self.procs.pop(index)
+                    log(f"{name} finished" + (f" with code {proc.returncode}" if proc.returncode else ""))
+                    break  # the list changed under the loop
+                if not self.restart(index):
                     return 1
             time.sleep(0.5)
         return 0
@@ -147,6 +174,10 @@ class Launcher:
         log("Stopped.")
 
 
+def data_dir(env: dict[str, str]) -> Path:
+    return Path(env.get("ARENA_DATA_DIR", ROOT / "var"))
+
+
 def main() -> int:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "arena.settings", "PYTHONUNBUFFERED": "1",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -161,7 +192,7 @@ def main() -> int:
     try:
         url = launcher.start()
         log(f"LLM Arena is running at {url}  (log in as admin; Ctrl-C stops everything)")
-        log(f"Password: the one printed at first run, also in {Path(env.get('ARENA_DATA_DIR', ROOT / 'var')) / 'admin-password.txt'}")
+        log(f"Password: the one printed at first run, also in {data_dir(env) / 'admin-password.txt'}")
         code = launcher.watch()
     finally:
         launcher.stop()

@@ -33,8 +33,15 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from inference import awq_search
-from inference.loading import (ModelLoadError, Progress, cache_key, load_gguf_cached, model_cache_root, pick_device,
-                               report_progress)
+from inference.loading import (
+    ModelLoadError,
+    Progress,
+    cache_key,
+    load_gguf_cached,
+    model_cache_root,
+    pick_device,
+    report_progress,
+)
 from inference.protocol import ModelSpec
 from inference.sources import resolve_source
 
