@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import redis
 
-from inference import awq
 from inference.protocol import Keys
 
 log = logging.getLogger(__name__)
@@ -115,7 +114,7 @@ class Publisher:
         now = self.clock()
         self.started_at = self.started_at or now
         fields = {"state": PREPARING, "line": line}
-        layers = awq.layer_progress(line)
+        layers = _awq().layer_progress(line)
         if layers:
             done, total = layers
             # Layers take about equally long; the first one also carries the model's load.
@@ -142,15 +141,25 @@ class Publisher:
         pipe.execute()
 
 
+def _awq():
+    """inference.awq, imported where a preparation runs: it loads torch and transformers, which
+    the web processes that import this module for its reads never need (tests/test_boundaries.py)."""
+    from inference import awq
+
+    return awq
+
+
 def specs_to_prepare(entries: Iterable) -> list:
     """The enabled awq entries among `entries` (catalogue ModelEntry objects)."""
     return [e for e in entries if e.enabled and e.kind == "awq"]
 
 
 def prepare_all(client: redis.Redis, keys: Keys, entries: Iterable, *,
-                needs: Callable = awq.needs_quantising, prepare: Callable = awq.prepare) -> dict[str, str]:
+                needs: Callable | None = None, prepare: Callable | None = None) -> dict[str, str]:
     """Quantise the awq entries among `entries` whose cache is missing, one at a time, publishing
     each one's progress. Returns slug -> "prepared" | "ready" (nothing to do) | "failed: <reason>"."""
+    needs = needs or _awq().needs_quantising
+    prepare = prepare or _awq().prepare
     todo, outcome = [], {}
     for entry in specs_to_prepare(entries):
         if needs(entry.spec()):
