@@ -162,8 +162,14 @@ def prepare_all(client: redis.Redis, keys: Keys, entries: Iterable, *,
     prepare = prepare or _awq().prepare
     todo, outcome = [], {}
     for entry in specs_to_prepare(entries):
-        if needs(entry.spec()):
-            todo.append((entry, Publisher(client, keys, entry.slug)))
+        publisher = Publisher(client, keys, entry.slug)
+        try:
+            needed = needs(entry.spec())
+        except Exception as exc:  # no GPTQModel, a source gone: published, and the next entry goes on
+            outcome[entry.slug] = _failed(entry, publisher, exc)
+            continue
+        if needed:
+            todo.append((entry, publisher))
         else:
             outcome[entry.slug] = "ready"
     for _entry, publisher in todo:
@@ -179,11 +185,15 @@ def _prepare_one(entry, publisher: Publisher, prepare: Callable) -> str:
     try:
         prepare(entry.spec(), publisher.progress)
     except Exception as exc:  # a failure is published, and the next entry goes on
-        log.exception("Preparing %s failed", entry.slug)
-        publisher.failed(f"{type(exc).__name__}: {exc}")
-        return f"failed: {exc}"
+        return _failed(entry, publisher, exc)
     publisher.finished()
     return "prepared"
+
+
+def _failed(entry, publisher: Publisher, exc: Exception) -> str:
+    log.exception("Preparing %s failed", entry.slug)
+    publisher.failed(f"{type(exc).__name__}: {exc}")
+    return f"failed: {exc}"
 
 
 class _heartbeat:
