@@ -1,7 +1,8 @@
 """AWQ 4-bit against full precision and round-to-nearest 4-bit, on the packaged SmolLM2-135M-Instruct.
 
 Needs GPTQModel (see inference/awq.py). Reports: the AWQ load on this run (a
-quantisation when the cache was empty), a cached load, greedy decode tokens/s of AWQ
+quantisation when the cache was empty: run with ARENA_MODEL_CACHE set to an empty
+folder to time one), a cached load, greedy decode tokens/s of AWQ
 and fp32 through `Engine` (best of ROUNDS interleaved runs; (generated - 1) / decode
 time, as the worker reports it), weight bytes, and perplexity on the shipped
 evaluation text (not the calibration text) of fp32, RTN with the same bits and group
@@ -144,6 +145,8 @@ def main(max_new_tokens: int = 128) -> dict:
         "up_proj_s_per_token": layer_times,
         "kernel_vs_fp32_linear_speed": layer_times["fp32"] / layer_times["awq"],
         "perplexity": ppl,
+        # below 1.0: AWQ keeps more of the model than round-to-nearest at the same bits and group size
+        "awq_vs_rtn_perplexity": ppl["awq"] / ppl["rtn_asym"],
         "evaluation_text": EVALUATION_TEXT.name,
         "max_new_tokens": max_new_tokens,
     }
@@ -154,6 +157,7 @@ def main(max_new_tokens: int = 128) -> dict:
         print(f"{name:10} {rate:8.1f} {size:11.1f} {ppl[name]:11.3f}")
     for name in ("awq_weights_fp32", "rtn_asym", "rtn_sym"):
         print(f"{name:10} {'':8} {'':11} {ppl[name]:11.3f}")
+    print(f"AWQ perplexity / RTN (asymmetric) perplexity: {result['awq_vs_rtn_perplexity']:.3f} (below 1: better)")
     print(f"one layer (mlp.up_proj, 1 token): AWQ kernel {layer_times['awq'] * 1e6:.0f} us, "
           f"fp32 Linear {layer_times['fp32'] * 1e6:.0f} us")
     print(json.dumps(result))

@@ -5,8 +5,11 @@ through GPTQModel; GPTQModel also quantises. A source that already is an AWQ
 checkpoint is loaded as it is. Any other source (a folder, or a GGUF file by way of
 loading.py's converted-model cache) is quantised once, with the calibration text
 shipped in inference/data, into `model_cache_root()/awq/<key>`, and that entry is
-loaded from then on. Quantising a 135M model takes minutes on two CPU cores, so
-progress goes through loading.report_progress (the log, and the worker's status).
+loaded from then on. Quantising a 135M model takes a few minutes on two CPU cores
+(awq_search.py: ~50 s a layer before it, ~5-10 s after), so progress goes through
+loading.report_progress (the log, and the worker's status), and `make run` quantises
+missing entries in the background at start (arena/catalogue/preparation.py); one
+process at a time per entry (entry_lock), the others wait for its result.
 
 GPTQModel is optional: this module imports without it, and loading an awq spec
 without it fails with a readable ModelLoadError.
@@ -68,8 +71,9 @@ class AwqSettings:
     calibration_text: Path = CALIBRATION_TEXT
     sample_tokens: int = 512  # the calibration text is cut into windows of this many tokens
     # Measured on SmolLM2 with GPTQModel 7.7: the first 4 full windows give perplexity 19.5
-    # (RTN 24.3); all 15 windows of the text, the last one short, gave 26.7 (which of the
-    # two differences matters was not separated).
+    # with GPTQModel's bf16 search, 20.0 with the fp32 one of awq_search.py (RTN 24.3); all 15
+    # windows of the text, the last one short, gave 26.7 (which of the two differences matters
+    # was not separated). The search's cost grows with the tokens: 4 x 512 take ~10 s of CPU a layer.
     max_samples: int = 4
 
     @classmethod

@@ -3,8 +3,8 @@ shipped calibration text.
 
 This uses the ordinary model cache (ARENA_MODEL_CACHE, default ~/.cache/llm-arena),
 keyed by the GGUF's content and the AWQ settings: the first run on a machine
-quantises (about 20 minutes on 2 CPU cores), every later run loads the result in
-seconds, exactly as a user's second start does.
+quantises (about 3-5 minutes on 2 idle CPU cores, longer on shared ones), every later
+run loads the result in seconds, exactly as a user's second start does.
 """
 
 import pytest
