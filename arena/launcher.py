@@ -133,7 +133,8 @@ class Launcher:
                               "-Q", queue, "--loglevel", "WARNING", "--without-mingle", "--without-gossip",
                               "-n", f"arena-{os.getpid()}@%h"])
         self.spawn("daphne", [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "arena.asgi:application"])
-        self.start_preparer()
+        if self.env.get("ARENA_PREPARE_MODELS", "1") != "0":  # 0: AWQ entries quantise at their first use
+            self.start_preparer()
         return f"http://127.0.0.1:{port}/"
 
     def start_preparer(self) -> None:
