@@ -7,6 +7,13 @@ import uuid
 
 os.environ.setdefault("ARENA_DATA_DIR", tempfile.mkdtemp(prefix="arena-test-data-"))
 os.environ.setdefault("ARENA_REDIS_PREFIX", f"arena-test-{uuid.uuid4().hex[:8]}")
+if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs pytest-xdist processes, which inherit the controller's environment (set
+    # just above, in the controller): each gets a prefix and a data directory of its own, or
+    # two processes would share Redis keys and one SQLite file.
+    os.environ["ARENA_REDIS_PREFIX"] += f"-{worker}"
+    os.environ["ARENA_DATA_DIR"] = os.path.join(os.environ["ARENA_DATA_DIR"], worker)
+    os.makedirs(os.environ["ARENA_DATA_DIR"], exist_ok=True)
 
 from arena.settings import *  # noqa: F403
 

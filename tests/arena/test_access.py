@@ -14,9 +14,8 @@ from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.history.models import ShareLink
 from arena.tournaments.models import Tournament
-
-from .api_client import api
-from .factories import generation
+from tests.arena.api_client import api
+from tests.arena.factories import generation
 
 pytestmark = pytest.mark.django_db
 

@@ -29,9 +29,8 @@ from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
-
-from .api_client import api
-from .factories import comparison, finish, finish_battle
+from tests.arena.api_client import api
+from tests.arena.factories import comparison, finish, finish_battle
 
 PARAMS = {"temperature": 0.0, "max_new_tokens": 8}
 CHAT = "/v1/chat/completions"

@@ -26,9 +26,8 @@ from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.history.models import ShareLink
 from arena.tournaments.models import Tournament
-
-from .api_client import api
-from .factories import generation
+from tests.arena.api_client import api
+from tests.arena.factories import generation
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,8 @@ from arena import tags
 from arena.battles import services
 from arena.battles.models import Battle
 from arena.tournaments.models import Tournament
-
-from .api_client import api
-from .factories import leaderboard_order, verdict
+from tests.arena.api_client import api
+from tests.arena.factories import leaderboard_order, verdict
 
 pytestmark = pytest.mark.django_db
 

@@ -92,15 +92,18 @@ def test_a_failure_stays_longer_and_a_finished_preparation_disappears():
 
 
 def test_a_preparation_expires_once_its_preparer_stops_renewing_it(monkeypatch):
-    monkeypatch.setattr(preparation, "TTL_S", 1)
+    monkeypatch.setattr(preparation, "TTL_S", 3)  # beats 15 times a TTL: a busy machine still makes one
     monkeypatch.setattr(preparation, "HEARTBEAT_S", 0.2)
     writer = publisher("m")
     writer.queued()
     with preparation._heartbeat([writer]):
-        time.sleep(1.6)
-        assert published("m") is not None  # renewed while the preparer lives
-    time.sleep(1.6)
-    assert published("m") is None  # a dead preparer is noticed: nothing is shown as preparing
+        time.sleep(4)
+        assert published("m") is not None  # past its TTL, renewed while the preparer lives
+    stopped, deadline = time.time(), time.time() + 10
+    while published("m") is not None:  # a dead preparer is noticed: nothing is shown as preparing
+        assert time.time() < deadline, "the preparation outlived its preparer"
+        time.sleep(0.2)
+    assert time.time() - stopped <= 3 + 3  # its TTL, give or take a slow poll
 
 
 # --- real preparations of a tiny model -----------------------------------------------------
@@ -171,6 +174,15 @@ def test_a_failed_preparation_is_published_and_the_next_entry_goes_on(tiny_entri
                                       prepare=prepare)
     assert outcome == {"broken-awq": "failed: the source is gone", "tiny-awq": "prepared"}
     assert published("broken-awq").summary() == "preparation failed: ModelLoadError: the source is gone"
+
+
+def test_an_entry_that_cannot_even_be_checked_is_published_as_failed(tiny_entries, model_cache):
+    def needs(spec):
+        raise awq.ModelLoadError("AWQ needs GPTQModel, which is not installed")
+
+    outcome = preparation.prepare_all(streams.client(), streams.keys(), ModelEntry.objects.all(), needs=needs)
+    assert outcome == {"tiny-awq": "failed: AWQ needs GPTQModel, which is not installed"}
+    assert published("tiny-awq").state == preparation.FAILED
 
 
 def test_the_prepare_models_command_quantises_what_is_missing(tiny_entries, model_cache, capsys):

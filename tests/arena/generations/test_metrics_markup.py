@@ -7,8 +7,7 @@ from django.template import Context, Template
 
 from arena.battles import fragments as battle_fragments
 from arena.playground import fragments as playground_fragments
-
-from .factories import comparison
+from tests.arena.factories import comparison
 
 METRICS = re.compile(r'<div(?: id="[a-z-]+")? class="metrics">(.*?)</div>', re.S)
 

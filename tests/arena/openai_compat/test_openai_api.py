@@ -20,8 +20,7 @@ from arena.openai_compat import chunks
 from arena.openai_compat.errors import OpenAIError, generation_failed
 from arena.openai_compat.translate import check_arguments, parse_request, sampling_overrides, translate_messages
 from inference import protocol as p
-
-from .api_client import api
+from tests.arena.api_client import api
 
 CHAT = "/v1/chat/completions"
 HELLO = [{"role": "user", "content": "Hello"}]

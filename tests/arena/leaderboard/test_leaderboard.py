@@ -9,8 +9,7 @@ from django.utils import timezone
 
 from arena.battles.models import Battle
 from arena.leaderboard.records import battle_records
-
-from .factories import leaderboard_order, verdict
+from tests.arena.factories import leaderboard_order, verdict
 
 pytestmark = pytest.mark.django_db
 

@@ -25,9 +25,8 @@ from arena.tournaments import bracket
 from arena.tournaments.models import Match, Tournament, TournamentError
 from arena.tournaments.openapi import OPENAPI_PATHS
 from arena.tournaments.tasks import prewarm_next
-
-from .api_client import api
-from .factories import finish_battle
+from tests.arena.api_client import api
+from tests.arena.factories import finish_battle
 
 pytestmark = pytest.mark.django_db
 PARAMS = {"temperature": 0.0, "max_new_tokens": 16}

@@ -7,8 +7,7 @@ from django.core.management import call_command
 
 from arena.accounts.models import ApiToken
 from arena.generations.models import Generation
-
-from .api_client import api
+from tests.arena.api_client import api
 
 pytestmark = pytest.mark.django_db
 

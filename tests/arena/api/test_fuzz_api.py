@@ -37,8 +37,7 @@ from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
-
-from .api_client import api
+from tests.arena.api_client import api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # The same cases every run (CI); ARENA_FUZZ_EXPLORE=1 with --hypothesis-seed=$(date +%Y%m%d) explores

@@ -17,9 +17,8 @@ from django.utils import timezone
 from arena.history import export
 from arena.history.models import ShareLink
 from arena.tournaments.models import Tournament
-
-from .api_client import api
-from .factories import PARAMS, comparison, finish, generation
+from tests.arena.api_client import api
+from tests.arena.factories import PARAMS, comparison, finish, generation
 
 pytestmark = pytest.mark.django_db
 

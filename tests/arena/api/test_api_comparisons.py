@@ -8,8 +8,7 @@ from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
 from arena.generations.models import Generation
-
-from .api_client import api
+from tests.arena.api_client import api
 
 pytestmark = pytest.mark.django_db
 

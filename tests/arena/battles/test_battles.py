@@ -8,8 +8,7 @@ from django.urls import reverse
 from arena.battles.models import Battle, names_itself
 from arena.battles.services import start_battle
 from arena.generations.models import Generation
-
-from .factories import finish_battle
+from tests.arena.factories import finish_battle
 
 pytestmark = pytest.mark.django_db
 
