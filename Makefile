@@ -15,7 +15,7 @@ run: setup
 
 # Lint and type-check, the whole suite on SQLite, then (with no PYTEST_ARGS) its
 # database-backed tests on PostgreSQL.
-test: setup
+test: setup lint
 	@$(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
 	@[ -n "$(PYTEST_ARGS)" ] || PY=$(PY) TEST_JOBS=$(TEST_JOBS) bash scripts/test_postgres.sh
 

@@ -72,7 +72,8 @@ class Launcher:
             return
         server = shutil.which("redis-server")
         if not server:
-            sys.exit("No Redis answers on 127.0.0.1:6379 and redis-server is not installed (apt-get install redis-server).")
+            sys.exit("No Redis answers on 127.0.0.1:6379 and redis-server is not installed "
+                     "(apt-get install redis-server).")
         port = free_port()
         self.redis_dir = tempfile.mkdtemp(prefix="arena-redis-")
         self.spawn("redis", [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",

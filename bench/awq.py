@@ -41,7 +41,7 @@ def decode_rate(loaded, max_new_tokens: int) -> float:
     engine = Engine.from_loaded(loaded)
     ids = engine.encode([{"role": "user", "content": PROMPT}])
     params = SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens)
-    finish = [c for c in engine.stream(ids, params) if isinstance(c, Finish)][0]
+    finish = next(c for c in engine.stream(ids, params) if isinstance(c, Finish))
     return (finish.generated_tokens - 1) / (finish.last_token_time - finish.first_token_time)
 
 
@@ -150,7 +150,8 @@ def main(max_new_tokens: int = 128) -> dict:
         "evaluation_text": EVALUATION_TEXT.name,
         "max_new_tokens": max_new_tokens,
     }
-    print(f"first AWQ load {first_awq_load_s:.1f} s (a quantisation if the cache was empty), cached {cached_load_s:.1f} s")
+    print(f"first AWQ load {first_awq_load_s:.1f} s (a quantisation if the cache was empty), "
+          f"cached {cached_load_s:.1f} s")
     print(f"{'':10} {'tok/s':>8} {'weights MB':>11} {'perplexity':>11}")
     for name in ("fp32", "awq"):
         rate, size = result["decode_tokens_per_s"][name], result["weight_bytes"][name] / 1e6

@@ -130,9 +130,10 @@ def is_awq_checkpoint(folder: Path) -> bool:
 
 def load_checkpoint(folder: Path, device: torch.device, dtype: torch.dtype):
     from transformers import AwqConfig
+    from transformers.utils.quantization_config import AwqBackend
 
     # On CPU the fused kernel; on a GPU GPTQModel picks the best kernel for the card.
-    backend = CPU_BACKEND if device.type == "cpu" else "auto"
+    backend = AwqBackend(CPU_BACKEND) if device.type == "cpu" else AwqBackend.AUTO
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     with warnings.catch_warnings():
         # Overriding the checkpoint's backend is the point; transformers warns that it happens.
