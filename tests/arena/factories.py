@@ -65,3 +65,11 @@ def verdict(owner, left, right, outcome: str, *, blind: bool = False, revealed: 
 def leaderboard_order(html: str) -> list[str]:
     """The model slugs of a rendered leaderboard table, best first."""
     return re.findall(r'<tr data-model="([^"]+)"', html)
+
+
+def identifiers(models) -> list[str]:
+    """Everything that would name a contestant on a page, in a file or in JSON."""
+    found = []
+    for m in models:
+        found += [m.slug, m.name, m.source, m.gguf_file]
+    return [s for s in found if s]

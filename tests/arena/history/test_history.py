@@ -18,7 +18,7 @@ from arena.history import export
 from arena.history.models import ShareLink
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
-from tests.arena.factories import PARAMS, comparison, finish, generation
+from tests.arena.factories import PARAMS, comparison, finish, generation, identifiers
 
 pytestmark = pytest.mark.django_db
 
@@ -37,14 +37,6 @@ def play_through(t):
         t.pick_winner(match, "left")
     t.refresh_from_db()
     return t
-
-
-def identifiers(models) -> list[str]:
-    """Everything that would name a contestant on a page, in a file or in JSON."""
-    found = []
-    for m in models:
-        found += [m.slug, m.name, m.source, m.gguf_file]
-    return [s for s in found if s]
 
 
 def share(client, obj):

@@ -26,7 +26,7 @@ from arena.tournaments.models import Match, Tournament, TournamentError
 from arena.tournaments.openapi import OPENAPI_PATHS
 from arena.tournaments.tasks import prewarm_next
 from tests.arena.api_client import api
-from tests.arena.factories import finish_battle
+from tests.arena.factories import finish_battle, identifiers
 
 pytestmark = pytest.mark.django_db
 PARAMS = {"temperature": 0.0, "max_new_tokens": 16}
@@ -56,14 +56,6 @@ def play_through(t, side="left"):
         t.pick_winner(match, side)
     t.refresh_from_db()
     return t
-
-
-def identifiers(models) -> list[str]:
-    """Everything that would name a contestant on a page or in JSON."""
-    found = []
-    for m in models:
-        found += [m.slug, m.name, m.source, m.gguf_file]
-    return [s for s in found if s]
 
 
 # --- the bracket -------------------------------------------------------------------------
