@@ -15,7 +15,9 @@ from arena.battles.fragments import BLIND_FAILURE
 
 from .tournament import contestant_slugs, current, identifiers, sides_done, wait_state
 
-pytestmark = [pytest.mark.live, pytest.mark.slow]
+# Their matches wait up to 600 s for both sides (waits the tests set themselves); the suite-wide
+# 300 s timeout cut them off while the other test process shared the cores.
+pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
 LONG = {"temperature": 0.8, "max_new_tokens": 300, "seed": 1}
 
 
