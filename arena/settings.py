@@ -179,18 +179,13 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
-# --- Redis: Celery broker, channel layer, token streams, worker registry -------------
+# --- Redis: Celery broker, token streams, worker registry -------------
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 ARENA_REDIS_PREFIX = os.environ.get("ARENA_REDIS_PREFIX", "arena")
 
-CHANNEL_LAYERS = {
-    "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        # redis-py 8 times reads out after 5 s by default, exactly channels_redis's own
-        # blocking-pop timeout: without a longer socket timeout every idle socket dies.
-        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "prefix": f"{ARENA_REDIS_PREFIX}:channels"},
-    }
-}
+# No CHANNEL_LAYERS: every socket reads Redis streams itself, and without a layer Channels'
+# refusal (WebsocketDenier, for a bad Origin) opens no Redis channel either. A Redis layer
+# shared across event loops also hung a refused socket in tests.
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_DEFAULT_QUEUE = f"{ARENA_REDIS_PREFIX}.control"
