@@ -9,8 +9,8 @@ On the packaged SmolLM2-135M-Instruct (fp32 on this CPU) and a fixed prompt set:
   the continuous-batching decoder over the same 16 run one at a time;
 - awq_*: AWQ 4-bit (GPTQModel) against fp32 and round-to-nearest 4-bit, when
   GPTQModel is installed (bench/awq.py measures them); null with the reason otherwise;
-- ours_vs_llamacpp: our best kind over llama-cpp-python on the same GGUF file, when
-  llama-cpp-python is installed; null with the reason otherwise.
+- ours_vs_llamacpp: our best kind over llama-cpp-python on the same GGUF file and the same
+  thread count (printed), when llama-cpp-python is installed; null with the reason otherwise.
 
 Decode tokens/s is (tokens - 1) / (last token time - first token time), as the worker
 reports it. Prints a table, then one JSON object as its last line.
@@ -168,14 +168,18 @@ def llamacpp_rate(engine: Engine) -> dict:
         return {"reason": "llama-cpp-python is not installed (pip install llama-cpp-python builds it from source)"}
     from llama_cpp import Llama
 
-    llm = Llama(model_path=str(resolve_source(*PACKAGED_SMOLLM2)), n_ctx=2048, verbose=False)
+    # Equal threads: llama-cpp-python's default is half the cores, which compared our two
+    # threads with its one and flattered us about threefold.
+    threads = torch.get_num_threads()
+    llm = Llama(model_path=str(resolve_source(*PACKAGED_SMOLLM2)), n_ctx=2048, n_threads=threads,
+                n_threads_batch=threads, verbose=False)
     rates = []
     for prompt in OPEN_PROMPTS:
         stream = llm.create_chat_completion([{"role": "user", "content": prompt}], max_tokens=NEW_TOKENS,
                                             temperature=0.0, stream=True)
         times = [time.time() for _chunk in stream]
         rates.append(rate(len(times), times[0], times[-1]))
-    return {"rate": statistics.mean(rates)}
+    return {"rate": statistics.mean(rates), "threads": threads}
 
 
 def progress(section: str, figures: dict) -> dict:
@@ -208,6 +212,7 @@ def main() -> None:
         ("aggregate tok/s, 16 requests batched", f"{batch['batch16']:.2f}"),
         ("AWQ", json.dumps(awq)),
         ("llama.cpp decode tok/s", f"{cpp['rate']:.2f}" if "rate" in cpp else cpp["reason"]),
+        ("threads, ours and llama.cpp", str(torch.get_num_threads())),
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
@@ -228,6 +233,7 @@ def main() -> None:
         "ours_vs_hf_generate": ratio(hf["ours"], hf["hf"]),
         "ours_vs_llamacpp": ratio(best_ours, cpp.get("rate")),
         "llamacpp_unavailable": cpp.get("reason"),
+        "threads": torch.get_num_threads(),
     }))
 
 
