@@ -163,14 +163,13 @@ def awq_figures() -> dict:
     }
 
 
-def llamacpp_rate(engine: Engine) -> dict:
+def llamacpp_rate(threads: int) -> dict:
     if importlib.util.find_spec("llama_cpp") is None:
         return {"reason": "llama-cpp-python is not installed (pip install llama-cpp-python builds it from source)"}
     from llama_cpp import Llama
 
-    # Equal threads: llama-cpp-python's default is half the cores, which compared our two
-    # threads with its one and flattered us about threefold.
-    threads = torch.get_num_threads()
+    # Equal threads (ours): llama-cpp-python's default is half the cores, which compared our
+    # two threads with its one and flattered us about threefold.
     llm = Llama(model_path=str(resolve_source(*PACKAGED_SMOLLM2)), n_ctx=2048, n_threads=threads,
                 n_threads_batch=threads, verbose=False)
     rates = []
@@ -179,7 +178,7 @@ def llamacpp_rate(engine: Engine) -> dict:
                                             temperature=0.0, stream=True)
         times = [time.time() for _chunk in stream]
         rates.append(rate(len(times), times[0], times[-1]))
-    return {"rate": statistics.mean(rates), "threads": threads}
+    return {"rate": statistics.mean(rates)}
 
 
 def progress(section: str, figures: dict) -> dict:
@@ -200,7 +199,8 @@ def main() -> None:
     spec = progress("speculative", speculative_vs_full(engine, spec_engine))
     batch = progress("batching", batch_throughput(engine))
     awq = progress("awq", awq_figures())
-    cpp = progress("llama.cpp", llamacpp_rate(engine))
+    threads = torch.get_num_threads()
+    cpp = progress("llama.cpp", llamacpp_rate(threads))
     best_ours = max(hf["ours"], awq.get("awq_decode_tokens_per_s") or 0)
     rows = [
         ("decode tok/s, our Engine (full fp32, greedy)", f"{hf['ours']:.2f}"),
@@ -212,7 +212,7 @@ def main() -> None:
         ("aggregate tok/s, 16 requests batched", f"{batch['batch16']:.2f}"),
         ("AWQ", json.dumps(awq)),
         ("llama.cpp decode tok/s", f"{cpp['rate']:.2f}" if "rate" in cpp else cpp["reason"]),
-        ("threads, ours and llama.cpp", str(torch.get_num_threads())),
+        ("threads, ours and llama.cpp", str(threads)),
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
@@ -233,7 +233,7 @@ def main() -> None:
         "ours_vs_hf_generate": ratio(hf["ours"], hf["hf"]),
         "ours_vs_llamacpp": ratio(best_ours, cpp.get("rate")),
         "llamacpp_unavailable": cpp.get("reason"),
-        "threads": torch.get_num_threads(),
+        "threads": threads,
     }))
 
 
