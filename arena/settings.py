@@ -183,9 +183,10 @@ SECURE_REFERRER_POLICY = "same-origin"
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 ARENA_REDIS_PREFIX = os.environ.get("ARENA_REDIS_PREFIX", "arena")
 
-# No CHANNEL_LAYERS: every socket reads Redis streams itself, and without a layer Channels'
-# refusal (WebsocketDenier, for a bad Origin) opens no Redis channel either. A Redis layer
-# shared across event loops also hung a refused socket in tests.
+# No CHANNEL_LAYERS: every socket reads Redis streams itself. Without a layer no consumer,
+# nor Channels' refusal of a bad Origin (WebsocketDenier), spends a Redis pop per socket or
+# dies with a Redis restart; a Redis layer shared across event loops also hung a refused
+# socket in tests.
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_DEFAULT_QUEUE = f"{ARENA_REDIS_PREFIX}.control"

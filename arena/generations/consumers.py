@@ -55,9 +55,6 @@ class ArenaSocket(AsyncWebsocketConsumer):
     Subclasses implement `subject_for` (sync, in a thread: the ORM), `pump` and `send_error`,
     and may add `opened` / `closed` / `received`."""
 
-    # Reads Redis directly and takes nothing from the channel layer: not subscribing to it spares a
-    # Redis pop per socket, and a Redis restart no longer kills the socket from inside Channels.
-    channel_layer_alias = None
     REFUSED = 4404  # not yours or not there: the same answer
 
     async def connect(self):
