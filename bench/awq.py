@@ -27,7 +27,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from inference.awq import AwqSettings
-from inference.engine import Engine, Finish
+from inference.chunks import Finish
+from inference.engine import Engine
 from inference.loading import load
 from inference.protocol import ModelSpec, SamplingParams
 from inference.quality import EVALUATION_TEXT, perplexity, rtn_quantize_

@@ -31,7 +31,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.speculative import PROMPTS as GROUNDED_PROMPTS
 from inference.batched_decoder import BatchedDecoder
-from inference.engine import Engine, Finish, TokenChunk
+from inference.chunks import Finish, TokenChunk
+from inference.engine import Engine
 from inference.loading import load
 from inference.protocol import ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2, resolve_source

@@ -21,7 +21,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from inference.engine import Engine, Finish, TokenChunk
+from inference.chunks import Finish, TokenChunk
+from inference.engine import Engine
 from inference.loading import load
 from inference.protocol import ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2

@@ -22,19 +22,9 @@ import torch.nn.functional as F
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Finish, TokenChunk
 from inference.decoding import StopText
-from inference.engine import (
-    FINISH_CANCELLED,
-    FINISH_LENGTH,
-    FINISH_STOP,
-    NUCLEUS_FAST_K,
-    Chunk,
-    Engine,
-    Finish,
-    IncrementalDetokenizer,
-    TokenChunk,
-    sampling_generator,
-)
+from inference.engine import NUCLEUS_FAST_K, Engine, IncrementalDetokenizer, sampling_generator
 from inference.protocol import SamplingParams
 
 

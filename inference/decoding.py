@@ -14,22 +14,39 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Generator, Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from inference.engine import FINISH_CANCELLED, FINISH_STOP, Chunk, Engine, Finish, TokenChunk
+from inference.chunks import FINISH_CANCELLED, FINISH_STOP, Chunk, Failure, Finish, TokenChunk
 from inference.protocol import SamplingParams
 
+if TYPE_CHECKING:
+    from inference.engine import Engine
+
 RowT = TypeVar("RowT")
+
+
+class Prompter(Protocol):
+    """What a job needs of an engine before it runs: its prompt, and room for its answer."""
+
+    @property
+    def counts_tokens(self) -> bool:
+        """False: the prompt stays text (a server tokenises it) and its length is not known here."""
+        ...
+
+    def encode(self, messages: list[dict[str, str]]) -> Sequence[Any]: ...
+
+    def check_context(self, prompt_tokens: int, params: SamplingParams) -> int: ...
 
 
 class Decoder(Protocol[RowT]):
     """What the scheduler needs of a decoder; each row carries the caller's `tag`."""
 
-    engine: Engine
+    @property
+    def engine(self) -> Prompter: ...
 
     def __len__(self) -> int: ...
 
-    def join(self, input_ids: Sequence[int], params: SamplingParams, tag: Any = None) -> tuple[RowT, list[Chunk]]:
+    def join(self, input_ids: Sequence[Any], params: SamplingParams, tag: Any = None) -> tuple[RowT, list[Chunk]]:
         """Start a request; its row and its first chunks (ending in a Finish if it already ended)."""
         ...
 
@@ -101,6 +118,9 @@ def with_stop_sequences(
     first_time: float | None = None
     last_time: float | None = None
     for chunk in chunks:
+        if isinstance(chunk, Failure):
+            yield chunk
+            return
         if isinstance(chunk, TokenChunk):
             generated += 1
             last_time = time.time()

@@ -10,49 +10,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
+from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Finish, PromptTooLong, TokenChunk
 from inference.protocol import SamplingParams
-
-FINISH_STOP = "stop"
-FINISH_LENGTH = "length"
-FINISH_CANCELLED = "cancelled"
-
-
-@dataclass(frozen=True)
-class TokenChunk:
-    token_id: int
-    text_delta: str  # may be "" while a multi-byte character is still incomplete
-
-
-@dataclass(frozen=True)
-class Finish:
-    reason: str  # FINISH_STOP | FINISH_LENGTH | FINISH_CANCELLED
-    generated_tokens: int  # tokens yielded as TokenChunks (an end-of-sequence token is not one)
-    prompt_tokens: int
-    first_token_time: float | None  # time.time() of the first / last yielded token
-    last_token_time: float | None
-    text_delta: str = ""  # text held back at the end (an unfinished UTF-8 sequence)
-    # Speculative decoding: proposals verified by the target, and how many it kept.
-    proposed_tokens: int = 0
-    accepted_tokens: int = 0
-
-
-Chunk = TokenChunk | Finish
-
-
-class PromptTooLong(ValueError):
-    def __init__(self, prompt_tokens: int, context_length: int):
-        self.prompt_tokens = prompt_tokens
-        self.context_length = context_length
-        super().__init__(
-            f"The prompt is {prompt_tokens} tokens long, but this model's context holds only "
-            f"{context_length} tokens, the answer included. Shorten the prompt."
-        )
 
 
 class IncrementalDetokenizer:
@@ -97,6 +61,8 @@ def _never() -> bool:
 
 
 class Engine:
+    counts_tokens = True  # its prompts are token ids (inference.decoding.Prompter)
+
     def __init__(self, tokenizer, model: PreTrainedModel, context_length: int | None = None):
         self.tokenizer = tokenizer
         self.model = model.eval()

@@ -1,14 +1,106 @@
-"""Which engine serves a loaded model: one place that maps a worker kind to its engine."""
+"""Which engine serves a catalogue entry: the one place that maps a spec to what runs it.
+
+    transformers -> inference.engine.Engine or SpeculativeEngine over a model loaded here
+    llamacpp     -> llama.cpp's server in this process, read through inference.endpoint
+    openai       -> an OpenAI-compatible endpoint elsewhere, read through inference.endpoint
+
+Only the transformers engine imports torch, so an endpoint's worker starts in a moment.
+"""
 
 from __future__ import annotations
 
-from inference.engine import Engine
-from inference.loading import LoadedModel
-from inference.speculative import SpeculativeEngine
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from inference.endpoint import EndpointEngine
+from inference.protocol import ModelSpec
+
+if TYPE_CHECKING:
+    from inference.engine import Engine
+    from inference.loading import LoadedModel
 
 
-def build_engine(loaded: LoadedModel):
-    """The engine for `loaded` (every engine has encode / check_context / stream)."""
+class EngineConfigError(Exception):
+    """An entry this worker cannot serve as configured; the message is meant for a user."""
+
+
+@dataclass
+class Served:
+    """An engine ready for jobs, and what the worker reports about it."""
+
+    engine: Engine | EndpointEngine
+    load_s: float
+    context_length: int  # 0: the server's own, not known here
+    weight_bytes: int
+    memory_mb: float  # what the orchestrator should count for this worker
+    keep: Any = None  # what must stay alive while serving (llama.cpp's server)
+
+
+def serve(spec: ModelSpec, *, max_batch: int, progress: Callable[[str], None] | None = None) -> Served:
+    """Load or reach `spec`'s model. Raises with a message meant for a user. `progress` hears
+    how far a slow first load (a GGUF conversion, an AWQ quantisation) has got."""
+    if spec.engine == "llamacpp":
+        return _serve_llamacpp(spec, max_batch)
+    if spec.engine == "openai":
+        return _serve_endpoint(spec)
+    if spec.engine != "transformers":
+        raise EngineConfigError(f"Unknown engine '{spec.engine}'.")
+    return _serve_transformers(spec, progress)
+
+
+def worker_threads() -> int:
+    return max(1, int(os.environ.get("ARENA_WORKER_THREADS") or os.cpu_count() or 1))
+
+
+def _serve_transformers(spec: ModelSpec, progress: Callable[[str], None] | None) -> Served:
+    configure_torch()
+    from inference.loading import load, memory_footprint_mb, set_progress_hook
+
+    set_progress_hook(progress)
+    loaded = load(spec)
+    return Served(build_engine(loaded), loaded.load_s, loaded.context_length, loaded.weight_bytes,
+                  memory_footprint_mb(loaded))
+
+
+def _serve_llamacpp(spec: ModelSpec, max_batch: int) -> Served:
+    from inference import llamacpp
+
+    parallel = spec.max_concurrency or max_batch
+    server = llamacpp.start(spec, parallel=parallel, threads=worker_threads())
+    return Served(server.engine, server.load_s, server.context_length, server.weight_bytes,
+                  llamacpp.resident_mb(), keep=server)
+
+
+def _serve_endpoint(spec: ModelSpec) -> Served:
+    if not spec.base_url.startswith(("http://", "https://")):
+        raise EngineConfigError(f"The endpoint's base URL must start with http:// or https:// (got '{spec.base_url}').")
+    key = ""
+    if spec.api_key_env:
+        key = os.environ.get(spec.api_key_env, "")
+        if not key:
+            raise EngineConfigError(f"The environment variable {spec.api_key_env}, which should hold this "
+                                    "endpoint's API key, is not set where the worker runs.")
+    engine = EndpointEngine(base_url=spec.base_url, model=spec.remote_model, api_key=key,
+                            api_key_env=spec.api_key_env, base=spec.base, max_concurrency=spec.max_concurrency)
+    # An endpoint holds no model here: it costs the node no memory.
+    return Served(engine, load_s=0.0, context_length=spec.context_length, weight_bytes=0, memory_mb=0.0)
+
+
+def build_engine(loaded: LoadedModel) -> Engine:
+    """The transformers engine for `loaded` (every engine has encode / check_context / stream)."""
+    from inference.engine import Engine
+    from inference.speculative import SpeculativeEngine
+
     if loaded.kind == "speculative":
         return SpeculativeEngine.from_loaded(loaded)
     return Engine.from_loaded(loaded)
+
+
+def configure_torch() -> None:
+    import torch
+    from transformers.utils import logging as transformers_logging
+
+    torch.set_num_threads(worker_threads())
+    transformers_logging.disable_progress_bar()  # bars fill worker logs with carriage returns

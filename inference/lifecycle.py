@@ -19,12 +19,14 @@ import itertools
 import logging
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import redis
 
 from inference import protocol
-from inference.engine import FINISH_CANCELLED, Chunk, Engine, Finish, PromptTooLong, TokenChunk
+from inference.chunks import FINISH_CANCELLED, Chunk, Failure, Finish, PromptTooLong, TokenChunk
+from inference.decoding import Prompter
 from inference.protocol import Job
 from inference.transport import WORKER_STOPPING, GenerationEvents
 
@@ -56,9 +58,10 @@ class JobRun:
         """Record what the job's cancel key said (once set, it stays asked)."""
         self.cancel_asked = self.cancel_asked or is_set
 
-    def start(self, engine: Engine) -> list[int] | None:
-        """Leave the queue: the prompt's token ids, or None once the job has ended instead
-        (cancelled before it started, or a conversation or prompt the model cannot take)."""
+    def start(self, engine: Prompter) -> Sequence[Any] | None:
+        """Leave the queue: the prompt (token ids, or the messages for an engine that does not
+        tokenise), or None once the job has ended instead (cancelled before it started, or a
+        conversation or prompt the model cannot take)."""
         self.scheduled_at = time.time()
         self.note_cancel_key(self.events.cancel_requested())
         if self.cancel_asked:
@@ -67,7 +70,8 @@ class JobRun:
         input_ids = self._prompt_ids(engine)
         if input_ids is None:
             return None
-        self.events.started(prompt_tokens=len(input_ids), queue_s=max(0.0, self.scheduled_at - self.job.enqueued_at))
+        prompt_tokens = len(input_ids) if engine.counts_tokens else None
+        self.events.started(prompt_tokens=prompt_tokens, queue_s=max(0.0, self.scheduled_at - self.job.enqueued_at))
         self.state = STARTED
         return input_ids
 
@@ -79,6 +83,10 @@ class JobRun:
             self.parts.append(chunk.text_delta)
             events.token(chunk.text_delta, len(self.parts))
             return False
+        if isinstance(chunk, Failure):  # this request failed alone (an endpoint's error)
+            events.failed(chunk.reason, chunk.code)
+            self._end(events)
+            return True
         if chunk.text_delta:  # held-back text at the very end: no new token, same n
             self.parts.append(chunk.text_delta)
             events.token(chunk.text_delta, chunk.generated_tokens)
@@ -113,7 +121,7 @@ class JobRun:
         else:
             events.failed(WORKER_STOPPING, protocol.WORKER_DIED)
 
-    def _prompt_ids(self, engine: Engine) -> list[int] | None:
+    def _prompt_ids(self, engine: Prompter) -> Sequence[Any] | None:
         """The job's prompt ids, or None after failing a job that cannot run."""
         try:
             input_ids = engine.encode(self.job.messages)
@@ -123,6 +131,8 @@ class JobRun:
         if not input_ids:
             self.fail("The prompt is empty.", protocol.BAD_JOB)
             return None
+        if not engine.counts_tokens:
+            return input_ids  # the server that tokenises it says when it is too long
         try:
             engine.check_context(len(input_ids), self.job.params)
         except PromptTooLong as exc:

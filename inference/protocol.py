@@ -51,6 +51,10 @@ W_FAILED = "failed"
 W_STOPPED = "stopped"
 
 KINDS = ("full", "awq", "speculative")
+# Who runs the model: our transformers worker, llama.cpp on a GGUF file, or an
+# OpenAI-compatible endpoint somewhere else (no local model at all).
+ENGINES = ("transformers", "llamacpp", "openai")
+ENGINE_KINDS = {"transformers": KINDS, "llamacpp": ("full", "speculative"), "openai": ("full",)}
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
@@ -148,7 +152,9 @@ class ModelSpec:
     """What a worker loads: a catalogue entry reduced to what inference needs."""
 
     slug: str
-    source: str  # a local folder or file, or a Hugging Face repo id in the local cache
+    source: str = ""  # a local folder or file, or a Hugging Face repo id in the local cache
+    engine: str = "transformers"  # one of ENGINES
+    base: bool = False  # a base model: the prompt as plain text, never a chat template
     gguf_file: str = ""  # a GGUF file inside `source`, if the weights are GGUF
     kind: str = "full"
     precision: str = "auto"
@@ -160,6 +166,12 @@ class ModelSpec:
     draft_kind: str = "full"
     num_speculative_tokens: int = 0
     memory_mb: float = 0  # the orchestrator reserves this much until the worker reports its measured figure
+    # openai engine: where the model is served, and the NAME of the environment variable
+    # holding its key (the key itself never leaves the worker's environment).
+    base_url: str = ""
+    remote_model: str = ""
+    api_key_env: str = ""
+    max_concurrency: int = 0  # requests at once (0: the worker's batch size)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

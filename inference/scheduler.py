@@ -8,6 +8,8 @@ step, so batched and one-at-a-time serving cannot disagree on how a job ends.
 
 - an engine that batches: a `BatchedDecoder`, up to max_batch jobs side by side and
   max_queue waiting; a job beyond that is refused at once as BUSY;
+- an OpenAI-compatible server (llama.cpp, a managed server, a remote endpoint): an
+  `EndpointDecoder`, each job on its own HTTP stream, up to the engine's concurrency;
 - any other engine (speculative decoding): a `StreamDecoder`, one job at a time;
   the next waits in the worker's Redis list, where the orchestrator counts it, until
   `wait_for_room` lets the worker take it.
@@ -20,17 +22,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 
 from inference import protocol
-from inference.batched_decoder import BatchedDecoder
+from inference.chunks import Chunk
 from inference.decoding import Decoder, StreamDecoder
-from inference.engine import Chunk, Engine
+from inference.endpoint import EndpointDecoder, EndpointEngine
 from inference.lifecycle import JobRun
 from inference.protocol import Job, Keys
 from inference.transport import GenerationEvents, WorkerStatus
+
+if TYPE_CHECKING:
+    from inference.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +61,7 @@ def busy_reason(waiting: int) -> str:
 
 
 def build_scheduler(
-    engine: Engine,
+    engine: Engine | EndpointEngine,
     client: redis.Redis,
     keys: Keys,
     status: WorkerStatus,
@@ -66,7 +71,14 @@ def build_scheduler(
     max_queue: int = 32,
 ) -> JobScheduler:
     """A continuous batch when the engine can batch; otherwise one job at a time."""
+    if isinstance(engine, EndpointEngine):
+        concurrency = engine.max_concurrency or max_batch
+        log.info("Streaming from %s: up to %d requests at once, %d queued", engine.base_url, concurrency, max_queue)
+        return JobScheduler(EndpointDecoder(engine), client, keys, status, stopping,
+                            max_batch=concurrency, max_queue=max_queue)
     if engine.supports_batching:
+        from inference.batched_decoder import BatchedDecoder  # torch: only for engines that batch
+
         log.info("Continuous batching: up to %d running, %d queued", max_batch, max_queue)
         return JobScheduler(BatchedDecoder(engine), client, keys, status, stopping,
                             max_batch=max_batch, max_queue=max_queue)

@@ -24,19 +24,8 @@ from collections.abc import Callable, Generator, Sequence
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
-from inference.engine import (
-    FINISH_CANCELLED,
-    FINISH_LENGTH,
-    FINISH_STOP,
-    Chunk,
-    Engine,
-    Finish,
-    IncrementalDetokenizer,
-    TokenChunk,
-    _never,
-    nucleus,
-    sampling_generator,
-)
+from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Finish, TokenChunk
+from inference.engine import Engine, IncrementalDetokenizer, _never, nucleus, sampling_generator
 from inference.protocol import SamplingParams
 
 DEFAULT_DRAFT_TOKENS = 4  # a draft model costs one forward pass per proposal

@@ -41,7 +41,7 @@ class GenerationEvents:
     def cancel_requested(self) -> bool:
         return bool(self.client.exists(self.cancel_key))
 
-    def started(self, prompt_tokens: int, queue_s: float) -> None:
+    def started(self, prompt_tokens: int | None, queue_s: float) -> None:
         self._add(protocol.STARTED, prompt_tokens=prompt_tokens, queue_s=queue_s)
         # Expire from the start too, so a worker killed mid-stream leaves no immortal stream.
         self.expire()

@@ -35,7 +35,7 @@ from inference.protocol import Job, Keys, ModelSpec
 from inference.transport import GenerationEvents, Heartbeat, WorkerStatus
 
 if TYPE_CHECKING:
-    from inference.loading import LoadedModel
+    from inference.engines import Served
     from inference.scheduler import Scheduler
 
 log = logging.getLogger("inference.worker")
@@ -69,6 +69,7 @@ class Worker:
         self.heartbeat = Heartbeat(self.client, keys, worker_id, status=self.status)
         self._stopping = threading.Event()
         self._loading = False
+        self._served: Served | None = None  # kept alive while serving (llama.cpp's server lives in it)
 
     def run(self) -> int:
         self._install_signal_handlers()
@@ -89,35 +90,30 @@ class Worker:
         return EXIT_STOPPED
 
     def _load(self) -> Scheduler | None:
-        """The scheduler around the loaded model, or None (state failed) if it did not load."""
+        """The scheduler around the served engine, or None (state failed) if it did not load."""
         self._loading = True  # from here a stop request abandons the load at once
+        max_batch = _env_int("ARENA_WORKER_MAX_BATCH", 16)
         try:
             # Imported here so the hash says "starting" and heartbeats flow during the
             # seconds that importing torch and transformers takes.
-            configure_torch()
-            from inference.loading import load, memory_footprint_mb, set_progress_hook
+            from inference.engines import serve
 
-            set_progress_hook(self.status.progress)
-            loaded = load(ModelSpec.from_json(self.spec_json))
+            self._served = serve(ModelSpec.from_json(self.spec_json), max_batch=max_batch,
+                                 progress=self.status.progress)
         except Exception as exc:  # ModelLoadError, a malformed spec, a broken install: all reported
             log.exception("Model failed to load")
             self.status.failed(f"Model failed to load: {exc}")
             return None
         finally:
             self._loading = False
-        log.info("Loaded %s in %.1f s on %s", loaded.model.__class__.__name__, loaded.load_s, loaded.device)
-        self.status.ready(load_s=loaded.load_s, context_length=loaded.context_length, weight_bytes=loaded.weight_bytes,
-                          memory_mb=memory_footprint_mb(loaded))
-        return self._scheduler_for(loaded)
-
-    def _scheduler_for(self, loaded: LoadedModel) -> Scheduler:
-        from inference.engines import build_engine
+        served = self._served
+        log.info("Serving with %s after %.1f s", type(served.engine).__name__, served.load_s)
+        self.status.ready(load_s=served.load_s, context_length=served.context_length,
+                          weight_bytes=served.weight_bytes, memory_mb=served.memory_mb)
         from inference.scheduler import build_scheduler
 
-        return build_scheduler(
-            build_engine(loaded), self.client, self.keys, self.status, self._stopping.is_set,
-            max_batch=_env_int("ARENA_WORKER_MAX_BATCH", 16), max_queue=_env_int("ARENA_WORKER_MAX_QUEUE", 32),
-        )
+        return build_scheduler(served.engine, self.client, self.keys, self.status, self._stopping.is_set,
+                               max_batch=max_batch, max_queue=_env_int("ARENA_WORKER_MAX_QUEUE", 32))
 
     def _serve(self, scheduler: Scheduler) -> None:
         jobs_key = self.keys.worker_jobs(self.worker_id)
@@ -215,15 +211,6 @@ def die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError) as exc:
         log.warning("Could not set PR_SET_PDEATHSIG: %s", exc)
-
-
-def configure_torch() -> None:
-    import torch
-    from transformers.utils import logging as transformers_logging
-
-    threads = int(os.environ.get("ARENA_WORKER_THREADS") or os.cpu_count() or 1)
-    torch.set_num_threads(max(1, threads))
-    transformers_logging.disable_progress_bar()  # bars fill worker logs with carriage returns
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

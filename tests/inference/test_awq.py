@@ -18,7 +18,8 @@ import torch
 
 from inference import awq, loading, protocol
 from inference.awq import AwqSettings, calibration_samples, is_awq_checkpoint
-from inference.engine import Engine, TokenChunk
+from inference.chunks import TokenChunk
+from inference.engine import Engine
 from inference.loading import ModelLoadError, load
 from inference.protocol import Keys, ModelSpec, SamplingParams
 from inference.quality import EVALUATION_TEXT

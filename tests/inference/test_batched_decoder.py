@@ -11,7 +11,8 @@ these prompts no fp32 rounding difference flips an argmax.
 import pytest
 
 from inference.batched_decoder import BatchedDecoder
-from inference.engine import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Engine, Finish, TokenChunk
+from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Finish, TokenChunk
+from inference.engine import Engine
 from inference.protocol import SamplingParams
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=16)

@@ -7,8 +7,9 @@ Llama with SmolLM2's tokenizer (tests/tiny_models.py).
 
 import pytest
 
+from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, Finish, TokenChunk
 from inference.decoding import StopText, StreamDecoder
-from inference.engine import FINISH_CANCELLED, FINISH_LENGTH, Engine, Finish, TokenChunk
+from inference.engine import Engine
 from inference.protocol import SamplingParams
 from inference.speculative import SpeculativeEngine
 

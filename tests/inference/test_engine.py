@@ -9,15 +9,8 @@ import copy
 import pytest
 import torch
 
-from inference.engine import (
-    Engine,
-    Finish,
-    IncrementalDetokenizer,
-    PromptTooLong,
-    TokenChunk,
-    make_token_picker,
-    nucleus,
-)
+from inference.chunks import Finish, PromptTooLong, TokenChunk
+from inference.engine import Engine, IncrementalDetokenizer, make_token_picker, nucleus
 from inference.protocol import SamplingParams
 
 MESSAGES = [{"role": "user", "content": "Tell me something."}]

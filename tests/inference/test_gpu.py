@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from inference.engine import Engine, TokenChunk
+from inference.chunks import TokenChunk
+from inference.engine import Engine
 from inference.loading import load, pick_device, pick_dtype
 from inference.protocol import ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2

@@ -20,8 +20,9 @@ import uuid
 import pytest
 
 from inference import protocol
+from inference.chunks import Finish, TokenChunk
 from inference.decoding import StreamDecoder
-from inference.engine import Engine, Finish, TokenChunk
+from inference.engine import Engine
 from inference.lifecycle import request_metrics
 from inference.protocol import Job, Keys, SamplingParams
 from inference.scheduler import build_scheduler

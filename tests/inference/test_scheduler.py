@@ -16,8 +16,9 @@ import pytest
 
 from inference import protocol
 from inference.batched_decoder import BatchedDecoder
+from inference.chunks import FINISH_STOP, TokenChunk
 from inference.decoding import StreamDecoder
-from inference.engine import FINISH_STOP, Engine, TokenChunk
+from inference.engine import Engine
 from inference.protocol import Job, Keys, SamplingParams
 from inference.scheduler import build_scheduler, busy_reason
 from inference.speculative import SpeculativeEngine

@@ -12,7 +12,8 @@ import pytest
 import redis
 
 from inference import protocol
-from inference.engine import Engine, TokenChunk
+from inference.chunks import TokenChunk
+from inference.engine import Engine
 from inference.loading import cache_key, load
 from inference.protocol import Job, Keys, ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2, resolve_source

@@ -9,7 +9,8 @@ run loads the result in seconds, exactly as a user's second start does.
 
 import pytest
 
-from inference.engine import Engine, TokenChunk
+from inference.chunks import TokenChunk
+from inference.engine import Engine
 from inference.loading import load
 from inference.protocol import ModelSpec, SamplingParams
 from inference.quality import EVALUATION_TEXT, perplexity

@@ -12,7 +12,8 @@ import copy
 import pytest
 import torch
 
-from inference.engine import Engine, Finish, TokenChunk
+from inference.chunks import Finish, TokenChunk
+from inference.engine import Engine
 from inference.engines import build_engine
 from inference.loading import ModelLoadError, load
 from inference.protocol import ModelSpec, SamplingParams

@@ -17,7 +17,8 @@ import uuid
 import pytest
 
 from inference import protocol
-from inference.engine import Engine, TokenChunk
+from inference.chunks import TokenChunk
+from inference.engine import Engine
 from inference.protocol import Job, Keys, ModelSpec, SamplingParams
 from inference.worker import JOB_WAIT_S
 

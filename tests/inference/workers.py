@@ -134,9 +134,16 @@ class Served:
 @contextmanager
 def serve_tiny_worker(tiny_model_dir, redis_url, log_dir, env=None):
     """A real worker serving the tiny model under a fresh prefix; stopped and cleaned up after."""
+    with serve_worker(tiny_spec(tiny_model_dir), redis_url, log_dir, env) as served:
+        yield served
+
+
+@contextmanager
+def serve_worker(spec_json: str, redis_url, log_dir, env=None):
+    """A real worker serving `spec_json` under a fresh prefix; stopped and cleaned up after."""
     prefix = f"arena-test-{uuid.uuid4().hex[:12]}"
     client = redis.Redis.from_url(redis_url, decode_responses=True)
-    worker = WorkerProcess(f"w-{uuid.uuid4().hex[:8]}", tiny_spec(tiny_model_dir), redis_url, prefix,
+    worker = WorkerProcess(f"w-{uuid.uuid4().hex[:8]}", spec_json, redis_url, prefix,
                            log_dir / "worker.log", env)
     try:
         keys = Keys(prefix)

@@ -1,0 +1,118 @@
+"""The llamacpp engine: a GGUF file served by llama.cpp's own server, inside the worker.
+
+xllamacpp runs llama.cpp's HTTP server in this process on a free 127.0.0.1 port,
+reading the GGUF as shipped (no conversion, no dequantisation), with continuous
+batching over `parallel` slots sharing one KV cache. The worker then serves it like
+any OpenAI-compatible server (`inference.endpoint`), so cancelling a request closes
+its stream and llama.cpp drops that slot alone. A random API key keeps other local
+processes off the port.
+
+Speculative kind: a draft GGUF of the same tokenizer when the entry names one, else
+llama.cpp's n-gram lookup over the prompt and the answer so far (its counterpart of
+our prompt-lookup decoding).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from inference.endpoint import EndpointEngine
+from inference.protocol import ModelSpec
+from inference.sources import resolve_source
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONTEXT = 8192  # tokens of KV cache shared by all slots, unless the entry sets its own
+READY_TIMEOUT_S = 120.0
+
+
+class LlamaCppError(Exception):
+    """The server could not start; the message is meant for a user."""
+
+
+@dataclass
+class LlamaCppServer:
+    server: Any  # xllamacpp.Server: stops when the last reference goes
+    engine: EndpointEngine
+    context_length: int
+    load_s: float
+    weight_bytes: int
+
+
+def start(spec: ModelSpec, *, parallel: int, threads: int) -> LlamaCppServer:
+    """llama.cpp serving `spec` on 127.0.0.1, ready for requests."""
+    import xllamacpp
+
+    started = time.perf_counter()
+    path = resolve_source(spec.source, spec.gguf_file)
+    if path.suffix.lower() != ".gguf":
+        raise LlamaCppError(f"The llamacpp engine serves GGUF files; '{spec.source}' is not one.")
+    key = secrets.token_urlsafe(24)
+    params = server_params(xllamacpp, spec, str(path), parallel=parallel, threads=threads, api_key=key)
+    try:
+        server = xllamacpp.Server(params)
+    except Exception as exc:  # a file llama.cpp cannot read, an unknown architecture, no memory
+        raise LlamaCppError(f"llama.cpp could not load {path.name}: {exc}") from exc
+    address = server.listening_address
+    if not address:
+        raise LlamaCppError(f"llama.cpp could not load {path.name} (see the worker's log).")
+    context = params.n_ctx
+    engine = EndpointEngine(base_url=f"{address}/v1", model=path.name, api_key=key, base=spec.base,
+                            max_concurrency=parallel, read_timeout_s=READY_TIMEOUT_S)
+    weight_bytes = path.stat().st_size + (_draft_size(spec) or 0)
+    return LlamaCppServer(server, engine, context, time.perf_counter() - started, weight_bytes)
+
+
+def server_params(xllamacpp: Any, spec: ModelSpec, path: str, *, parallel: int, threads: int, api_key: str) -> Any:
+    """llama.cpp's CommonParams for `spec` (split out so tests can read them without a model)."""
+    params = xllamacpp.CommonParams()
+    params.model.path = path
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0  # a free port, read back from listening_address
+    params.api_keys = [api_key]
+    params.n_parallel = max(1, parallel)
+    params.n_ctx = spec.context_length or DEFAULT_CONTEXT
+    params.kv_unified = True  # every slot may use the whole context, one cache for all
+    params.cont_batching = True
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.endpoint_metrics = False
+    params.verbosity = int(os.environ.get("ARENA_LLAMACPP_VERBOSITY", "1"))
+    if spec.kind == "speculative":
+        _speculative(xllamacpp, params.speculative, spec)
+    return params
+
+
+def _speculative(xllamacpp: Any, speculative: Any, spec: ModelSpec) -> None:
+    kinds = xllamacpp.common_speculative_type
+    if spec.draft_source:
+        speculative.draft.mparams.path = str(resolve_source(spec.draft_source, spec.draft_gguf_file))
+        speculative.types = [kinds.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+        if spec.num_speculative_tokens:
+            speculative.draft.n_max = spec.num_speculative_tokens
+    else:
+        speculative.types = [kinds.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+
+
+def _draft_size(spec: ModelSpec) -> int | None:
+    if spec.kind != "speculative" or not spec.draft_source:
+        return None
+    return resolve_source(spec.draft_source, spec.draft_gguf_file).stat().st_size
+
+
+def resident_mb() -> float:
+    """This process's resident memory: llama.cpp's weights, buffers and KV cache as touched so far."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def system_info() -> str:
+    """llama.cpp's build and CPU features (AVX2, FMA, ...), for the README and bench."""
+    import xllamacpp
+
+    return str(xllamacpp.get_system_info())
