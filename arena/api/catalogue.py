@@ -1,0 +1,143 @@
+"""The catalogue as a staff JSON API, so catalogues can be scripted:
+
+    GET    /api/v1/catalogue               every entry, enabled or not
+    POST   /api/v1/catalogue               add one
+    GET    /api/v1/catalogue/{slug}        one entry
+    PATCH  /api/v1/catalogue/{slug}        change some fields
+    DELETE /api/v1/catalogue/{slug}        remove one (refused once it has generations: disable it)
+    POST   /api/v1/catalogue/{slug}/test   start it, send a short prompt, report TTFT and tokens/s
+
+Every write goes through the admin's own validation (ModelEntry.clean), so an engine and
+kind that do not go together are refused here with the same reason. An endpoint's key is
+never part of an entry: only the name of the environment variable that holds it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.db.models import ProtectedError
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.http import require_http_methods
+
+from arena.catalogue.models import ModelEntry
+from arena.catalogue.probe import probe
+
+from .auth import error, form_error, json_body, token_required
+
+FIELDS = ("slug", "name", "description", "engine", "kind", "base", "precision", "source", "gguf_file", "draft",
+          "context_length", "max_concurrency", "memory_estimate_mb", "base_url", "remote_model", "api_key_env",
+          "system_prompt", "default_params", "enabled")
+TYPES: dict[str, type | tuple[type, ...]] = {
+    "base": bool, "enabled": bool, "context_length": int, "max_concurrency": int, "memory_estimate_mb": int,
+    "default_params": dict, "draft": (str, type(None)),
+}
+STAFF_ONLY = "Managing the catalogue needs a staff token (manage.py arena_token USERNAME --staff)."
+
+
+class EntryForm(forms.ModelForm):
+    draft = forms.ModelChoiceField(queryset=ModelEntry.objects.all(), to_field_name="slug", required=False,
+                                   error_messages={"invalid_choice": "No catalogue entry has that slug."})
+
+    class Meta:
+        model = ModelEntry
+        fields = FIELDS
+
+
+def entry_json(entry: ModelEntry) -> dict:
+    data = {name: getattr(entry, name) for name in FIELDS if name != "draft"}
+    data["draft"] = entry.draft.slug if entry.draft else None
+    return data
+
+
+def staff_required(view):
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_staff:
+            return error(403, STAFF_ONLY)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+@require_http_methods(["GET", "POST"])
+@token_required
+@staff_required
+def catalogue(request):
+    if request.method == "GET":
+        return JsonResponse({"entries": [entry_json(e) for e in ModelEntry.objects.select_related("draft")]})
+    return _save(request, None)
+
+
+@require_http_methods(["GET", "PATCH", "DELETE"])
+@token_required
+@staff_required
+def catalogue_entry(request, slug):
+    entry = ModelEntry.objects.filter(slug=slug).select_related("draft").first()
+    if entry is None:
+        return error(404, f"No catalogue entry '{slug}'.")
+    if request.method == "GET":
+        return JsonResponse(entry_json(entry))
+    if request.method == "PATCH":
+        return _save(request, entry)
+    try:
+        entry.delete()
+    except ProtectedError:
+        return error(409, f"'{slug}' has generations or tournament places that refer to it: disable it instead "
+                          '(PATCH {"enabled": false}).')
+    return HttpResponse(status=204)
+
+
+@require_http_methods(["POST"])
+@token_required
+@staff_required
+def test_entry(request, slug):
+    entry = ModelEntry.objects.filter(slug=slug).first()
+    if entry is None:
+        return error(404, f"No catalogue entry '{slug}'.")
+    if not entry.enabled:
+        return error(409, f"'{slug}' is disabled: enable it to test it.")
+    result = probe(entry, request.user)
+    return JsonResponse(result.as_json(), status=200 if result.status in ("done", "failed", "cancelled") else 202)
+
+
+def _save(request, entry: ModelEntry | None) -> JsonResponse:
+    try:
+        body = json_body(request)
+    except ValueError as exc:
+        return error(400, str(exc))
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        return error(400, f"Unknown field(s): {', '.join(unknown)}. An entry has: {', '.join(FIELDS)}.")
+    wrong = {name: f"must be {_type_name(name)}" for name, value in body.items() if not _typed(name, value)}
+    if wrong:
+        return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in wrong.items()), wrong)
+    current = entry_json(entry or ModelEntry())  # a new entry starts from the model's defaults
+    data = {**current, **body}
+    form = EntryForm(_as_form_data(data), instance=entry)
+    if not form.is_valid():
+        return form_error(form)
+    saved = form.save()
+    return JsonResponse(entry_json(saved), status=200 if entry else 201)
+
+
+def _typed(name: str, value) -> bool:
+    expected = TYPES.get(name, str)
+    if expected is int and isinstance(value, bool):
+        return False  # JSON true is not a number
+    return isinstance(value, expected)
+
+
+def _type_name(name: str) -> str:
+    return {bool: "true or false", int: "a whole number", dict: "an object", str: "a string"}.get(
+        TYPES.get(name, str), "a slug or null")  # type: ignore[call-overload]
+
+
+def _as_form_data(data: dict) -> dict:
+    """JSON values as a form posts them: a false boolean or a null left out, JSON fields as JSON text."""
+    out = {}
+    for name, value in data.items():
+        if value is None or value is False:
+            continue
+        out[name] = json.dumps(value) if name == "default_params" else value
+    return out

@@ -1,0 +1,92 @@
+"""OpenAPI description of the staff catalogue API (arena/api/catalogue.py)."""
+
+from arena.catalogue.models import ModelEntry
+
+from .openapi import PARAMS, TOO_LARGE, _err, _json
+
+_STR = {"type": "string"}
+ENTRY_FIELDS = {
+    "slug": {"type": "string", "pattern": r"^[-a-zA-Z0-9_]+$", "maxLength": 80},
+    "name": {"type": "string", "maxLength": 120},
+    "description": _STR,
+    "engine": {"type": "string", "enum": list(ModelEntry.Engine.values),
+               "description": "transformers (this app's worker), llamacpp (a GGUF file as shipped) or openai "
+                              "(an OpenAI-compatible endpoint)"},
+    "kind": {"type": "string", "enum": list(ModelEntry.Kind.values),
+             "description": "transformers: full, awq, speculative; llamacpp: full, speculative; openai: full"},
+    "base": {"type": "boolean", "description": "A base model: prompts as plain text, no chat template"},
+    "precision": {"type": "string", "enum": list(ModelEntry.Precision.values)},
+    "source": {"type": "string", "maxLength": 500,
+               "description": "A local path, a Hugging Face repo id in the local cache, or package:NAME"},
+    "gguf_file": {"type": "string", "maxLength": 255},
+    "draft": {"type": ["string", "null"], "description": "The slug of the draft entry (speculative kind)"},
+    "context_length": {"type": "integer", "minimum": 0},
+    "max_concurrency": {"type": "integer", "minimum": 0, "maximum": 256},
+    "memory_estimate_mb": {"type": "integer", "minimum": 0},
+    "base_url": {"type": "string", "maxLength": 500, "description": "openai engine: e.g. https://host/v1"},
+    "remote_model": {"type": "string", "maxLength": 200, "description": "openai engine: the model's name there"},
+    "api_key_env": {"type": "string", "maxLength": 128,
+                    "description": "openai engine: the NAME of the environment variable holding the key"},
+    "system_prompt": _STR,
+    "default_params": PARAMS,
+    "enabled": {"type": "boolean"},
+}
+ENTRY = {"type": "object", "properties": ENTRY_FIELDS}
+NEW_ENTRY = {"type": "object", "required": ["slug", "name", "engine"], "additionalProperties": False,
+             "properties": ENTRY_FIELDS}
+CHANGES = {"type": "object", "additionalProperties": False, "properties": ENTRY_FIELDS}
+SLUG = [{"name": "slug", "in": "path", "required": True, "schema": {"type": "string", "pattern": r"^[-a-zA-Z0-9_]+$"}}]
+PROBE = {"type": "object", "properties": {
+    "slug": _STR, "status": _STR, "generation_id": _STR, "ok": {"type": "boolean"},
+    "time_to_first_token_s": {"type": ["number", "null"]}, "tokens_per_s": {"type": ["number", "null"]},
+    "load_wait_s": {"type": ["number", "null"]}, "text": _STR, "error": _STR,
+}}
+COMMON = {"401": _err("Missing or invalid token"), "403": _err("Not a staff token")}
+
+CATALOGUE_PATHS = {
+    "/api/v1/catalogue": {
+        "get": {
+            "operationId": "listCatalogue",
+            "summary": "Staff: every catalogue entry, enabled or not",
+            "responses": {"200": {"description": "The catalogue", **_json(
+                {"type": "object", "properties": {"entries": {"type": "array", "items": ENTRY}}})}, **COMMON},
+        },
+        "post": {
+            "operationId": "addCatalogueEntry",
+            "summary": "Staff: add an entry (validated as the admin validates it)",
+            "requestBody": {"required": True, **_json(NEW_ENTRY)},
+            "responses": {"201": {"description": "Added", **_json(ENTRY)},
+                          "400": _err("Invalid entry; `fields` says which"), **COMMON, **TOO_LARGE},
+        },
+    },
+    "/api/v1/catalogue/{slug}": {
+        "parameters": SLUG,
+        "get": {"operationId": "getCatalogueEntry", "summary": "Staff: one entry",
+                "responses": {"200": {"description": "The entry", **_json(ENTRY)},
+                              "404": _err("No such entry"), **COMMON}},
+        "patch": {
+            "operationId": "changeCatalogueEntry",
+            "summary": "Staff: change some fields of an entry",
+            "requestBody": {"required": True, **_json(CHANGES)},
+            "responses": {"200": {"description": "Changed", **_json(ENTRY)},
+                          "400": _err("Invalid change; `fields` says which"), "404": _err("No such entry"),
+                          **COMMON, **TOO_LARGE},
+        },
+        "delete": {
+            "operationId": "deleteCatalogueEntry",
+            "summary": "Staff: remove an entry that nothing refers to",
+            "responses": {"204": {"description": "Removed"}, "404": _err("No such entry"),
+                          "409": _err("Generations refer to it: disable it instead"), **COMMON},
+        },
+    },
+    "/api/v1/catalogue/{slug}/test": {
+        "parameters": SLUG,
+        "post": {
+            "operationId": "testCatalogueEntry",
+            "summary": "Staff: start the entry, send one short prompt, report TTFT and tokens/s or the error",
+            "responses": {"200": {"description": "The probe ended (ok tells whether it answered)", **_json(PROBE)},
+                          "202": {"description": "Still running after 120 s: follow generation_id", **_json(PROBE)},
+                          "404": _err("No such entry"), "409": _err("The entry is disabled"), **COMMON},
+        },
+    },
+}
