@@ -9,8 +9,13 @@ On the packaged SmolLM2-135M-Instruct (fp32 on this CPU) and a fixed prompt set:
   the continuous-batching decoder over the same 16 run one at a time;
 - awq_*: AWQ 4-bit (GPTQModel) against fp32 and round-to-nearest 4-bit, when
   GPTQModel is installed (bench/awq.py measures them); null with the reason otherwise;
-- ours_vs_llamacpp: our best kind over llama-cpp-python on the same GGUF file and the same
-  thread count (printed), when llama-cpp-python is installed; null with the reason otherwise.
+- the llama.cpp and openai engines (bench/llamacpp.py), every engine on the same thread
+  count (printed): llamacpp_vs_raw_llamacpp (our llama.cpp worker's single-stream decode over
+  xllamacpp called directly on the same file), llamacpp_batch16_vs_raw (16 concurrent
+  requests each way), openai_adapter_vs_direct (a worker with engine=openai over the same
+  server read with the openai client), best_cpu_vs_transformers_fp32 (our fastest CPU entry
+  over the transformers fp32 engine) and ours_vs_llamacpp (our best transformers kind over
+  llama.cpp).
 
 Decode tokens/s is (tokens - 1) / (last token time - first token time), as the worker
 reports it. Prints a table, then one JSON object as its last line.
@@ -29,13 +34,14 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import llamacpp as llamacpp_bench
 from bench.speculative import PROMPTS as GROUNDED_PROMPTS
 from inference.batched_decoder import BatchedDecoder
 from inference.chunks import Finish, TokenChunk
 from inference.engine import Engine
 from inference.loading import load
 from inference.protocol import ModelSpec, SamplingParams
-from inference.sources import PACKAGED_SMOLLM2, resolve_source
+from inference.sources import PACKAGED_SMOLLM2
 from inference.speculative import SpeculativeEngine
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))  # best of interleaved rounds: the machine is shared
@@ -164,24 +170,6 @@ def awq_figures() -> dict:
     }
 
 
-def llamacpp_rate(threads: int) -> dict:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return {"reason": "llama-cpp-python is not installed (pip install llama-cpp-python builds it from source)"}
-    from llama_cpp import Llama
-
-    # Equal threads (ours): llama-cpp-python's default is half the cores, which compared our
-    # two threads with its one and flattered us about threefold.
-    llm = Llama(model_path=str(resolve_source(*PACKAGED_SMOLLM2)), n_ctx=2048, n_threads=threads,
-                n_threads_batch=threads, verbose=False)
-    rates = []
-    for prompt in OPEN_PROMPTS:
-        stream = llm.create_chat_completion([{"role": "user", "content": prompt}], max_tokens=NEW_TOKENS,
-                                            temperature=0.0, stream=True)
-        times = [time.time() for _chunk in stream]
-        rates.append(rate(len(times), times[0], times[-1]))
-    return {"rate": statistics.mean(rates)}
-
-
 def progress(section: str, figures: dict) -> dict:
     """Each section's raw figures as soon as they are known (a long run is still useful if cut short)."""
     print(f"# {section}: {json.dumps(figures)}", flush=True)
@@ -201,8 +189,9 @@ def main() -> None:
     batch = progress("batching", batch_throughput(engine))
     awq = progress("awq", awq_figures())
     threads = torch.get_num_threads()
-    cpp = progress("llama.cpp", llamacpp_rate(threads))
-    best_ours = max(hf["ours"], awq.get("awq_decode_tokens_per_s") or 0)
+    cpp = progress("llama.cpp", llamacpp_bench.main(threads, os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")))
+    best_transformers = max(hf["ours"], awq.get("awq_decode_tokens_per_s") or 0)
+    best_cpu = max(best_transformers, cpp["ours_single"], cpp["adapter_single"])
     rows = [
         ("decode tok/s, our Engine (full fp32, greedy)", f"{hf['ours']:.2f}"),
         ("decode tok/s, transformers generate()", f"{hf['hf']:.2f}"),
@@ -212,8 +201,15 @@ def main() -> None:
         ("aggregate tok/s, 16 requests one at a time", f"{batch['batch1']:.2f}"),
         ("aggregate tok/s, 16 requests batched", f"{batch['batch16']:.2f}"),
         ("AWQ", json.dumps(awq)),
-        ("llama.cpp decode tok/s", f"{cpp['rate']:.2f}" if "rate" in cpp else cpp["reason"]),
-        ("threads, ours and llama.cpp", str(threads)),
+        ("decode tok/s, xllamacpp called directly (Q4_1)", f"{cpp['raw_single']:.2f}"),
+        ("decode tok/s, our llama.cpp worker (Q4_1)", f"{cpp['ours_single']:.2f}"),
+        ("aggregate tok/s, 16 requests, xllamacpp directly", f"{cpp['raw_batch16']:.2f}"),
+        ("aggregate tok/s, 16 requests, our llama.cpp worker", f"{cpp['ours_batch16']:.2f}"),
+        ("aggregate tok/s, 1 request, xllamacpp / our worker",
+         f"{cpp['raw_batch1']:.2f} / {cpp['ours_batch1']:.2f}"),
+        ("decode tok/s, openai client on llama.cpp's server", f"{cpp['direct_openai_single']:.2f}"),
+        ("decode tok/s, our openai-engine worker, same server", f"{cpp['adapter_single']:.2f}"),
+        ("threads, every engine", str(threads)),
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
@@ -232,8 +228,13 @@ def main() -> None:
         "spec_acceptance_rate": round(spec["acceptance"], 3) if spec["acceptance"] else None,
         "batch16_vs_batch1_throughput": ratio(batch["batch16"], batch["batch1"]),
         "ours_vs_hf_generate": ratio(hf["ours"], hf["hf"]),
-        "ours_vs_llamacpp": ratio(best_ours, cpp.get("rate")),
-        "llamacpp_unavailable": cpp.get("reason"),
+        "llamacpp_vs_raw_llamacpp": ratio(cpp["ours_single"], cpp["raw_single"]),
+        "llamacpp_batch16_vs_raw": ratio(cpp["ours_batch16"], cpp["raw_batch16"]),
+        "llamacpp_batch16_vs_batch1": ratio(cpp["ours_batch16"], cpp["ours_batch1"]),
+        "raw_llamacpp_batch16_vs_batch1": ratio(cpp["raw_batch16"], cpp["raw_batch1"]),
+        "openai_adapter_vs_direct": ratio(cpp["adapter_single"], cpp["direct_openai_single"]),
+        "best_cpu_vs_transformers_fp32": ratio(best_cpu, hf["ours"]),
+        "ours_vs_llamacpp": ratio(best_transformers, cpp["raw_single"]),
         "threads": threads,
     }))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -50,6 +51,14 @@ class LiveApp:
     def token(self, username: str) -> str:
         return self.manage("arena_token", username).splitlines()[-1]
 
+    def register_token(self, username: str, token: str) -> None:
+        """Store `token` as `username`'s API token (as ApiToken.issue stores one): a token known
+        before the app started, for an endpoint entry whose key variable the app was started with."""
+        code = ("from django.contrib.auth import get_user_model; from arena.accounts.models import ApiToken, _digest; "
+                f"ApiToken.objects.get_or_create(user=get_user_model().objects.get(username={username!r}), "
+                f"digest=_digest({token!r}), defaults={{'hint': {token[:12]!r}}})")
+        self.manage("shell", "-c", code)
+
     def login(self, username: str = "admin", password: str | None = None) -> requests.Session:
         session = requests.Session()
         page = session.get(self.url + "accounts/login/", timeout=10)
@@ -69,7 +78,8 @@ class LiveApp:
         page.wait_for_url("**/" + next_path)
 
     def api(self, token: str, method: str, path: str, **kwargs) -> requests.Response:
-        return requests.request(method, self.url + path.lstrip("/"), timeout=15,
+        kwargs.setdefault("timeout", 15)
+        return requests.request(method, self.url + path.lstrip("/"),
                                 headers={"Authorization": f"Bearer {token}"}, **kwargs)
 
     def wait_generation(self, token: str, gen_id: str, timeout: float = 240, until=("done", "failed", "cancelled")):
@@ -147,6 +157,9 @@ def running_app(redis_url: str, data_dir: Path, **env_overrides: str):
         # on a fresh machine it would quantise beside every test of the session.
         "ARENA_PREPARE_MODELS": "0",
         "DJANGO_SETTINGS_MODULE": "arena.settings",
+        # An API token of this app known before it starts: the key of an openai-engine entry
+        # pointing at the app's own /v1 (tests/live/test_engines.py registers it).
+        "ARENA_LIVE_SELF_KEY": "arena_" + secrets.token_urlsafe(32),
         **env_overrides,
     }
     log_path = data_dir / "launcher.log"
