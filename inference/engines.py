@@ -3,6 +3,7 @@
     transformers -> inference.engine.Engine or SpeculativeEngine over a model loaded here
     llamacpp     -> llama.cpp's server in this process, read through inference.endpoint
     openai       -> an OpenAI-compatible endpoint elsewhere, read through inference.endpoint
+    server       -> an OpenAI-compatible server started from the entry's command (inference.managed)
 
 Only the transformers engine imports torch, so an endpoint's worker starts in a moment.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from inference.endpoint import EndpointEngine
+from inference.hardware import resident_mb
 from inference.protocol import ModelSpec
 
 if TYPE_CHECKING:
@@ -35,7 +37,13 @@ class Served:
     context_length: int  # 0: the server's own, not known here
     weight_bytes: int
     memory_mb: float  # what the orchestrator should count for this worker
-    keep: Any = None  # what must stay alive while serving (llama.cpp's server)
+    keep: Any = None  # what must stay alive while serving (llama.cpp's server, a managed server)
+
+    def close(self) -> None:
+        """Stop what serving started (a managed server's process)."""
+        close = getattr(self.keep, "close", None)
+        if close is not None:
+            close()
 
 
 def serve(spec: ModelSpec, *, max_batch: int, progress: Callable[[str], None] | None = None) -> Served:
@@ -45,6 +53,8 @@ def serve(spec: ModelSpec, *, max_batch: int, progress: Callable[[str], None] | 
         return _serve_llamacpp(spec, max_batch)
     if spec.engine == "openai":
         return _serve_endpoint(spec)
+    if spec.engine == "server":
+        return _serve_managed(spec, progress)
     if spec.engine != "transformers":
         raise EngineConfigError(f"Unknown engine '{spec.engine}'.")
     return _serve_transformers(spec, progress)
@@ -70,7 +80,7 @@ def _serve_llamacpp(spec: ModelSpec, max_batch: int) -> Served:
     parallel = spec.max_concurrency or max_batch
     server = llamacpp.start(spec, parallel=parallel, threads=worker_threads())
     return Served(server.engine, server.load_s, server.context_length, server.weight_bytes,
-                  llamacpp.resident_mb(), keep=server)
+                  resident_mb(), keep=server)
 
 
 def _serve_endpoint(spec: ModelSpec) -> Served:
@@ -86,6 +96,15 @@ def _serve_endpoint(spec: ModelSpec) -> Served:
                             api_key_env=spec.api_key_env, base=spec.base, max_concurrency=spec.max_concurrency)
     # An endpoint holds no model here: it costs the node no memory.
     return Served(engine, load_s=0.0, context_length=spec.context_length, weight_bytes=0, memory_mb=0.0)
+
+
+def _serve_managed(spec: ModelSpec, progress: Callable[[str], None] | None) -> Served:
+    from inference import managed
+
+    timeout_s = float(os.environ.get("ARENA_SERVER_START_TIMEOUT_S") or 600)
+    server = managed.start(spec, timeout_s=timeout_s, progress=progress)
+    return Served(server.engine, server.load_s, spec.context_length, weight_bytes=0,
+                  memory_mb=server.memory_mb(), keep=server)
 
 
 def build_engine(loaded: LoadedModel) -> Engine:

@@ -105,14 +105,47 @@ def _draft_size(spec: ModelSpec) -> int | None:
     return resolve_source(spec.draft_source, spec.draft_gguf_file).stat().st_size
 
 
-def resident_mb() -> float:
-    """This process's resident memory: llama.cpp's weights, buffers and KV cache as touched so far."""
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 def system_info() -> str:
     """llama.cpp's build and CPU features (AVX2, FMA, ...), for the README and bench."""
     import xllamacpp
 
     return str(xllamacpp.get_system_info())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """A standalone llama.cpp server on 127.0.0.1 (for the server engine, or by hand):
+
+        python -m inference.llamacpp --model FILE.gguf --port 8081 [--api-key KEY] [--threads N]
+
+    It serves the OpenAI API until SIGTERM or SIGINT.
+    """
+    import argparse
+    import signal
+    import threading
+
+    parser = argparse.ArgumentParser(prog="python -m inference.llamacpp", description=main.__doc__)
+    parser.add_argument("--model", required=True, help="a GGUF file")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--api-key", default="")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--context", type=int, default=DEFAULT_CONTEXT)
+    args = parser.parse_args(argv)
+    import xllamacpp
+
+    spec = ModelSpec(slug="standalone", source=args.model, engine="llamacpp", context_length=args.context)
+    params = server_params(xllamacpp, spec, args.model, parallel=args.parallel, threads=args.threads,
+                           api_key=args.api_key)
+    params.port = args.port
+    params.api_keys = [args.api_key] if args.api_key else []
+    server = xllamacpp.Server(params)  # noqa: F841 - serves while referenced
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print(f"llama.cpp serving {args.model} on http://127.0.0.1:{args.port}/v1", flush=True)
+    stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -27,6 +27,7 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
+from inference.hardware import resident_mb
 from inference.protocol import KINDS, PRECISIONS, ModelSpec
 from inference.sources import ModelSourceError, model_cache_root, resolve_source
 
@@ -296,11 +297,8 @@ def memory_footprint_mb(loaded: LoadedModel) -> float:
 
     Resident memory on a CPU (weights, libraries, buffers), reserved CUDA memory on a GPU.
     """
-    if loaded.device.type == "cuda":
-        held = torch.cuda.memory_reserved(loaded.device) / 2**20
-    else:
-        with open("/proc/self/statm") as statm:
-            held = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    cuda = loaded.device.type == "cuda"
+    held = torch.cuda.memory_reserved(loaded.device) / 2**20 if cuda else resident_mb()
     tokens = int(os.environ.get("ARENA_KV_RESERVE_TOKENS", KV_RESERVE_TOKENS))
     return held + kv_bytes_per_token(loaded.model, loaded.dtype) * tokens / 2**20
 

@@ -51,10 +51,11 @@ W_FAILED = "failed"
 W_STOPPED = "stopped"
 
 KINDS = ("full", "awq", "speculative")
-# Who runs the model: our transformers worker, llama.cpp on a GGUF file, or an
-# OpenAI-compatible endpoint somewhere else (no local model at all).
-ENGINES = ("transformers", "llamacpp", "openai")
-ENGINE_KINDS = {"transformers": KINDS, "llamacpp": ("full", "speculative"), "openai": ("full",)}
+# Who runs the model: our transformers worker, llama.cpp on a GGUF file, an
+# OpenAI-compatible endpoint somewhere else (no local model at all), or an OpenAI-compatible
+# server the worker starts from the entry's command (how vLLM comes in).
+ENGINES = ("transformers", "llamacpp", "openai", "server")
+ENGINE_KINDS = {"transformers": KINDS, "llamacpp": ("full", "speculative"), "openai": ("full",), "server": ("full",)}
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
@@ -172,6 +173,7 @@ class ModelSpec:
     remote_model: str = ""
     api_key_env: str = ""
     max_concurrency: int = 0  # requests at once (0: the worker's batch size)
+    server_command: str = ""  # server engine: the command template (inference.managed)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -84,6 +84,8 @@ class Worker:
         except _StopRequested:
             log.info("Stopped while loading")
         finally:
+            if self._served is not None:
+                self._served.close()
             self.heartbeat.stop()
         self.status.stopped()
         log.info("Stopped")

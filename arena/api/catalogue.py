@@ -28,7 +28,7 @@ from .auth import error, form_error, json_body, token_required
 
 FIELDS = ("slug", "name", "description", "engine", "kind", "base", "precision", "source", "gguf_file", "draft",
           "context_length", "max_concurrency", "memory_estimate_mb", "base_url", "remote_model", "api_key_env",
-          "system_prompt", "default_params", "enabled")
+          "server_command", "system_prompt", "default_params", "enabled")
 TYPES: dict[str, type | tuple[type, ...]] = {
     "base": bool, "enabled": bool, "context_length": int, "max_concurrency": int, "memory_estimate_mb": int,
     "default_params": dict, "draft": (str, type(None)),

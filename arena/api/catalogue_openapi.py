@@ -10,10 +10,10 @@ ENTRY_FIELDS = {
     "name": {"type": "string", "maxLength": 120},
     "description": _STR,
     "engine": {"type": "string", "enum": list(ModelEntry.Engine.values),
-               "description": "transformers (this app's worker), llamacpp (a GGUF file as shipped) or openai "
-                              "(an OpenAI-compatible endpoint)"},
+               "description": "transformers (this app's worker), llamacpp (a GGUF file as shipped), openai "
+                              "(an OpenAI-compatible endpoint) or server (one started from server_command)"},
     "kind": {"type": "string", "enum": list(ModelEntry.Kind.values),
-             "description": "transformers: full, awq, speculative; llamacpp: full, speculative; openai: full"},
+             "description": "transformers: full, awq, speculative; llamacpp: full, speculative; openai, server: full"},
     "base": {"type": "boolean", "description": "A base model: prompts as plain text, no chat template"},
     "precision": {"type": "string", "enum": list(ModelEntry.Precision.values)},
     "source": {"type": "string", "maxLength": 500,
@@ -27,6 +27,9 @@ ENTRY_FIELDS = {
     "remote_model": {"type": "string", "maxLength": 200, "description": "openai engine: the model's name there"},
     "api_key_env": {"type": "string", "maxLength": 128,
                     "description": "openai engine: the NAME of the environment variable holding the key"},
+    "server_command": {"type": "string",
+                       "description": "server engine: the command that starts an OpenAI-compatible server, with "
+                                      "{port} (and {host}, {api_key}, {model}, {fraction})"},
     "system_prompt": _STR,
     "default_params": PARAMS,
     "enabled": {"type": "boolean"},

@@ -61,9 +61,9 @@ MODEL = {
         "slug": {"type": "string"},
         "name": {"type": "string"},
         "description": {"type": "string"},
-        "engine": {"type": "string", "enum": ["transformers", "llamacpp", "openai"],
+        "engine": {"type": "string", "enum": ["transformers", "llamacpp", "openai", "server"],
                    "description": "Who runs the model: this app's transformers worker, llama.cpp on a GGUF file, "
-                                  "or an OpenAI-compatible endpoint"},
+                                  "an OpenAI-compatible endpoint, or a server started from a command"},
         "kind": {"type": "string", "enum": ["full", "awq", "speculative"]},
         "base": {"type": "boolean", "description": "A base model: the prompt is continued as plain text"},
         "precision": {"type": "string"},

@@ -14,6 +14,7 @@ class ModelEntryAdmin(admin.ModelAdmin):
         ("How it is served", {"fields": ("engine", "kind", "base", "precision", "source", "gguf_file", "draft",
                                          "context_length", "max_concurrency", "memory_estimate_mb")}),
         ("OpenAI-compatible endpoint (engine: openai)", {"fields": ("base_url", "remote_model", "api_key_env")}),
+        ("Managed server (engine: server)", {"fields": ("server_command",)}),
         ("Defaults", {"fields": ("system_prompt", "default_params")}),
     )
     search_fields = ("name", "slug", "source")

@@ -5,6 +5,7 @@ import re
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from inference.managed import check_template
 from inference.protocol import ENGINE_KINDS, ModelSpec, SamplingParams
 from inference.sources import ModelSourceError, resolve_source
 
@@ -29,6 +30,7 @@ class ModelEntry(models.Model):
         TRANSFORMERS = "transformers", "transformers (this app's worker)"
         LLAMACPP = "llamacpp", "llama.cpp (GGUF as shipped)"
         OPENAI = "openai", "OpenAI-compatible endpoint"
+        SERVER = "server", "OpenAI-compatible server started from a command (e.g. vLLM)"
 
     class Precision(models.TextChoices):
         AUTO = "auto", "Auto (fp32 on CPU, bf16/fp16 on GPU)"
@@ -71,6 +73,13 @@ class ModelEntry(models.Model):
         help_text="The NAME of the environment variable that holds the endpoint's key on the machines that run "
         "workers. The key itself is never stored here.",
     )
+    server_command = models.TextField(
+        blank=True,
+        help_text="server engine: the command that starts an OpenAI-compatible server, with {port} (and optionally "
+        "{host}, {api_key}, {model}: the source, {fraction}: the memory estimate's share of the machine's GPU "
+        "memory). E.g. vllm serve {model} --port {port} --api-key {api_key} --gpu-memory-utilization {fraction}. "
+        "Workers run it only where ARENA_ALLOW_SERVER_COMMANDS=1.",
+    )
     max_concurrency = models.PositiveIntegerField(
         default=0, help_text="Requests served at once (an endpoint's limit, llama.cpp's slots); 0: the default (16).",
     )
@@ -92,7 +101,7 @@ class ModelEntry(models.Model):
 
     def clean(self):
         errors = self._engine_errors()
-        if not self.is_endpoint:
+        if self.engine in (self.Engine.TRANSFORMERS, self.Engine.LLAMACPP):
             errors.update(self._source_errors())
         try:
             SamplingParams.from_dict(self.default_params)
@@ -112,12 +121,17 @@ class ModelEntry(models.Model):
                 "llamacpp": "llama.cpp serves the GGUF's own quantisation; AWQ needs the transformers engine.",
                 "openai": "an endpoint serves its model as it is; speculative decoding or AWQ is the server's "
                           "own setting.",
+                "server": "the server's command says how it serves the model (its quantisation, speculative "
+                          "decoding).",
             }
             return {"kind": f"The {engine} engine cannot serve this kind: {reasons[self.engine]}"}
         if self.engine != self.Engine.TRANSFORMERS and self.precision != self.Precision.AUTO:
             return {"precision": f"The {engine} engine runs the model's own number types; leave precision on auto."}
         if self.max_concurrency > 256:
             return {"max_concurrency": "At most 256 requests at once."}
+        if self.engine == self.Engine.SERVER:
+            problem = check_template(self.server_command)
+            return {"server_command": problem} if problem else {}
         return self._endpoint_errors() if self.is_endpoint else {}
 
     def _endpoint_errors(self) -> dict[str, str]:
@@ -176,6 +190,7 @@ class ModelEntry(models.Model):
             remote_model=self.remote_model,
             api_key_env=self.api_key_env,
             max_concurrency=self.max_concurrency,
+            server_command=self.server_command if self.engine == self.Engine.SERVER else "",
         )
 
     def params_with_defaults(self, overrides: dict | None = None) -> SamplingParams:

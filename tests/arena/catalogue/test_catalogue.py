@@ -97,6 +97,8 @@ def entry(**fields) -> ModelEntry:
     ({"engine": "openai", "base_url": "http://h/v1", "remote_model": "m", "api_key_env": "sk-live-123"},
      "api_key_env", "The NAME of an environment variable"),
     ({"engine": "vllm"}, "engine", "Unknown engine"),
+    ({"engine": "server", "server_command": "vllm serve m"}, "server_command", "must pass {port}"),
+    ({"engine": "server", "kind": "awq", "server_command": "s --port {port}"}, "kind", "the server's command says"),
 ])
 def test_each_engine_refuses_what_it_cannot_serve(catalogue, fields, field, words):
     smollm = catalogue[0]
@@ -138,3 +140,11 @@ def test_the_admin_adds_an_endpoint_and_lists_engines(admin_client, catalogue):
         "memory_estimate_mb": 0, "max_concurrency": 0, "default_params": "{}", "context_length": 0,
     })
     assert response.status_code == 200 and "AWQ needs the transformers engine" in response.content.decode()
+
+
+def test_a_server_entry_passes_its_command_and_memory_estimate():
+    server = entry(engine="server", server_command="vllm serve {model} --port {port}", source="Qwen/Qwen2.5-1.5B",
+                   memory_estimate_mb=8000)
+    server.full_clean()  # a hub id the local cache lacks is fine: the server fetches or finds it
+    spec = server.spec()
+    assert (spec.engine, spec.server_command, spec.memory_mb) == ("server", "vllm serve {model} --port {port}", 8000)
