@@ -1,7 +1,10 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from . import preparation
 from .models import ModelEntry
+from .probe import probe
+
+MAX_PROBES = 4  # each waits for its answer: a few at a time keeps the request short
 
 
 @admin.register(ModelEntry)
@@ -19,9 +22,19 @@ class ModelEntryAdmin(admin.ModelAdmin):
     )
     search_fields = ("name", "slug", "source")
     prepopulated_fields = {"slug": ("name",)}
+    actions = ["test_entries"]
 
     @admin.display(description="Preparation")
     def preparation_state(self, entry: ModelEntry) -> str:
         """An AWQ entry being quantised ahead of its first use (arena/catalogue/preparation.py)."""
         found = preparation.published([entry]).get(entry.slug)
         return found.summary() if found else ""
+
+    @admin.action(description="Test: start, send a short prompt, report TTFT and tokens/s")
+    def test_entries(self, request, queryset):
+        entries = list(queryset.filter(enabled=True)[:MAX_PROBES])
+        if not entries:
+            self.message_user(request, "Select enabled entries to test.", messages.WARNING)
+        for entry in entries:
+            result = probe(entry, request.user)
+            self.message_user(request, result.summary(), messages.SUCCESS if result.ok else messages.ERROR)

@@ -25,8 +25,6 @@ from django.utils import timezone
 from arena import limits
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
-from arena.catalogue.defaults import DEFAULT_ENTRIES
-from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
@@ -146,8 +144,7 @@ SURFACES = [
 
 def eight_of(catalogue):
     """Eight contestants (seven matches: every verdict but the last starts the next match)."""
-    return catalogue + [ModelEntry.objects.create(**{**e, "slug": e["slug"] + "-b", "name": e["name"] + " (B)"})
-                        for e in DEFAULT_ENTRIES]
+    return catalogue  # the default catalogue holds eight variants
 
 
 def refusal(response, kind, limit) -> str:

@@ -29,7 +29,7 @@ def test_odd_tags_are_refused_with_the_shape_expected(bad):
 
 
 def test_a_comparison_tag_reaches_both_answers_its_reruns_and_follow_ups(client, owner, catalogue):
-    smollm, _spec, _awq, gemma = catalogue
+    smollm, _spec, _awq, gemma = catalogue[:4]
     client.force_login(owner)
     response = client.post(reverse("compare"), {"left_model": smollm.slug, "right_model": gemma.slug,
                                                 "prompt": "Sort a list in Python", "tag": "Coding"})
@@ -70,7 +70,7 @@ def test_the_api_stores_and_returns_tags(client, token, catalogue):
 
 
 def test_the_leaderboard_filters_by_prompt_tag(client, owner, catalogue):
-    smollm, spec, awq, gemma = catalogue
+    smollm, spec, awq, gemma = catalogue[:4]
     for battle in [verdict(owner, smollm, gemma, "left") for _ in range(3)]:
         Battle.objects.filter(id=battle.id).update(tag="coding")
     verdict(owner, awq, spec, "left")

@@ -28,6 +28,12 @@ def tournament(owner, catalogue, prompt="Which colour is the sky?"):
     return Tournament.start(owner, contestants=catalogue, prompt=prompt, params=PARAMS, seeding="given")
 
 
+@pytest.fixture
+def catalogue(catalogue):
+    """The default catalogue's first four: tournaments here are brackets of four."""
+    return catalogue[:4]
+
+
 def play_through(t):
     while (match := Tournament.objects.get(id=t.id).current_match()) is not None:
         for _side, gen in match.battle.sides:

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def verdicts(owner, catalogue):
-    smollm, spec, awq, gemma = catalogue
+    smollm, spec, awq, gemma = catalogue[:4]
     for _ in range(6):
         verdict(owner, smollm, gemma, "left")
         verdict(owner, gemma, awq, "right")

@@ -17,7 +17,6 @@ from django.urls import reverse
 from arena import streams
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
-from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.routing import websocket_urlpatterns
@@ -33,10 +32,15 @@ PARAMS = {"temperature": 0.0, "max_new_tokens": 16}
 
 
 @pytest.fixture
+def catalogue(catalogue):
+    """Four contestants, a bracket of two rounds (the default catalogue's first four)."""
+    return catalogue[:4]
+
+
+@pytest.fixture
 def eight(catalogue):
-    extra = [ModelEntry.objects.create(**{**entry, "slug": entry["slug"] + "-b", "name": entry["name"] + " (B)"})
-             for entry in DEFAULT_ENTRIES]
-    return catalogue + extra
+    """The whole default catalogue: eight variants."""
+    return list(ModelEntry.objects.order_by("id"))
 
 
 def start(owner, contestants, seeding="given", **kwargs):
