@@ -8,7 +8,9 @@ from pathlib import Path
 
 from inference.sources import model_cache_root
 
-BASE = ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m"]
+# Seeds 1 and 4 (the first match, the one the fault tests break) run on the transformers
+# engine; seeds 2 and 3 on llama.cpp, a fast second match of two engines' variants.
+BASE = ["smollm2-135m", "smollm2-135m-llamacpp", "gemma-3-270m-llamacpp"]
 BRIEF = {"slug": "smollm2-135m-brief", "name": "SmolLM2 135M Instruct, told to be brief",
          "system_prompt": "You answer in as few words as you can."}
 
@@ -21,9 +23,9 @@ def awq_cached() -> bool:
 
 
 def contestant_slugs(live_app) -> list[str]:
-    """Four packaged contestants: the three non-AWQ entries of the default catalogue, and the
-    AWQ one if its quantisation is cached; otherwise the packaged SmolLM2 under a system prompt
-    of its own (a catalogue entry as DESIGN allows: "itself under another prompt")."""
+    """Four packaged contestants: three entries of the default catalogue (BASE), and the AWQ one
+    if its quantisation is cached; otherwise the packaged SmolLM2 under a system prompt of its
+    own (a catalogue entry as DESIGN allows: "itself under another prompt")."""
     if awq_cached():
         return [*BASE, "smollm2-135m-awq"]
     live_app.manage("shell", "-c", (
