@@ -151,6 +151,10 @@ class Heartbeat:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
 
+    def beat(self) -> None:
+        """One heartbeat now (the thread then renews it every HEARTBEAT_INTERVAL_S)."""
+        self.client.set(self.key, repr(time.time()), ex=protocol.HEARTBEAT_TTL_S)
+
     def start(self) -> None:
         self._thread.start()
 
@@ -167,7 +171,7 @@ class Heartbeat:
     def _run(self) -> None:
         while True:
             try:
-                self.client.set(self.key, repr(time.time()), ex=protocol.HEARTBEAT_TTL_S)
+                self.beat()
                 if self.status is not None:
                     self.status.restore_if_lost()
             except redis.RedisError as exc:  # Redis may come back; the key's TTL tells the truth meanwhile

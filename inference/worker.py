@@ -73,6 +73,9 @@ class Worker:
 
     def run(self) -> int:
         self._install_signal_handlers()
+        # Alive before it says "starting": whoever sees the state also sees the heartbeat (the
+        # thread's first beat could come late on a busy machine, while this one imports).
+        self.heartbeat.beat()
         self.status.starting(slug=_slug_of(self.spec_json), pid=os.getpid())
         self.heartbeat.start()
         try:

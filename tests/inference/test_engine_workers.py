@@ -86,6 +86,17 @@ def test_llamacpp_speculative_reports_acceptance(redis_url, tmp_path):
     assert 0 < metrics["spec_acceptance_rate"] <= 1
 
 
+def test_llamacpp_speculative_with_a_draft_file(redis_url, tmp_path):
+    # The same file as its own draft: a draft of the same tokenizer, whose greedy proposals
+    # the target accepts nearly always (no smaller SmolLM2 GGUF ships with the machine).
+    spec = llamacpp_spec(kind="speculative", draft_source=PACKAGED_SMOLLM2[0], draft_gguf_file=PACKAGED_SMOLLM2[1])
+    with serve_worker(spec, redis_url, tmp_path) as served:
+        assert int(served.status()["weight_bytes"]) == 2 * resolve_source(*PACKAGED_SMOLLM2).stat().st_size
+        job = served.push(params=SamplingParams(temperature=0.0, max_new_tokens=48), messages=REPEAT)
+        events = served.events(job)
+    assert events[-1]["type"] == protocol.DONE and events[-1]["metrics"]["spec_acceptance_rate"] > 0.5
+
+
 def openai_spec(faulty, model: str, **overrides) -> str:
     return ModelSpec(slug=f"endpoint-{model}", engine="openai", base_url=faulty.base_url, remote_model=model,
                      **overrides).to_json()
