@@ -58,7 +58,8 @@ def user(prompt: str) -> list[dict[str, str]]:
 
 
 def raw_server(threads: int, parallel: int):
-    """xllamacpp's Server on the same file, as our worker configures it, with no key."""
+    """xllamacpp's Server on the same file, as our worker configures it (OpenMP included), with no key."""
+    llamacpp.wait_passively()
     import xllamacpp
 
     params = llamacpp.server_params(xllamacpp, SPEC, str(llamacpp.resolve_source(*PACKAGED_SMOLLM2)),

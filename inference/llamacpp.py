@@ -28,6 +28,12 @@ from inference.sources import resolve_source
 log = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT = 8192  # tokens of KV cache shared by all slots, unless the entry sets its own
+# llama.cpp's CPU build runs its threads under OpenMP, whose threads spin while they wait. Two
+# workers on the same cores (both sides of every comparison) then starve each other: measured on
+# 2 cores, two llama.cpp processes of 2 threads decoded 8 tokens/s each spinning and 47 each
+# waiting passively (one alone: ~97 spinning, ~60 passive). The arena runs models side by side,
+# so its workers wait passively unless the operator sets OMP_WAIT_POLICY.
+OMP_WAIT_POLICY = "PASSIVE"
 READY_TIMEOUT_S = 120.0
 
 
@@ -46,6 +52,7 @@ class LlamaCppServer:
 
 def start(spec: ModelSpec, *, parallel: int, threads: int) -> LlamaCppServer:
     """llama.cpp serving `spec` on 127.0.0.1, ready for requests."""
+    wait_passively()
     import xllamacpp
 
     started = time.perf_counter()
@@ -86,6 +93,11 @@ def server_params(xllamacpp: Any, spec: ModelSpec, path: str, *, parallel: int, 
     if spec.kind == "speculative":
         _speculative(xllamacpp, params.speculative, spec)
     return params
+
+
+def wait_passively() -> None:
+    """OMP_WAIT_POLICY for this process, before OpenMP starts (the first llama.cpp import)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY)
 
 
 def _speculative(xllamacpp: Any, speculative: Any, spec: ModelSpec) -> None:
@@ -131,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--context", type=int, default=DEFAULT_CONTEXT)
     args = parser.parse_args(argv)
+    wait_passively()
     import xllamacpp
 
     spec = ModelSpec(slug="standalone", source=args.model, engine="llamacpp", context_length=args.context)

@@ -42,13 +42,24 @@ def redis_client(redis_url):
     client.close()
 
 
+# The live modules that share a running application (tests/live/conftest.py) form two groups
+# of about equal length, so each test process runs one group against an application of its
+# own; the others start their own (reliability, launcher) and are groups like any module.
+LIVE_GROUPS = {
+    "test_tournament_faults": "live-1", "test_tournament_browser": "live-1", "test_xss_browser": "live-1",
+    "test_engines": "live-1", "test_openai_client": "live-1",
+    "test_generation_flow": "live-2", "test_compare_browser": "live-2", "test_faults": "live-2",
+    "test_load_bench": "live-2", "test_browser": "live-2",
+}
+
+
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`make test` runs two processes, `--dist loadgroup`), a module's tests
-    stay in one process, so module fixtures (started orchestrators, loaded models) start once,
-    and every live test goes to one process: they share one running application
-    (tests/live/conftest.py)."""
+    stay in one process, so module fixtures (started orchestrators, loaded models) start once;
+    the live modules that share an application go to LIVE_GROUPS."""
     for item in items:
-        group = "live" if item.get_closest_marker("live") else item.nodeid.split("::")[0]
+        module = item.nodeid.split("::")[0]
+        group = LIVE_GROUPS.get(module.rsplit("/", 1)[-1].removesuffix(".py"), module)
         item.add_marker(pytest.mark.xdist_group(group))
 
 

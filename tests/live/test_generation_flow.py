@@ -69,9 +69,12 @@ def _read_until_terminal(sock, timeout=240):
     raise AssertionError("no terminal event")
 
 
-def test_the_packaged_gemma_base_model_serves_too(live_app, token):
+@pytest.mark.parametrize("slug", ["gemma-3-270m", "gemma-3-270m-llamacpp"])
+def test_the_packaged_gemma_base_model_serves_too(live_app, token, slug):
+    """On both engines the base model continues the plain prompt (no chat template: given one,
+    it answered blank lines)."""
     response = live_app.api(token, "post", "/api/v1/generations", json={
-        "model": "gemma-3-270m", "prompt": "Question: What is the capital of France?\nAnswer:",
+        "model": slug, "prompt": "Question: What is the capital of France?\nAnswer:",
         "params": {"temperature": 0, "max_new_tokens": 16, "stop": ["\n"]},
     })
     body = live_app.wait_generation(token, response.json()["id"], timeout=400)

@@ -18,9 +18,10 @@ from .tournament import contestant_slugs, current, identifiers, sides_done, wait
 # Their matches wait up to 600 s for both sides (waits the tests set themselves); the suite-wide
 # 300 s timeout cut them off while the other test process shared the cores.
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
-# Long enough that both sides are still streaming when the test acts after their first tokens,
-# short enough that the re-run match (the same budget) does not dominate the suite.
-LONG = {"temperature": 0.8, "max_new_tokens": 160, "seed": 1}
+# The first match is two llama.cpp variants (tests/live/tournament.py): long enough that both
+# sides are still streaming when the test acts after their first tokens (~10 s at their speed
+# here), short enough that the re-run match (the same budget) stays short.
+LONG = {"temperature": 0.8, "max_new_tokens": 600, "seed": 1}
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from inference.sources import model_cache_root
 
-# Seeds 1 and 4 (the first match, the one the fault tests break) run on the transformers
-# engine; seeds 2 and 3 on llama.cpp, a fast second match of two engines' variants.
-BASE = ["smollm2-135m", "smollm2-135m-llamacpp", "gemma-3-270m-llamacpp"]
+# Seeds 1 and 4 meet in the first match (the one the fault tests break): two llama.cpp
+# variants, fast to start and to run; seeds 2 and 3, the second match, run on transformers.
+FIRST_MATCH = ("smollm2-135m-llamacpp", "gemma-3-270m-llamacpp")
 BRIEF = {"slug": "smollm2-135m-brief", "name": "SmolLM2 135M Instruct, told to be brief",
          "system_prompt": "You answer in as few words as you can."}
 
@@ -23,18 +23,20 @@ def awq_cached() -> bool:
 
 
 def contestant_slugs(live_app) -> list[str]:
-    """Four packaged contestants: three entries of the default catalogue (BASE), and the AWQ one
-    if its quantisation is cached; otherwise the packaged SmolLM2 under a system prompt of its
-    own (a catalogue entry as DESIGN allows: "itself under another prompt")."""
+    """Four packaged contestants in seed order: the two llama.cpp ones of FIRST_MATCH around
+    SmolLM2 on transformers and the AWQ entry if its quantisation is cached, otherwise the
+    packaged SmolLM2 under a system prompt of its own (a catalogue entry as DESIGN allows:
+    "itself under another prompt")."""
+    first, fourth = FIRST_MATCH
     if awq_cached():
-        return [*BASE, "smollm2-135m-awq"]
+        return [first, "smollm2-135m", "smollm2-135m-awq", fourth]
     live_app.manage("shell", "-c", (
         "from arena.catalogue.models import ModelEntry as M; e = M.objects.get(slug='smollm2-135m'); "
         f"M.objects.filter(slug={BRIEF['slug']!r}).exists() or M.objects.create(slug={BRIEF['slug']!r}, "
         f"name={BRIEF['name']!r}, system_prompt={BRIEF['system_prompt']!r}, source=e.source, "
         "gguf_file=e.gguf_file, kind=e.kind, memory_estimate_mb=e.memory_estimate_mb, "
         "default_params=e.default_params)"))
-    return [*BASE, BRIEF["slug"]]
+    return [first, "smollm2-135m", BRIEF["slug"], fourth]
 
 
 def identifiers(live_app) -> list[str]:
