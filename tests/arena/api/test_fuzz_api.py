@@ -46,8 +46,8 @@ DERANDOMIZE = os.environ.get("ARENA_FUZZ_EXPLORE") != "1"
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_application())
 
-# 8 enabled models, so an 8-contestant tournament can be valid: the packaged four, and each again
-# under a system prompt of its own (a contestant is a model *and* how it is served).
+# 16 enabled models: the default eight (so an 8-contestant tournament can be valid), and each
+# again under a system prompt of its own (a contestant is a model *and* how it is served).
 SLUGS = [e["slug"] for e in DEFAULT_ENTRIES] + [f"{e['slug']}-terse" for e in DEFAULT_ENTRIES]
 SLUG_FIELDS = ("model", "left_model", "right_model")
 
@@ -71,7 +71,7 @@ class BearerToken:
 
 @pytest.fixture
 def fuzz_world(owner, catalogue, settings):
-    """TOKEN (stored as ApiToken.issue stores one), 8 enabled models, and one generation,
+    """TOKEN (stored as ApiToken.issue stores one), 16 enabled models, and one generation,
     comparison and tournament of the owner's, their ids in REAL."""
     settings.ARENA_RATE_LIMIT_PER_MIN = settings.ARENA_MAX_CONCURRENT_PER_USER = 0
     ApiToken.objects.create(user=owner, digest=hashlib.sha256(TOKEN.encode()).hexdigest(), hint=TOKEN[:12])
