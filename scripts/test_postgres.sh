@@ -26,4 +26,4 @@ then
 fi
 echo "==> The database-backed tests again, on PostgreSQL ($URL)"
 DATABASE_URL=$URL exec "$PY" -m pytest -q -n "${TEST_JOBS:-2}" --dist loadgroup \
-    -m "not live and not slow and not browser" tests/arena tests/orchestration
+    -m "not live and not slow and not browser" tests/arena
