@@ -27,6 +27,7 @@ import importlib.util
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,7 +35,6 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench import llamacpp as llamacpp_bench
 from bench.speculative import PROMPTS as GROUNDED_PROMPTS
 from inference.batched_decoder import BatchedDecoder
 from inference.chunks import Finish, TokenChunk
@@ -170,6 +170,13 @@ def awq_figures() -> dict:
     }
 
 
+def llamacpp_figures(threads: int) -> dict:
+    """bench/llamacpp.py in a process of its own (OpenMP as in our workers; see its docstring)."""
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("llamacpp.py")), str(threads)],
+                         capture_output=True, text=True, check=True, timeout=1800)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def progress(section: str, figures: dict) -> dict:
     """Each section's raw figures as soon as they are known (a long run is still useful if cut short)."""
     print(f"# {section}: {json.dumps(figures)}", flush=True)
@@ -189,7 +196,7 @@ def main() -> None:
     batch = progress("batching", batch_throughput(engine))
     awq = progress("awq", awq_figures())
     threads = torch.get_num_threads()
-    cpp = progress("llama.cpp", llamacpp_bench.main(threads, os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")))
+    cpp = progress("llama.cpp", llamacpp_figures(threads))
     best_transformers = max(hf["ours"], awq.get("awq_decode_tokens_per_s") or 0)
     best_cpu = max(best_transformers, cpp["ours_single"], cpp["adapter_single"])
     rows = [
@@ -210,6 +217,7 @@ def main() -> None:
         ("decode tok/s, openai client on llama.cpp's server", f"{cpp['direct_openai_single']:.2f}"),
         ("decode tok/s, our openai-engine worker, same server", f"{cpp['adapter_single']:.2f}"),
         ("threads, every engine", str(threads)),
+        ("llama.cpp's OpenMP wait policy (bench and workers)", cpp["omp_wait_policy"]),
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:

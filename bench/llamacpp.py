@@ -9,7 +9,10 @@ engine (printed):
 - adapter: one stream's decode tokens/s through a worker with engine=openai reading an
   xllamacpp HTTP server, over the same server read directly with the `openai` client.
 
-Run by bench/engine.py (`make bench-engine`); `python bench/llamacpp.py` runs it alone.
+Run by bench/engine.py (`make bench-engine`) as a process of its own, so that OpenMP (which
+torch starts in bench/engine.py's process) runs here as in our workers: waiting passively unless
+OMP_WAIT_POLICY says otherwise. `python bench/llamacpp.py [THREADS]` runs it alone; its last
+line is JSON.
 """
 
 from __future__ import annotations
@@ -219,11 +222,12 @@ def adapter_vs_direct(threads: int, redis_url: str) -> dict:
 
 
 def main(threads: int, redis_url: str = "redis://127.0.0.1:6379/0") -> dict:
-    return {"threads": threads, "system_info": llamacpp.system_info().strip(),
+    llamacpp.wait_passively()  # before the first server: the workers' OpenMP policy, here too
+    return {"threads": threads, "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
+            "system_info": llamacpp.system_info().strip(),
             **worker_vs_raw(threads, redis_url), **adapter_vs_direct(threads, redis_url)}
 
 
 if __name__ == "__main__":
-    import torch
-
-    print(json.dumps(main(torch.get_num_threads()), indent=1))
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else os.cpu_count() or 1
+    print(json.dumps(main(count, os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))))
