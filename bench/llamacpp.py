@@ -61,8 +61,8 @@ def user(prompt: str) -> list[dict[str, str]]:
 
 
 def raw_server(threads: int, parallel: int):
-    """xllamacpp's Server on the same file, as our worker configures it (OpenMP included), with no key."""
-    llamacpp.wait_passively()
+    """xllamacpp's Server on the same file, as our worker configures it, with no key (OpenMP's
+    wait policy is set once, by main)."""
     import xllamacpp
 
     params = llamacpp.server_params(xllamacpp, SPEC, str(llamacpp.resolve_source(*PACKAGED_SMOLLM2)),
@@ -110,15 +110,14 @@ def batch_prompt(i: int) -> str:
 class Worker:
     """A real worker process serving `spec`, and reading its jobs' events from Redis."""
 
-    def __init__(self, spec: ModelSpec, threads: int, redis_url: str, env: dict | None = None):
+    def __init__(self, spec: ModelSpec, threads: int, redis_url: str):
         self.keys = Keys(f"bench-{uuid.uuid4().hex[:8]}")
         self.client = redis.Redis.from_url(redis_url, decode_responses=True)
         self.id = f"w-{uuid.uuid4().hex[:6]}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "inference.worker", "--worker-id", self.id, "--spec", spec.to_json(),
              "--redis-url", redis_url, "--prefix", self.keys.prefix],
-            cwd=ROOT, env={**os.environ, "ARENA_WORKER_THREADS": str(threads), "ARENA_LLAMACPP_VERBOSITY": "0",
-                           **(env or {})},
+            cwd=ROOT, env={**os.environ, "ARENA_WORKER_THREADS": str(threads), "ARENA_LLAMACPP_VERBOSITY": "0"},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._wait_ready()
 
@@ -171,8 +170,8 @@ class Worker:
 
 
 @contextmanager
-def worker(spec: ModelSpec, threads: int, redis_url: str, env: dict | None = None):
-    w = Worker(spec, threads, redis_url, env)
+def worker(spec: ModelSpec, threads: int, redis_url: str):
+    w = Worker(spec, threads, redis_url)
     try:
         yield w
     finally:
@@ -221,7 +220,7 @@ def adapter_vs_direct(threads: int, redis_url: str) -> dict:
     return {"direct_openai_single": direct1, "adapter_single": adapter1}
 
 
-def main(threads: int, redis_url: str = "redis://127.0.0.1:6379/0") -> dict:
+def main(threads: int, redis_url: str) -> dict:
     llamacpp.wait_passively()  # before the first server: the workers' OpenMP policy, here too
     return {"threads": threads, "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
             "system_info": llamacpp.system_info().strip(),

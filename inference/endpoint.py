@@ -30,7 +30,7 @@ import httpx
 from inference import protocol
 from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Failure, Finish, TokenChunk
 from inference.decoding import StopText, with_stop_sequences
-from inference.protocol import SamplingParams
+from inference.protocol import SamplingParams, plain_text
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +87,6 @@ class EndpointEngine:
         limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         return httpx.Client(base_url=self.base_url.rstrip("/"), timeout=timeout, limits=limits,
                             headers=self.headers(), trust_env=False)
-
-
-def plain_text(messages: list[dict[str, str]]) -> str:
-    """A conversation for a base model, as `inference.engine.Engine.encode` gives it one."""
-    return "\n\n".join(m["content"] for m in messages)
 
 
 class EndpointError(Exception):

@@ -16,7 +16,7 @@ from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
 from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Finish, PromptTooLong, TokenChunk
-from inference.protocol import SamplingParams
+from inference.protocol import SamplingParams, plain_text
 
 
 class IncrementalDetokenizer:
@@ -99,9 +99,7 @@ class Engine:
                 messages, add_generation_prompt=True, tokenize=True, return_dict=True
             )
             return list(encoded["input_ids"])
-        # A base model: the conversation as plain text (as inference.endpoint.plain_text gives it).
-        text = "\n\n".join(m["content"] for m in messages)
-        return list(self.tokenizer(text)["input_ids"])
+        return list(self.tokenizer(plain_text(messages))["input_ids"])
 
     def check_context(self, prompt_tokens: int, params: SamplingParams) -> int:
         """How many tokens may be generated: max_new_tokens, clamped to the room left."""

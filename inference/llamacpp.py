@@ -14,7 +14,6 @@ our prompt-lookup decoding).
 
 from __future__ import annotations
 
-import logging
 import os
 import secrets
 import time
@@ -25,8 +24,6 @@ from inference.endpoint import EndpointEngine
 from inference.protocol import ModelSpec
 from inference.sources import resolve_source
 
-log = logging.getLogger(__name__)
-
 DEFAULT_CONTEXT = 8192  # tokens of KV cache shared by all slots, unless the entry sets its own
 # llama.cpp's CPU build runs its threads under OpenMP, whose threads spin while they wait. Two
 # workers on the same cores (both sides of every comparison) then starve each other: measured on
@@ -34,7 +31,6 @@ DEFAULT_CONTEXT = 8192  # tokens of KV cache shared by all slots, unless the ent
 # waiting passively (one alone: ~97 spinning, ~60 passive). The arena runs models side by side,
 # so its workers wait passively unless the operator sets OMP_WAIT_POLICY.
 OMP_WAIT_POLICY = "PASSIVE"
-READY_TIMEOUT_S = 120.0
 
 
 class LlamaCppError(Exception):
@@ -70,7 +66,7 @@ def start(spec: ModelSpec, *, parallel: int, threads: int) -> LlamaCppServer:
         raise LlamaCppError(f"llama.cpp could not load {path.name} (see the worker's log).")
     context = params.n_ctx
     engine = EndpointEngine(base_url=f"{address}/v1", model=path.name, api_key=key, base=spec.base,
-                            max_concurrency=parallel, read_timeout_s=READY_TIMEOUT_S)
+                            max_concurrency=parallel)
     weight_bytes = path.stat().st_size + (_draft_size(spec) or 0)
     return LlamaCppServer(server, engine, context, time.perf_counter() - started, weight_bytes)
 

@@ -19,7 +19,6 @@ every worker machine.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import re
@@ -28,7 +27,6 @@ import shlex
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +37,7 @@ from inference.endpoint import EndpointEngine
 from inference.hardware import descendants, gpu_memory_mb, ram_mb, resident_mb
 from inference.protocol import ModelSpec
 from inference.sources import ModelSourceError, resolve_source
+from inference.worker import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +121,7 @@ def start(spec: ModelSpec, *, timeout_s: float, progress: Callable[[str], None] 
     log.info("Starting the server: %s", " ".join(shlex.quote(a) for a in args).replace(key, "[key]"))
     try:
         process = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True,
-                                   preexec_fn=_die_with_parent)
+                                   preexec_fn=die_with_parent)  # in the child, before exec
     except OSError as exc:
         raise ServerStartError(f"The server command could not start: {exc.strerror or exc} ({args[0]}).") from exc
     base_url = f"http://127.0.0.1:{port}/v1"
@@ -190,8 +189,3 @@ def stop_process_group(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             continue
 
-
-def _die_with_parent() -> None:
-    """In the child, before exec: Linux sends it SIGTERM when the worker dies, however it dies."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

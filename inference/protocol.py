@@ -292,6 +292,11 @@ class Keys:
         return f"{self.prefix}.node.{node_id}"
 
 
+def plain_text(messages: list[dict[str, str]]) -> str:
+    """A conversation as a base model gets it: the messages' text, no chat template."""
+    return "\n\n".join(m["content"] for m in messages)
+
+
 def event(kind: str, **fields: Any) -> dict[str, str]:
     """One stream entry: Redis streams hold flat string maps, so the body is JSON."""
     return {"type": kind, "t": repr(time.time()), "data": json.dumps(fields)}

@@ -98,7 +98,7 @@ def test_entry(request, slug):
     if not entry.enabled:
         return error(409, f"'{slug}' is disabled: enable it to test it.")
     result = probe(entry, request.user)
-    return JsonResponse(result.as_json(), status=200 if result.status in ("done", "failed", "cancelled") else 202)
+    return JsonResponse(result.as_json(), status=200 if result.ended else 202)
 
 
 def _save(request, entry: ModelEntry | None) -> JsonResponse:
@@ -130,7 +130,7 @@ def _typed(name: str, value) -> bool:
 
 def _type_name(name: str) -> str:
     return {bool: "true or false", int: "a whole number", dict: "an object", str: "a string"}.get(
-        TYPES.get(name, str), "a slug or null")  # type: ignore[call-overload]
+        TYPES.get(name, str), "a slug or null")
 
 
 def _as_form_data(data: dict) -> dict:

@@ -113,8 +113,7 @@ class ModelEntry(models.Model):
 
     def _engine_errors(self) -> dict[str, str]:
         """A kind or setting the entry's engine cannot serve, with the reason."""
-        engine = self.engine
-        if engine not in ENGINE_KINDS:
+        if self.engine not in ENGINE_KINDS:
             return {"engine": f"Unknown engine '{self.engine}'."}
         if self.kind not in ENGINE_KINDS[self.engine]:
             reasons = {
@@ -124,9 +123,10 @@ class ModelEntry(models.Model):
                 "server": "the server's command says how it serves the model (its quantisation, speculative "
                           "decoding).",
             }
-            return {"kind": f"The {engine} engine cannot serve this kind: {reasons[self.engine]}"}
+            return {"kind": f"The {self.engine} engine cannot serve this kind: {reasons[self.engine]}"}
         if self.engine != self.Engine.TRANSFORMERS and self.precision != self.Precision.AUTO:
-            return {"precision": f"The {engine} engine runs the model's own number types; leave precision on auto."}
+            return {"precision": f"The {self.engine} engine runs the model's own number types; "
+                                 "leave precision on auto."}
         if self.max_concurrency > 256:
             return {"max_concurrency": "At most 256 requests at once."}
         if self.engine == self.Engine.SERVER:

@@ -32,6 +32,11 @@ class ProbeResult:
     text: str = ""
     error: str = ""
 
+    @property
+    def ended(self) -> bool:
+        """False when the wait ran out first (the generation goes on)."""
+        return self.status in Generation.FINISHED
+
     def as_json(self) -> dict:
         return asdict(self)
 
