@@ -1,0 +1,190 @@
+"""Paced delivery of a blind battle: what each side shows, released on one clock.
+
+Sent as generated, a blind match gives its contestants away by their rhythm: a llama.cpp
+or speculative variant streams several times faster than its full-precision twin,
+speculative decoding arrives in bursts of accepted tokens, and token boundaries differ by
+tokenizer. So a blind battle's viewers never see the raw streams; they see this pure
+function of them (no I/O, no wall clock: times come in as arguments, which keeps every
+viewer, the API and the vote check in agreement and the rule testable with a fake clock):
+
+- Each side's text is cut into word-sized pieces by its characters alone (a run of
+  whitespace and up to `MAX_PIECE` following non-space characters), never by tokens.
+- Piece k of both sides is released in the same instant, `release[k]`, once every side
+  has it complete (or has ended without it), and at least `gap` after piece k-1: both
+  sides advance together at the pace of the slower one, or at the fixed pace when both
+  are faster. A piece is complete when a character follows it or its side has ended.
+- Once a side has ended and every piece of it is out, the other goes on alone at the mean
+  pace the two kept together (never faster than the fixed pace): a fast side left alone
+  does not suddenly race ahead.
+- A side shows as ended only when its last piece is out (a cancelled side, when it was
+  cancelled: with only the pieces out by then).
+
+Times are seconds on one server clock: the Redis stream entry ids of the events.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from inference import protocol as p
+
+MAX_PIECE = 12  # characters of a word shown at once: a long word or unspaced script is cut
+PIECE = re.compile(rf"\s*\S{{1,{MAX_PIECE}}}")
+ENDED_STATE = {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}
+
+
+@dataclass
+class SideFeed:
+    """One side's events as generated: its text, when each piece became complete, how it ended."""
+
+    text: str = ""
+    piece_ends: list[int] = field(default_factory=list)  # character offsets where complete pieces end
+    complete_at: list[float] = field(default_factory=list)
+    loading_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    end_event: dict | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.ended_at is not None
+
+    def add(self, t: float, ev: dict) -> None:
+        kind = ev["type"]
+        if self.ended:
+            return
+        if kind == p.LOADING and self.loading_at is None:
+            self.loading_at = t
+        elif kind == p.STARTED and self.started_at is None:
+            self.started_at = t
+        elif kind == p.TOKEN:
+            self.text += ev.get("text", "")
+            self._complete_pieces(t, final=False)
+        elif kind in p.TERMINAL_EVENTS:
+            final_text = ev.get("text")
+            if isinstance(final_text, str) and final_text.startswith(self.text[:self._complete_chars()]):
+                self.text = final_text  # the worker's own final text (a stop sequence trimmed)
+            self.ended_at, self.end_event = t, ev
+            self._complete_pieces(t, final=True)
+
+    def _complete_chars(self) -> int:
+        return self.piece_ends[-1] if self.piece_ends else 0
+
+    def _complete_pieces(self, t: float, final: bool) -> None:
+        pos = self._complete_chars()
+        while (match := PIECE.match(self.text, pos)) and (match.end() < len(self.text) or final):
+            pos = match.end()
+            self.piece_ends.append(pos)
+            self.complete_at.append(t)
+        if final and pos < len(self.text):  # trailing whitespace rides with the last piece
+            if self.piece_ends:
+                self.piece_ends[-1] = len(self.text)
+            else:
+                self.piece_ends.append(len(self.text))
+                self.complete_at.append(t)
+
+
+@dataclass(frozen=True)
+class SideView:
+    """What one side shows at a moment: its text so far and its state."""
+
+    text: str
+    state: str  # queued, loading, running, done, failed, cancelled
+    end_event: dict | None = None  # the terminal event, once the side shows as ended
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ENDED_STATE.values()
+
+
+class Pacer:
+    """Feed it the sides' events with their server times (`add`); ask what shows at `now` (`view`)."""
+
+    def __init__(self, sides: int = 2, words_per_s: float = 20.0):
+        self.sides = [SideFeed() for _ in range(sides)]
+        self.gap = 1.0 / words_per_s
+        self.release: list[float] = []  # release[k]: when piece k of every side is shown
+
+    def add(self, side: int, t: float, ev: dict) -> None:
+        self.sides[side].add(t, ev)
+
+    # --- the schedule -------------------------------------------------------------------
+    def start(self) -> float | None:
+        """When both sides show as running: the later start (or end, for a side that never started)."""
+        times = [s.started_at if s.started_at is not None else s.ended_at for s in self.sides]
+        return None if any(t is None for t in times) else max(times)  # type: ignore[type-var]
+
+    def _extend(self) -> None:
+        """Fix every release time that the events so far determine."""
+        start = self.start()
+        if start is None:
+            return
+        while True:
+            k = len(self.release)
+            constraints = []
+            for side in self.sides:
+                if k < len(side.complete_at):
+                    constraints.append(side.complete_at[k])
+                elif side.ended:
+                    constraints.append(side.ended_at)
+                else:
+                    return  # this side's piece k is still being written
+            if all(k >= len(s.complete_at) for s in self.sides):
+                return  # every piece of every side is scheduled
+            earliest = start if k == 0 else self.release[-1] + self._gap_after(k)
+            self.release.append(max([earliest, *constraints]))
+
+    def _gap_after(self, k: int) -> float:
+        """The pace before piece k: the fixed one while both sides have pieces; once one is
+        exhausted, the mean pace the sides kept together, if slower."""
+        shared = min(len(s.complete_at) if s.ended else k + 1 for s in self.sides)
+        if k < shared or shared < 2:
+            return self.gap
+        return max(self.gap, (self.release[shared - 1] - self.release[0]) / (shared - 1))
+
+    # --- what shows -------------------------------------------------------------------
+    def view(self, now: float) -> list[SideView]:
+        self._extend()
+        released = sum(1 for t in self.release if t <= now)
+        start = self.start()
+        return [self._side_view(side, released, start, now) for side in self.sides]
+
+    def _side_view(self, side: SideFeed, released: int, start: float | None, now: float) -> SideView:
+        shown = min(released, len(side.piece_ends))
+        cancelled = side.end_event is not None and side.end_event["type"] == p.CANCELLED
+        if cancelled:  # only what was out when it was cancelled
+            shown = min(shown, sum(1 for t in self.release[:len(side.piece_ends)] if t <= side.ended_at))
+        text = side.text[:side.piece_ends[shown - 1]] if shown else ""
+        if side.ended and now >= self._shown_ended_at(side, start, cancelled) and (
+                cancelled or shown == len(side.piece_ends)):
+            return SideView(text, ENDED_STATE[side.end_event["type"]], side.end_event)  # type: ignore[index]
+        if start is not None and now >= start:
+            return SideView(text, "running")
+        if any(s.loading_at is not None for s in self.sides):
+            return SideView(text, "loading")
+        return SideView(text, "queued")
+
+    def _shown_ended_at(self, side: SideFeed, start: float | None, cancelled: bool) -> float:
+        assert side.ended_at is not None
+        if cancelled or not side.piece_ends:
+            return max(side.ended_at, start or side.ended_at)
+        last = len(side.piece_ends) - 1
+        return max(side.ended_at, self.release[last]) if last < len(self.release) else float("inf")
+
+    def next_change(self, now: float) -> float | None:
+        """The next moment after `now` at which a view changes with what is known, or None
+        (it will change only when more events come)."""
+        self._extend()
+        start = self.start()
+        times = [t for t in self.release if t > now]
+        if start is not None and start > now:
+            times.append(start)
+        times += [t for s in self.sides if s.ended
+                  for t in [self._shown_ended_at(s, start, s.end_event["type"] == p.CANCELLED)]  # type: ignore[index]
+                  if now < t < float("inf")]
+        return min(times) if times else None
+
+    def finished(self, now: float) -> bool:
+        """Whether every side shows as ended."""
+        return all(v.ended for v in self.view(now))
