@@ -3,20 +3,23 @@
 A `StreamSocket` (arena/generations/consumers.py) over both generations' Redis Streams:
 each replayed from the start (a reconnecting browser gets everything), then both followed
 live with one read. Frames are htmx out-of-band fragments; a blind battle's carry no names,
-speeds or failure details.
+speeds or failure details, and are paced: the socket sends what `Pacer` shows on Redis's
+clock (arena/battles/pacing.py), both sides in one frame, never the events as they come.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from django.utils.html import format_html
 
-from arena.generations.consumers import StreamSocket
+from arena.generations.consumers import FOLLOW_BLOCK_MS, StreamSocket
 from inference import protocol as p
 
-from . import fragments
+from . import delivery, fragments
 from .models import Battle
+from .pacing import SideView
 
 METRICS_EVERY_S = 0.25  # live speed figures and chart, at most this often per side
 
@@ -32,6 +35,55 @@ class BattleConsumer(StreamSocket):
         self.views = {self.keys.stream(str(gen.id)): fragments.Side(name, created, not battle.names_visible)
                       for name, gen in battle.sides}
         self.metrics_at = dict.fromkeys(self.views, 0.0)
+
+    async def pump(self) -> None:
+        if self.subject.paced:
+            await self.pump_paced()
+        else:
+            await super().pump()
+
+    async def pump_paced(self) -> None:
+        """Read both streams into a pacer; send what it shows each time that changes."""
+        pacer, names = delivery.new_pacer(), list(self.by_stream)
+        last_ids = dict.fromkeys(names, "0")
+        offset = delivery.redis_time(await self.redis.time()) - time.time()  # Redis's clock, read locally
+        shown: list[SideView] | None = None
+        block: int | None = None  # the first read takes what is there without waiting
+        while True:
+            live = {name: last_ids[name] for i, name in enumerate(names) if not pacer.sides[i].ended}
+            if live:
+                reply = await self.redis.xread(live, block=block, count=500)
+                for name, entries in reply or []:
+                    stream = name.decode() if isinstance(name, bytes) else name
+                    last_ids[stream] = entries[-1][0]
+                    delivery.feed(pacer, names.index(stream), entries)
+                if not reply and block and await self._expired(names):
+                    return await self.followed()
+            now = time.time() + offset
+            views = pacer.view(now)
+            frame = fragments.paced_frame(list(self.views.values()), shown, views)
+            if frame:
+                await self.send(text_data=frame)
+            shown = views
+            if all(v.ended for v in views):
+                return await self.followed()
+            wake = pacer.next_change(now)
+            wait_ms = FOLLOW_BLOCK_MS if wake is None else min(FOLLOW_BLOCK_MS, max(1, int((wake - now) * 1000) + 1))
+            if live:
+                block = wait_ms
+            else:  # every event is in: only the clock moves the view now
+                await asyncio.sleep(wait_ms / 1000)
+
+    async def _expired(self, names: list[str]) -> bool:
+        """Streams gone and the database has both outcomes: show them as stored."""
+        if await self.redis.exists(*names):
+            return False
+        gens = [await self.refresh(self.by_stream[name]) for name in names]
+        if not all(gen.finished for gen in gens):
+            return False
+        for name, gen in zip(names, gens, strict=True):
+            await self.send_stored(name, gen)
+        return True
 
     def generations(self) -> list:
         return [gen for _name, gen in self.subject.sides]

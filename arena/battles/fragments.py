@@ -121,6 +121,40 @@ def final(view: Side, ev: dict) -> str:
     return "".join(parts)
 
 
+# --- a paced (blind) battle: frames from what `Pacer` shows, never from raw events --------
+def paced_frame(sides: list[Side], before: list | None, now: list) -> str:
+    """One frame for both sides: what changed between two `SideView`s of each (all of it
+    when there was no `before`: a snapshot)."""
+    parts = []
+    for i, (side, view) in enumerate(zip(sides, now, strict=True)):
+        prev = before[i] if before else None
+        side.state = view.state
+        if prev is None:
+            parts += [paced_status(side.name, view), _paced_output(side.name, view), metrics(side)]
+            continue
+        if view.text != prev.text:
+            parts.append(output_append(side.name, view.text[len(prev.text):]))
+        if view.state != prev.state:
+            parts.append(paced_status(side.name, view))
+            if view.ended:
+                parts.append(_paced_output(side.name, view))
+    return "".join(parts)
+
+
+def paced_status(side: str, view) -> str:
+    """A paced side's status: "Preparing" with no seconds (how long a model takes to load
+    would tell it apart), and a failure without its reason."""
+    if view.state == "loading":
+        return format_html('<div id="{}-status" class="status status-loading" data-state="loading">Preparing</div>',
+                           side)
+    return status(side, view.state, BLIND_FAILURE if view.state == "failed" else "")
+
+
+def _paced_output(side: str, view) -> str:
+    """The text shown so far; as Markdown once it is finished (a failed answer stays plain)."""
+    return output_replace(side, view.text, rendered=view.state in ("done", "cancelled"))
+
+
 def stored(view: Side, gen) -> str:
     """A side as the database has it (the stream expired)."""
     view.state = gen.status

@@ -8,9 +8,13 @@ register = template.Library()
 
 @register.simple_tag
 def battle_side(battle, side: str):
-    """One side's status, output and metrics as stored (escaped inside; speeds hidden when blind)."""
+    """One side's status, output and metrics as stored, or as paced while blind (escaped inside;
+    speeds hidden when blind)."""
     gen = battle.left if side == "left" else battle.right
     view = fragments.Side(side, battle.created_at.timestamp(), blind=battle.blind and not battle.revealed)
+    paced = battle.paced_views
+    if paced is not None:  # blind: what its pacing shows now, not what is stored
+        return mark_safe(fragments.paced_frame([view], None, [paced[0 if side == "left" else 1]]))
     return mark_safe(fragments.stored(view, gen))
 
 

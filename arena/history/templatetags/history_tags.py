@@ -64,9 +64,15 @@ def shared_side(battle, side: str, heading: str = "h2"):
     gen = battle.left if side == "left" else battle.right
     visible = battle.names_visible
     reason = gen.failure_reason if visible or not gen.failure_reason else BLIND_FAILURE
+    status, text = gen.status, gen.text
+    paced = battle.paced_views
+    if paced is not None:  # blind: what its pacing shows now (arena/battles/pacing.py), not what is stored
+        view = paced[0 if side == "left" else 1]
+        status, text = view.state, view.text
+        reason = BLIND_FAILURE if status == "failed" else ""
     return {
         "side": side, "gen": gen, "visible": visible, "heading": heading,
         "label": gen.model.name if visible else ("Model A" if side == "left" else "Model B"),
-        "status": STATUS_TEXT.get(gen.status, gen.status), "reason": reason,
-        "answer": markdown.render(gen.text),  # untrusted: Markdown without HTML (arena.markdown)
+        "status": STATUS_TEXT.get(status, status), "reason": reason,
+        "answer": markdown.render(text),  # untrusted: Markdown without HTML (arena.markdown)
     }

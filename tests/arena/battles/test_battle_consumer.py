@@ -1,5 +1,10 @@
 """The battle WebSocket, against real Redis streams written as two workers write them."""
 
+import asyncio
+import itertools
+import statistics
+import time
+
 import pytest
 from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
@@ -110,3 +115,85 @@ async def test_stop_cancels_both_sides_and_bad_frames_get_an_error(battle, owner
 
 async def database(fn, *args, **kwargs):
     return await sync_to_async(fn)(*args, **kwargs)
+
+
+# --- paced delivery of a blind battle (arena/battles/pacing.py) ------------------------
+async def frames_with_times(comm, timeout=1.0) -> list[tuple[float, str]]:
+    frames = []
+    while not await comm.receive_nothing(timeout=timeout):
+        frames.append((time.monotonic(), await comm.receive_from()))
+    return frames
+
+
+def appended(frame: str, side: str) -> str:
+    marker = f'<div id="{side}-output" hx-swap-oob="beforeend">'
+    return "".join(part.split("</div>", 1)[0] for part in frame.split(marker)[1:])
+
+
+async def test_a_blind_battles_sides_arrive_together_at_the_slower_pace(owner, catalogue, settings):
+    settings.ARENA_BLIND_WORDS_PER_S = 50
+    battle = await database(make_battle, owner, catalogue, blind=True)
+    words = [f"w{i} " for i in range(12)]
+    emit(battle.left, p.STARTED, prompt_tokens=3)
+    emit(battle.right, p.STARTED, prompt_tokens=3)
+    emit(battle.left, p.TOKEN, text="".join(words), n=12)  # the fast side: all at once
+    done(battle.left, "".join(words), 500.0)
+    comm, connected, _ = await connect(battle, owner)
+    assert connected
+    first = "".join(f for _t, f in await frames_with_times(comm, 0.4))
+    assert "w1 " not in first  # nothing of the fast side races ahead of the silent one
+    assert 'data-state="done"' not in first
+
+    async def slow_side():  # one word every 0.1 s, while the frames are being timed
+        for w in words:
+            emit(battle.right, p.TOKEN, text=w, n=1)
+            await asyncio.sleep(0.1)
+        done(battle.right, "".join(words), 9.0)
+
+    writing = asyncio.create_task(slow_side())
+    frames = await frames_with_times(comm, 1.0)
+    await writing
+    text_frames = [(t, f) for t, f in frames if "beforeend" in f]
+    for _t, frame in text_frames:  # every piece of one side comes with the same piece of the other
+        assert len(appended(frame, "left").split()) == len(appended(frame, "right").split())
+    gaps = [b - a for (a, _), (b, _) in itertools.pairwise(text_frames)]
+    assert statistics.median(gaps) > 0.06  # the slow side's 0.1 s, not the fast one's burst
+    tail = "".join(f for _t, f in frames)
+    assert tail.count('data-state="done"') == 2 and 'id="vote-buttons"' in tail
+    assert "500" not in tail and "Tokens/s" not in tail
+    await comm.disconnect()
+
+
+async def test_a_reconnecting_browser_gets_the_paced_text_so_far(owner, catalogue, settings):
+    settings.ARENA_BLIND_WORDS_PER_S = 5
+    battle = await database(make_battle, owner, catalogue, blind=True)
+    for gen in (battle.left, battle.right):
+        emit(gen, p.STARTED, prompt_tokens=3)
+        emit(gen, p.TOKEN, text="one two three four five six seven eight ", n=8)
+        done(gen, "one two three four five six seven eight", 50.0)
+    await asyncio.sleep(0.5)  # about three pieces out at 5 a second
+    comm, _connected, _ = await connect(battle, owner)
+    snapshot = await comm.receive_from()
+    assert "one two" in snapshot and "seven" not in snapshot and 'data-state="running"' in snapshot
+    await comm.disconnect()
+
+
+async def test_a_paced_side_is_not_judged_before_its_text_is_out(owner, catalogue, settings):
+    settings.ARENA_BLIND_WORDS_PER_S = 2
+    battle = await database(make_battle, owner, catalogue, blind=True)
+    for gen in (battle.left, battle.right):
+        emit(gen, p.STARTED, prompt_tokens=3)
+        emit(gen, p.TOKEN, text="a b c d ", n=4)
+        done(gen, "a b c d", 50.0)
+    await database(finish_both, battle)
+    fresh = await database(Battle.objects.select_related("left", "right").get, id=battle.id)
+    assert fresh.finished and not fresh.votable and not fresh.shown_finished
+    assert [v.text for v in fresh.paced_views] == ["a", "a"]
+    await asyncio.sleep(2.2)
+    fresh = await database(Battle.objects.select_related("left", "right").get, id=battle.id)
+    assert fresh.votable and fresh.shown_finished
+
+
+def finish_both(battle):
+    for gen in (battle.left, battle.right):
+        gen.finish(gen.Status.DONE, text="a b c d", finish_reason="stop", metrics={})

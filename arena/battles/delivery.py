@@ -1,0 +1,52 @@
+"""A blind battle's streams read into a `Pacer` (arena/battles/pacing.py) on Redis's clock.
+
+Every event's time is its stream entry id (Redis's own clock in milliseconds, whoever wrote
+it), and "now" is Redis's TIME, so every reader (each browser's socket, the API, the vote
+check) computes the same paced view wherever it runs."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from arena import streams
+from inference import protocol as p
+
+from .pacing import Pacer, SideView
+
+
+def entry_time(entry_id) -> float:
+    """Seconds since the epoch of a stream entry id ("1732390000123-0")."""
+    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    return int(text.split("-", 1)[0]) / 1000
+
+
+def redis_time(reply) -> float:
+    seconds, micros = reply
+    return int(seconds) + int(micros) / 1e6
+
+
+def new_pacer() -> Pacer:
+    return Pacer(sides=2, words_per_s=settings.ARENA_BLIND_WORDS_PER_S)
+
+
+def feed(pacer: Pacer, side: int, entries) -> None:
+    for entry_id, fields in entries:
+        pacer.add(side, entry_time(entry_id), p.parse_event(fields))
+
+
+def paced_views(battle) -> list[SideView] | None:
+    """What a blind battle's two sides show now, or None once its streams are gone and the
+    database has both outcomes (long after every viewer saw them end)."""
+    client, keys = streams.client(), streams.keys()
+    names = [keys.stream(str(gen.id)) for _side, gen in battle.sides]
+    pipe = client.pipeline()
+    for name in names:
+        pipe.xrange(name)
+    pipe.time()
+    *replies, now = pipe.execute()
+    if not any(replies) and battle.finished:
+        return None
+    pacer = new_pacer()
+    for side, entries in enumerate(replies):
+        feed(pacer, side, entries)
+    return pacer.view(redis_time(now))
