@@ -7,11 +7,11 @@ from arena.tags import TagField
 from inference.protocol import ParamError, SamplingParams
 
 from . import bracket
-from .models import Tournament
+from .models import BLIND_MIN_TEMPERATURE, BLIND_MIN_TOP_P, Tournament, blind_params_problem
 
 LIMITS = SamplingParams.LIMITS
 MAX_CONTESTANTS = max(bracket.SIZES)
-PARAM_FIELDS = ("temperature", "top_p", "max_new_tokens", "seed")
+PARAM_FIELDS = ("temperature", "top_p", "max_new_tokens")  # no seed: each blind match draws its own
 
 
 def _prompt_field(label="Prompt") -> forms.CharField:
@@ -31,18 +31,18 @@ def _clean_prompt(value: str) -> str:
 
 
 class ParamsMixin:
-    """The shared sampling parameters: only what the user set, checked as the workers will."""
+    """The shared sampling parameters: only what the user set, checked as the workers will and
+    as a blind match needs (no seed, no near-greedy sampling: `blind_params_problem`)."""
 
     def _add_param_fields(self):
-        self.fields["temperature"] = forms.FloatField(required=False, min_value=LIMITS["temperature"][0],
+        self.fields["temperature"] = forms.FloatField(required=False, min_value=BLIND_MIN_TEMPERATURE,
                                                       max_value=LIMITS["temperature"][1])
         self.fields["temperature"].widget.attrs["step"] = "0.05"
-        self.fields["top_p"] = forms.FloatField(required=False, min_value=LIMITS["top_p"][0],
+        self.fields["top_p"] = forms.FloatField(required=False, min_value=BLIND_MIN_TOP_P,
                                                 max_value=LIMITS["top_p"][1])
         self.fields["top_p"].widget.attrs["step"] = "0.01"
         self.fields["max_new_tokens"] = forms.IntegerField(required=False, min_value=LIMITS["max_new_tokens"][0],
                                                            max_value=LIMITS["max_new_tokens"][1])
-        self.fields["seed"] = forms.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
 
     def _params(self, cleaned: dict) -> dict:
         params = {name: cleaned.get(name) for name in PARAM_FIELDS if cleaned.get(name) is not None}
@@ -52,6 +52,8 @@ class ParamsMixin:
         except ParamError as exc:
             for name, message in exc.errors.items():
                 self.add_error(None, f"{name}: {message}")
+        if problem := blind_params_problem(params, "A tournament"):
+            self.add_error(None, problem)
         return params
 
 

@@ -30,6 +30,40 @@ class TournamentError(Exception):
     """A request the tournament cannot honour now; the message is fit for the user."""
 
 
+# A blind match is sampled: a greedy or near-greedy answer could be replayed in the playground
+# and matched word for word to a side, and so could a seed the judge chose. Each match draws
+# its own seed, and these are the least randomness it accepts.
+BLIND_MIN_TEMPERATURE = 0.3
+BLIND_MIN_TOP_P = 0.5
+
+
+def blind_params_problem(params: dict, who: str = "A blind match") -> str:
+    """Why these sampling parameters cannot play a blind match ("" if they can)."""
+    if params.get("seed") is not None:
+        return (f"{who} cannot take a seed: each match draws its own, so its answers cannot be replayed "
+                "in the playground to tell the contestants apart.")
+    temperature, top_p = params.get("temperature"), params.get("top_p")
+    if temperature is not None and temperature < BLIND_MIN_TEMPERATURE:
+        return (f"{who} needs a temperature of at least {BLIND_MIN_TEMPERATURE} (got {temperature}): a greedy "
+                "answer could be replayed word for word in the playground to tell the contestants apart.")
+    if top_p is not None and top_p < BLIND_MIN_TOP_P:
+        return (f"{who} needs a top_p of at least {BLIND_MIN_TOP_P} (got {top_p}): so narrow a choice is "
+                "nearly greedy, and could be replayed to tell the contestants apart.")
+    return ""
+
+
+def check_blind_params(params: dict, contestants: list) -> None:
+    """The tournament's parameters, and each contestant's own defaults under them."""
+    problem = blind_params_problem(params, "A tournament")
+    for model in contestants:
+        if problem:
+            break
+        merged = {k: v for k, v in model.params_with_defaults(params).to_dict().items() if k != "seed"}
+        problem = blind_params_problem(merged, f"{model.name}, with its default parameters,")
+    if problem:
+        raise TournamentError(problem)
+
+
 class Tournament(models.Model):
     class Seeding(models.TextChoices):
         RANDOM = "random", "Random"
@@ -88,6 +122,7 @@ class Tournament(models.Model):
             raise TournamentError("Every contestant must be an enabled catalogue model.")
         if seeding not in cls.Seeding.values:
             raise TournamentError("Seeding is random or given.")
+        check_blind_params(dict(params or {}), contestants)
         tournament = cls.objects.create(owner=owner, prompt=prompt, system_prompt=system_prompt or "",
                                         history=list(history or []), params=dict(params or {}),
                                         size=len(ids), seeding=seeding, parent=parent, tag=tag)
@@ -316,7 +351,7 @@ class Match(models.Model):
         t = self.tournament
         first, second = (self.left, self.right) if random.SystemRandom().random() < 0.5 else (self.right, self.left)
         sides = {side: {"model": model, "system_prompt": t.system_prompt, "history": t.history,
-                        "params": model.params_with_defaults(t.params).to_dict()}
+                        "params": {**model.params_with_defaults(t.params).to_dict(), "seed": _draw_seed()}}
                  for side, model in (("left", first), ("right", second))}
         battle = start_battle(t.owner, prompt=t.prompt, sides=sides, mode=Battle.Mode.TOURNAMENT, blind=True,
                               parent=self.battle, tag=t.tag)
@@ -341,3 +376,8 @@ def cancel_battle(battle: Battle) -> None:
         gen.refresh_from_db(fields=["status"])
         if not gen.finished:
             client.set(keys.cancel(str(gen.id)), "user", ex=STREAM_TTL_S)
+
+
+def _draw_seed() -> int:
+    """A blind side's own seed, from the OS: nothing the judge chose or could guess."""
+    return random.SystemRandom().randrange(2**32)

@@ -107,7 +107,9 @@ OPENAPI_PATHS = {
                         "type": "object", "required": ["role", "content"], "additionalProperties": False,
                         "properties": {"role": {"type": "string", "enum": ["user", "assistant"]},
                                        "content": TEXT}}},
-                    "params": PARAMS,
+                    "params": {**PARAMS, "description": "Sampling for every match: no seed (each side of each "
+                               "match draws its own), temperature at least 0.3 and top_p at least 0.5, so a "
+                               "blind answer cannot be replayed in the playground to tell its model"},
                     "tag": TAG,
                     "seeding": {"type": "string", "enum": ["random", "given"], "default": "random",
                                 "description": "given: round 1 pairs seeds 1 v 4, 2 v 3 "
@@ -117,6 +119,7 @@ OPENAPI_PATHS = {
             "responses": {
                 "201": {"description": "Created; match 1 runs in the background", **_json(TOURNAMENT)},
                 "400": _err("Invalid request (not 4 or 8 contestants, duplicates, unknown slug, bad params, "
+                            "a seed or near-greedy sampling, "
                             "a conversation longer than ARENA_MAX_PROMPT_CHARS in all)"),
                 "401": _err("Missing or invalid token"),
                 **TOO_LARGE, **LIMITED,

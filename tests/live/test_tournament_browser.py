@@ -70,7 +70,7 @@ def test_a_whole_blind_tournament_then_the_reveal(browser, live_app):
     # pace (random seeding is tested in tests/arena/tournaments).
     page.check("input[name=seeding][value=given]")
     page.fill("#id_prompt", PROMPT)
-    page.fill("#id_temperature", "0")
+    page.fill("#id_temperature", "0.7")
     page.fill("#id_max_new_tokens", "24")
 
     rec.on = True  # from the Start click to the last pick, nothing may name a contestant

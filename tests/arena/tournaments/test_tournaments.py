@@ -6,6 +6,7 @@ task would (Generation.finish)."""
 
 import json
 import random
+import re
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -28,7 +29,7 @@ from tests.arena.api_client import api
 from tests.arena.factories import finish_battle, identifiers
 
 pytestmark = pytest.mark.django_db
-PARAMS = {"temperature": 0.0, "max_new_tokens": 16}
+PARAMS = {"temperature": 0.7, "max_new_tokens": 16}
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_given_seeding_of_four(owner, catalogue):
     assert battle.mode == Battle.Mode.TOURNAMENT and battle.blind and not battle.revealed
     assert {battle.left.model, battle.right.model} == {a, d}
     for _side, gen in battle.sides:
-        assert gen.prompt == "Name a colour." and gen.params["temperature"] == 0.0
+        assert gen.prompt == "Name a colour." and gen.params["temperature"] == 0.7
         assert gen.params["max_new_tokens"] == 16
     assert [m.slot_label(s) for m in (m1, m2, final) for s in ("left", "right")] == [
         "Contestant 1", "Contestant 2", "Contestant 3", "Contestant 4", "Winner of match 1", "Winner of match 2"]
@@ -250,13 +251,13 @@ def test_create_from_the_page_in_the_order_given(client, owner, catalogue):
     client.force_login(owner)
     page = client.get(reverse("tournament-new"))
     assert page.status_code == 200 and 'name="contestant_8"' in page.content.decode()
-    data = {"seeding": "given", "prompt": "Name a colour.", "temperature": "0", "max_new_tokens": "16",
+    data = {"seeding": "given", "prompt": "Name a colour.", "temperature": "0.7", "max_new_tokens": "16",
             **{f"contestant_{i + 1}": m.slug for i, m in enumerate(reversed(catalogue))}}
     response = client.post(reverse("tournament-new"), data)
     t = Tournament.objects.get()
     assert response.status_code == 302 and response["Location"] == t.get_absolute_url()
     assert [e.model for e in t.entrants.order_by("seed")] == list(reversed(catalogue))
-    assert t.params == {"temperature": 0.0, "max_new_tokens": 16}
+    assert t.params == {"temperature": 0.7, "max_new_tokens": 16}
 
 
 @pytest.mark.parametrize("picks,message", [(3, "Pick 4 or 8"), (5, "Pick 4 or 8")])
@@ -331,7 +332,7 @@ def test_stop_resume_rerun_and_replay_from_the_page(client, owner, catalogue):
     response = client.post(reverse("tournament-replay", args=[t.id]), replay_form)
     replay = Tournament.objects.get(parent=t)
     assert response.status_code == 302 and response["Location"] == replay.get_absolute_url()
-    assert replay.params == {"temperature": 0.0, "max_new_tokens": 8}
+    assert replay.params == {"temperature": 0.7, "max_new_tokens": 8}
     assert client.post(reverse("tournament-replay", args=[t.id]), {"prompt": " "}).status_code == 400
 
 
@@ -444,6 +445,12 @@ def test_api_create_read_and_judge_blind_until_the_reveal(client, token, catalog
     ({"contestants": ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m", "smollm2-135m-awq"], "prompt": "Hi",
       "seeding": "alphabetical"}, 400, "seeding"),
     ({"contestants": ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m", "smollm2-135m-awq"], "prompt": "Hi",
+      "params": {"temperature": 0}}, 400, "greedy answer could be replayed"),
+    ({"contestants": ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m", "smollm2-135m-awq"], "prompt": "Hi",
+      "params": {"seed": 7}}, 400, "draws its own"),
+    ({"contestants": ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m", "smollm2-135m-awq"], "prompt": "Hi",
+      "params": {"top_p": 0.05}}, 400, "nearly greedy"),
+    ({"contestants": ["smollm2-135m", "smollm2-135m-spec", "gemma-3-270m", "smollm2-135m-awq"], "prompt": "Hi",
       "colour": "red"}, 400, "colour"),
 ])
 def test_api_refuses_bad_requests(client, token, catalogue, body, status, fragment):
@@ -478,3 +485,33 @@ def test_openapi_paths_describe_every_endpoint():
     for item in OPENAPI_PATHS.values():
         for operation in item.values():
             assert operation["operationId"] and "401" in operation["responses"]
+
+
+# --- replay: a blind match cannot be replayed in the playground to name a side ---------
+def test_each_side_of_each_match_draws_its_own_seed(owner, catalogue):
+    t = start(owner, catalogue)
+    first = current(t).battle
+    seeds = {first.left.params["seed"], first.right.params["seed"]}
+    t.rerun_match(current(t))
+    again = current(t).battle
+    seeds |= {again.left.params["seed"], again.right.params["seed"]}
+    assert len(seeds) == 4 and all(0 <= s < 2**32 for s in seeds)
+
+
+def test_greedy_or_seeded_blind_matches_are_refused_on_the_page(client, owner, catalogue):
+    client.force_login(owner)
+    data = {"seeding": "given", "prompt": "Name a colour.", "temperature": "0", "max_new_tokens": "16",
+            **{f"contestant_{i + 1}": m.slug for i, m in enumerate(catalogue)}}
+    response = client.post(reverse("tournament-new"), data)
+    assert response.status_code == 400 and "0.3" in response.content.decode()
+    assert 'name="seed"' not in client.get(reverse("tournament-new")).content.decode()
+    assert not Tournament.objects.exists()
+
+
+def test_a_contestant_whose_defaults_are_greedy_is_refused(owner, catalogue):
+    greedy = catalogue[1]
+    greedy.default_params = {"temperature": 0.0}
+    greedy.save()
+    with pytest.raises(TournamentError, match=re.escape(greedy.name)):
+        Tournament.start(owner, contestants=catalogue, prompt="Hi", params={})
+    Tournament.start(owner, contestants=catalogue, prompt="Hi", params={"temperature": 0.8})  # set for all: fine
