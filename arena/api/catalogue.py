@@ -28,11 +28,12 @@ from .auth import error, form_error, json_body, token_required
 
 FIELDS = ("slug", "name", "description", "engine", "kind", "base", "precision", "source", "gguf_file", "draft",
           "context_length", "max_concurrency", "memory_estimate_mb", "base_url", "remote_model", "api_key_env",
-          "server_command", "system_prompt", "default_params", "enabled")
+          "server_command", "system_prompt", "default_params", "aliases", "enabled")
 TYPES: dict[str, type | tuple[type, ...]] = {
     "base": bool, "enabled": bool, "context_length": int, "max_concurrency": int, "memory_estimate_mb": int,
-    "default_params": dict, "draft": (str, type(None)),
+    "default_params": dict, "aliases": list, "draft": (str, type(None)),
 }
+JSON_FIELDS = ("default_params", "aliases")
 STAFF_ONLY = "Managing the catalogue needs a staff token (manage.py arena_token USERNAME --staff)."
 
 
@@ -125,12 +126,15 @@ def _typed(name: str, value) -> bool:
     expected = TYPES.get(name, str)
     if expected is int and isinstance(value, bool):
         return False  # JSON true is not a number
+    if expected is list:
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
     return isinstance(value, expected)
 
 
 def _type_name(name: str) -> str:
-    return {bool: "true or false", int: "a whole number", dict: "an object", str: "a string"}.get(
-        TYPES.get(name, str), "a slug or null")
+    names = {bool: "true or false", int: "a whole number", dict: "an object", list: "a list of strings",
+             str: "a string"}
+    return names.get(TYPES.get(name, str), "a slug or null")
 
 
 def _as_form_data(data: dict) -> dict:
@@ -139,5 +143,5 @@ def _as_form_data(data: dict) -> dict:
     for name, value in data.items():
         if value is None or value is False:
             continue
-        out[name] = json.dumps(value) if name == "default_params" else value
+        out[name] = json.dumps(value) if name in JSON_FIELDS else value
     return out

@@ -1,6 +1,6 @@
 """OpenAPI description of the staff catalogue API (arena/api/catalogue.py)."""
 
-from arena.catalogue.models import ModelEntry
+from arena.catalogue.models import MAX_ALIAS_LENGTH, MAX_ALIASES, ModelEntry
 
 from .openapi import PARAMS, TOO_LARGE, _err, _json
 
@@ -32,6 +32,11 @@ ENTRY_FIELDS = {
                                       "{port} (and {host}, {api_key}, {model}, {fraction})"},
     "system_prompt": _STR,
     "default_params": PARAMS,
+    "aliases": {"type": "array", "maxItems": MAX_ALIASES,
+                "items": {"type": "string", "minLength": 2, "maxLength": MAX_ALIAS_LENGTH, "pattern": "^[^,]*$"},
+                "description": "Words that name the model (family, maker, product), e.g. [\"Gemma\", \"Google\"]: "
+                               "a blind battle whose answer mentions one of either contestant's is flagged and "
+                               "left out of the leaderboard by default"},
     "enabled": {"type": "boolean"},
 }
 ENTRY = {"type": "object", "properties": ENTRY_FIELDS}

@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin, messages
 
 from . import preparation
@@ -7,8 +8,25 @@ from .probe import probe
 MAX_PROBES = 4  # each waits for its answer: a few at a time keeps the request short
 
 
+class AliasesField(forms.CharField):
+    """The aliases as one comma-separated line, which is easier to edit than a JSON list
+    (ModelEntry.clean validates and trims each one)."""
+
+    def prepare_value(self, value):
+        return ", ".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value):
+        return [part for part in (super().to_python(value) or "").split(",") if part.strip()]
+
+
+class ModelEntryForm(forms.ModelForm):  # the admin gives it the model and the fields
+    aliases = AliasesField(required=False, help_text=ModelEntry._meta.get_field("aliases").help_text
+                           + " Separate them with commas.")
+
+
 @admin.register(ModelEntry)
 class ModelEntryAdmin(admin.ModelAdmin):
+    form = ModelEntryForm
     list_display = ("name", "slug", "engine", "kind", "precision", "memory_estimate_mb", "enabled",
                     "preparation_state")
     list_filter = ("engine", "kind", "enabled")
@@ -19,6 +37,7 @@ class ModelEntryAdmin(admin.ModelAdmin):
         ("OpenAI-compatible endpoint (engine: openai)", {"fields": ("base_url", "remote_model", "api_key_env")}),
         ("Managed server (engine: server)", {"fields": ("server_command",)}),
         ("Defaults", {"fields": ("system_prompt", "default_params")}),
+        ("Identity (blind battles)", {"fields": ("aliases",)}),
     )
     search_fields = ("name", "slug", "source")
     prepopulated_fields = {"slug": ("name",)}

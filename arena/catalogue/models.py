@@ -10,6 +10,8 @@ from inference.protocol import ENGINE_KINDS, ModelSpec, SamplingParams
 from inference.sources import ModelSourceError, resolve_source
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+MAX_ALIASES = 30
+MAX_ALIAS_LENGTH = 60
 
 
 class ModelEntryQuerySet(models.QuerySet):
@@ -83,6 +85,12 @@ class ModelEntry(models.Model):
     max_concurrency = models.PositiveIntegerField(
         default=0, help_text="Requests served at once (an endpoint's limit, llama.cpp's slots); 0: the default (16).",
     )
+    aliases = models.JSONField(
+        default=list, blank=True,
+        help_text="Words that name this model's identity (family, maker, product), e.g. Gemma, Google, DeepMind. "
+        "A blind battle whose answer mentions one of either contestant is flagged and left out of the "
+        "leaderboard by default. The first word of the name and of the slug always count.",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -108,6 +116,7 @@ class ModelEntry(models.Model):
         except ValueError as exc:
             errors["default_params"] = str(exc)
         errors.update(self._draft_errors())
+        errors.update(self._alias_errors())
         if errors:
             raise ValidationError(errors)
 
@@ -169,6 +178,33 @@ class ModelEntry(models.Model):
         if self.engine == self.Engine.LLAMACPP and self.draft.engine != self.Engine.LLAMACPP:
             return {"draft": "A llama.cpp entry's draft must be a llama.cpp entry (a GGUF of the same tokenizer)."}
         return {}
+
+    def _alias_errors(self) -> dict[str, str]:
+        """Aliases are a JSON list of strings (one comma-separated line in the admin, so no commas),
+        each trimmed with inner blanks as one space, duplicates dropped."""
+        if not isinstance(self.aliases, list) or not all(isinstance(a, str) for a in self.aliases):
+            return {"aliases": "A list of words, e.g. [\"Gemma\", \"Google\"]."}
+        cleaned: list[str] = []
+        for alias in (" ".join(a.split()) for a in self.aliases):
+            if len(re.sub(r"[\W_]", "", alias)) < 2:
+                return {"aliases": f"'{alias}' is too short: an alias needs at least 2 letters or digits."
+                        if alias else "An alias cannot be empty."}
+            if len(alias) > MAX_ALIAS_LENGTH or "," in alias:
+                return {"aliases": f"'{alias[:MAX_ALIAS_LENGTH]}': an alias is at most {MAX_ALIAS_LENGTH} "
+                                   "characters, without commas."}
+            if alias.casefold() not in {c.casefold() for c in cleaned}:
+                cleaned.append(alias)
+        if len(cleaned) > MAX_ALIASES:
+            return {"aliases": f"At most {MAX_ALIASES} aliases."}
+        self.aliases = cleaned
+        return {}
+
+    def identity_words(self) -> list[str]:
+        """What names this entry in an answer: its aliases, and (the floor every entry has) the first
+        word of its name and of its slug, with and without a version number ("SmolLM2", "SmolLM")."""
+        first = [self.name.split()[0] if self.name.split() else "", self.slug.split("-")[0]]
+        floor = [w for word in first for w in (word, word.rstrip("0123456789.")) if len(w) >= 4]
+        return list(dict.fromkeys([*self.aliases, *floor]))
 
     def spec(self) -> ModelSpec:
         draft = self.draft if self.kind == self.Kind.SPECULATIVE else None
