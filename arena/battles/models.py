@@ -6,16 +6,18 @@ variants (through the generations), their positions, the prompt, the outcome and
 whether the user could see the names.
 """
 
-import re
 import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
 from arena import tags
 from arena.generations.models import Generation
+
+from .identity import identity_mentions
 
 
 class Battle(models.Model):
@@ -83,21 +85,24 @@ class Battle(models.Model):
         return True
 
     def note_self_identification(self) -> bool:
-        """Flag the battle if an answer names its own model (a blind verdict it may have swayed)."""
-        flagged = any(names_itself(gen) for _side, gen in self.sides)
+        """Flag the battle if an answer names a contestant, its own model or the other one (an alias,
+        or the first word of a name): a blind judge who reads "I am Gemma" is no longer blind.
+        Words the user's own turns use do not count: asked about Google, an answer may say Google."""
+        asked = " ".join([self.prompt, *(t.get("content", "") for t in self.left.history if t.get("role") == "user")])
+        words = [w for w in self.left.model.identity_words() + self.right.model.identity_words()
+                 if not identity_mentions(asked, [w])]
+        flagged = any(identity_mentions(gen.text, words) for _side, gen in self.sides)
         if flagged != self.self_identified:
             self.self_identified = flagged
             self.save(update_fields=["self_identified"])
         return flagged
 
-
-def names_itself(gen: Generation) -> bool:
-    """Whether the answer names its model's family: the first word of its name or slug,
-    with or without a version number ("SmolLM2", "SmolLM", "Gemma")."""
-    text = gen.text.lower()
-    return any(len(word) >= 4 and re.search(rf"\b{re.escape(word)}", text) for word in family_words(gen.model))
-
-
-def family_words(model) -> set[str]:
-    first = {model.name.split()[0].lower() if model.name.split() else "", model.slug.split("-")[0].lower()}
-    return first | {word.rstrip("0123456789.") for word in first}
+    @classmethod
+    def note_side_ended(cls, gen: Generation) -> None:
+        """`gen` has just ended: if it is a battle's side, check that battle's answers again. Whoever
+        ended it calls this (the sweeper, when the battle's own run was gone); the run itself checks
+        once both sides are over (BattleRun.after)."""
+        battle = (cls.objects.select_related("left__model", "right__model")
+                  .filter(Q(left_id=gen.id) | Q(right_id=gen.id)).first())
+        if battle is not None:
+            battle.note_self_identification()

@@ -17,6 +17,9 @@ whole watch TTL (a follower that is still alive has renewed it long before then)
   answer, and fail it with a reason a user understands, told to open pages as a FAILED
   event on its stream.
 
+Whatever it ends, a battle's side is then checked as the battle's run would have checked it
+(an answer naming a contestant flags the battle: `Battle.note_side_ended`).
+
 It runs in the orchestrator's loop: that process always runs, exactly once, and keeps
 running while Celery workers are killed and restarted. Why not Celery's `acks_late`
 instead: on the Redis transport a killed worker's unacknowledged task comes back only
@@ -149,6 +152,8 @@ class Sweeper:
         return p.parse_event(entries[0][1])["type"] if entries else ""
 
     def _apply(self, gen_id: str, action: str, reason: str) -> None:
+        from arena.battles.models import Battle  # battles build on generations, not the reverse
+
         gen = Generation.objects.select_related("model").filter(id=gen_id).first()
         if gen is None or gen.finished:
             return
@@ -168,6 +173,7 @@ class Sweeper:
             follower.fail(p.WORKER_DIED, reason)
             follower.stop_worker_job("swept")  # the worker may still be writing it: free its slot now
         self.missing_since.pop(gen_id, None)
+        Battle.note_side_ended(gen)  # as the battle's own run would have, had it lived
 
     def _requeue(self, gen: Generation) -> None:
         """Send its task again; the task's claim (queued -> loading) makes a duplicate harmless."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.db.models import F, Q
 from django.utils import timezone
 
 from arena.battles.models import Battle
@@ -11,6 +12,9 @@ from arena.battles.models import Battle
 SCORES = {Battle.Outcome.LEFT: 1.0, Battle.Outcome.RIGHT: 0.0, Battle.Outcome.TIE: 0.5, Battle.Outcome.BOTH_BAD: 0.5}
 MODES = {"all": "All verdicts", "named": "Named comparisons", "blind": "Blind (tournament matches)"}
 PERIODS = {"all": None, "1": 1, "7": 7, "30": 30}
+# A blind verdict where an answer named a contestant ("I am Gemma"): the judge may not have been
+# blind. A named comparison showed the names anyway, so its flag changes nothing.
+FLAGGED = Q(blind=True, self_identified=True)
 
 
 def counted_battles():
@@ -24,10 +28,10 @@ def tags() -> list[str]:
     return sorted(counted_battles().exclude(tag="").order_by().values_list("tag", flat=True).distinct())
 
 
-def battle_records(mode: str = "all", days: int | None = None, tag: str = ""):
-    """Every verdict (ties and "both bad" count as ties), as (left slug, right slug, score of left,
-    from a tournament), optionally only those of one prompt tag."""
-    battles = counted_battles()
+def verdicts(mode: str = "all", days: int | None = None, tag: str = ""):
+    """The counted battles of one filter: a mode, the last `days` days, a prompt tag."""
+    # A model against itself (two system prompts) says nothing of its rating.
+    battles = counted_battles().exclude(left__model_id=F("right__model_id"))
     if mode == "named":
         battles = battles.filter(blind=False)
     elif mode == "blind":
@@ -36,9 +40,22 @@ def battle_records(mode: str = "all", days: int | None = None, tag: str = ""):
         battles = battles.filter(tag=tag)
     if days:
         battles = battles.filter(voted_at__gte=timezone.now() - timedelta(days=days))
+    return battles
+
+
+def battle_records(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False):
+    """Every verdict (ties and "both bad" count as ties), as (left slug, right slug, score of left,
+    from a tournament), optionally only those of one prompt tag; flagged blind verdicts only if asked."""
+    battles = verdicts(mode, days, tag)
+    if not flagged:
+        battles = battles.exclude(FLAGGED)
     rows = battles.values_list("left__model__slug", "right__model__slug", "outcome", "mode")
-    return [(left, right, SCORES[outcome], mode == Battle.Mode.TOURNAMENT) for left, right, outcome, mode in rows
-            if left != right]  # a model against itself (two system prompts) says nothing of its rating
+    return [(left, right, SCORES[outcome], mode == Battle.Mode.TOURNAMENT) for left, right, outcome, mode in rows]
+
+
+def flagged_count(mode: str = "all", days: int | None = None, tag: str = "") -> int:
+    """How many verdicts of the filter are flagged: left out by default, shown on request."""
+    return verdicts(mode, days, tag).filter(FLAGGED).count()
 
 
 def names() -> dict[str, str]:

@@ -2,7 +2,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
 from . import ratings
-from .records import MODES, PERIODS, battle_records, names, tags
+from .records import MODES, PERIODS, battle_records, flagged_count, names, tags
 
 CHART_W, ROW_H, PAD = 520, 22, 8
 
@@ -14,7 +14,8 @@ def leaderboard(request):
     period = request.GET.get("days") if request.GET.get("days") in PERIODS else "all"
     tag_choices = tags()
     tag = request.GET.get("tag") if request.GET.get("tag") in tag_choices else ""
-    records = battle_records(mode, PERIODS[period], tag)
+    flagged = request.GET.get("flagged") == "include"  # blind verdicts where an answer names a contestant
+    records = battle_records(mode, PERIODS[period], tag, flagged)
     triples = [(left, right, score) for left, right, score, _t in records]
     rows = ratings.leaderboard(triples)
     from_tournaments = _tournament_counts(records)
@@ -23,7 +24,7 @@ def leaderboard(request):
              for r in rows]
     context = {
         "table": table, "modes": MODES, "mode": mode, "periods": PERIODS, "period": period,
-        "tags": tag_choices, "tag": tag,
+        "tags": tag_choices, "tag": tag, "flagged": flagged, "flagged_count": flagged_count(mode, PERIODS[period], tag),
         "battles": len(records), "tournament_battles": sum(1 for *_x, t in records if t),
         "chart": _chart(table), "matrix": _matrix(table, ratings.win_matrix(triples)),
     }

@@ -5,7 +5,7 @@ is only enqueued (on commit); the live tests run it for real."""
 import pytest
 from django.urls import reverse
 
-from arena.battles.models import Battle, names_itself
+from arena.battles.models import Battle
 from arena.battles.services import start_battle
 from arena.generations.models import Generation
 from tests.arena.factories import finish_battle
@@ -145,11 +145,10 @@ def test_a_blind_battle_hides_names_in_its_page_and_its_generations(client, owne
 
 def test_an_answer_naming_its_own_model_flags_the_battle(owner, battle):
     finish_battle(battle, left="I am SmolLM, a small model.", right="Red.")
-    assert names_itself(battle.left) and not names_itself(battle.right)
     assert battle.note_self_identification() and Battle.objects.get().self_identified
-    finish_text = Generation.objects.get(id=battle.right.id)
-    finish_text.text = "As a language model I cannot say."  # the word "model" alone names nobody
-    assert not names_itself(finish_text)
+    Generation.objects.filter(id=battle.left.id).update(text="As a language model I cannot say.")
+    battle.left.refresh_from_db()  # the word "model" alone names nobody
+    assert not battle.note_self_identification() and not Battle.objects.get().self_identified
 
 
 def test_a_tournament_battle_is_judged_and_rerun_only_on_its_tournament_page(client, owner, catalogue):
