@@ -301,7 +301,8 @@ SPEC = {
         "/api/v1/workers": {
             "get": {
                 "operationId": "listWorkers",
-                "summary": "Staff: the model workers the orchestrator runs, with memory and cold starts",
+                "summary": "Staff: the model workers the orchestrator runs, with memory and cold starts "
+                           "(the caller's own blind contestants hidden until the reveal)",
                 "responses": {
                     "200": {"description": "Nodes and workers", **_json({
                         "type": "object",
@@ -318,6 +319,14 @@ SPEC = {
                                 "cold_start_s": {"type": ["number", "null"]},
                                 "uptime_s": {"type": ["number", "null"]},
                             }}},
+                            "hidden": {
+                                "type": ["object", "null"],
+                                "description": "The workers of the caller's own unrevealed blind tournaments, "
+                                               "left out of `workers` until the reveal, summed up without a "
+                                               "name; null when none is hidden. Node totals still count them.",
+                                "properties": {"label": {"type": "string"}, "workers": {"type": "integer"},
+                                               "in_flight": {"type": "integer"}},
+                            },
                         },
                     })},
                     "401": _err("Missing or invalid token"),

@@ -4,14 +4,13 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
-from arena import streams
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.generations.services import start_generation
 from arena.history.openapi import OPENAPI_PATHS as EXPORT_PATHS
 from arena.playground.forms import GenerationForm
 from arena.tournaments.openapi import OPENAPI_PATHS as TOURNAMENT_PATHS
-from arena.workers.status import snapshot
+from arena.workers.status import for_viewer as workers_for_viewer
 from inference.protocol import ParamError, SamplingParams
 
 from .auth import error, form_error, json_body, token_required
@@ -121,14 +120,16 @@ def generation(request, generation_id):
 @require_GET
 @token_required
 def workers(request):
-    """Staff only: every worker the orchestrator runs, with memory and cold-start figures."""
+    """Staff only: every worker the orchestrator runs, with memory and cold-start figures; the
+    workers of the token owner's own unrevealed blind tournaments only summed up in `hidden`."""
     if not request.user.is_staff:
         return error(403, "Listing workers needs a staff token (manage.py arena_token USERNAME --staff).")
-    status = snapshot(streams.client(), streams.keys())
+    status = workers_for_viewer(request.user)
     fields = ("worker_id", "slug", "node", "state", "reserved_mb", "estimate_mb", "measured_mb", "in_flight",
               "last_used", "cold_start_s", "uptime_s")
     return JsonResponse({
         "orchestrator_running": status["running"],
         "nodes": status["nodes"],
         "workers": [{name: worker.get(name) for name in fields} for worker in status["workers"]],
+        "hidden": status["hidden"],
     })

@@ -1,4 +1,7 @@
-"""The staff status page's WebSocket: the orchestrator's snapshot, re-rendered once a second."""
+"""The staff status page's WebSocket: the orchestrator's snapshot, re-rendered once a second.
+
+Each render asks again which models are secret to this viewer (status.page_context), so a
+tournament that starts hides its contestants from the next frame, and the reveal shows them."""
 
 from __future__ import annotations
 
@@ -8,10 +11,9 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 
-from arena import streams
 from arena.generations.consumers import ArenaSocket
 
-from .status import snapshot
+from .status import page_context
 
 INTERVAL_S = 1.0
 
@@ -40,5 +42,4 @@ class StatusConsumer(ArenaSocket):
 
     @database_sync_to_async
     def _render(self) -> str:
-        status = snapshot(streams.client(), streams.keys())
-        return render_to_string("workers/_status.html", {"status": status, "oob": True})
+        return render_to_string("workers/_status.html", {**page_context(self.subject), "oob": True})

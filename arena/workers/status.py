@@ -2,6 +2,12 @@
 
 The orchestrator rewrites a snapshot in Redis every tick (`Keys.orchestrator_status`);
 this module reads it and adds what only the database remembers (cold-start history).
+
+`hide` is the viewer's secret models (arena/tournaments/secrecy.py: the contestants of their
+own unrevealed blind tournaments). Their workers are taken out of every list (workers,
+cold starts, preparations) and summed up in one `hidden` aggregate without a slug, a worker
+id, a state, a time or a memory figure. Node totals stay: a node's reserved memory still
+moves when a hidden worker starts or stops (a known limit).
 """
 
 from __future__ import annotations
@@ -11,32 +17,74 @@ import time
 
 from django.db.models import Avg, Count
 
+from arena import streams
+from arena.catalogue import preparation
+from arena.catalogue.models import ModelEntry
+from arena.tournaments.secrecy import HIDDEN_LABEL, secret_slugs
+
 from .models import WorkerProcess
 
 STALE_AFTER_S = 5.0  # an older snapshot means the orchestrator is not running
+NODE_FIELDS = ("node", "budget_mb", "reserved_mb")  # only totals: never which worker holds them
 
 
-def snapshot(client, keys) -> dict:
-    """{"running", "at", "nodes": [...], "workers": [...], "cold_starts": {slug: {...}}}."""
+def for_viewer(user) -> dict:
+    """The snapshot as `user` may see it: without the workers of their secret models."""
+    return snapshot(streams.client(), streams.keys(), hide=secret_slugs(user))
+
+
+def page_context(user) -> dict:
+    """What the status page and its socket render for `user` (templates/workers/_status.html)."""
+    hide = secret_slugs(user)
+    return {"status": snapshot(streams.client(), streams.keys(), hide=hide), "preparations": preparations(hide=hide)}
+
+
+def snapshot(client, keys, *, hide: frozenset[str] = frozenset()) -> dict:
+    """{"running", "at", "nodes": [...], "workers": [...], "hidden": {...} | None,
+    "cold_starts": {slug: {...}}}, without the workers of the `hide` slugs."""
     raw = client.get(keys.orchestrator_status())
-    status = json.loads(raw) if raw else {"at": None, "nodes": [], "workers": []}
-    status["running"] = bool(status["at"]) and time.time() - status["at"] < STALE_AFTER_S
+    published = json.loads(raw) if raw else {"at": None, "nodes": [], "workers": []}
     now = time.time()
-    for worker in status["workers"]:
+    status = {"at": published["at"], "running": bool(published["at"]) and now - published["at"] < STALE_AFTER_S}
+    status["nodes"] = []
+    for node in published["nodes"]:
+        node = {name: node.get(name) for name in NODE_FIELDS}
+        budget = node["budget_mb"]
+        node["used_pct"] = min(100, round(100 * node["reserved_mb"] / budget)) if budget else None
+        status["nodes"].append(node)
+    shown = [w for w in published["workers"] if w.get("slug") not in hide]
+    hidden = [w for w in published["workers"] if w.get("slug") in hide]
+    for worker in shown:
         ready_at = worker.get("ready_at")
         worker["uptime_s"] = round(now - ready_at, 1) if ready_at else None
-    for node in status["nodes"]:
-        budget = node.get("budget_mb")
-        node["used_pct"] = min(100, round(100 * node["reserved_mb"] / budget)) if budget else None
-    status["cold_starts"] = cold_start_history()
+    status["workers"] = shown
+    status["hidden"] = hidden_aggregate(hidden) if hide else None
+    status["cold_starts"] = cold_start_history(hide=hide)
     return status
 
 
-def cold_start_history() -> dict[str, dict]:
+def hidden_aggregate(workers: list[dict]) -> dict | None:
+    """The one line the hidden workers get: how many, and their requests in flight together."""
+    if not workers:
+        return None
+    return {"label": HIDDEN_LABEL, "workers": len(workers),
+            "in_flight": sum(w.get("in_flight") or 0 for w in workers)}
+
+
+def cold_start_history(*, hide: frozenset[str] = frozenset()) -> dict[str, dict]:
     """Per variant: how many workers became ready and their mean cold start, in seconds."""
     rows = (
-        WorkerProcess.objects.filter(cold_start_s__isnull=False)
+        WorkerProcess.objects.filter(cold_start_s__isnull=False).exclude(slug__in=hide)
         .values("slug")
         .annotate(starts=Count("id"), mean_s=Avg("cold_start_s"))
     )
     return {row["slug"]: {"starts": row["starts"], "mean_s": round(row["mean_s"], 1)} for row in rows}
+
+
+def preparations(*, hide: frozenset[str] = frozenset()) -> list[tuple]:
+    """The status page's "Models being prepared": every enabled AWQ entry with a published
+    preparation (going on, or failed), but none of the `hide` entries (an AWQ contestant being
+    quantised would announce its match)."""
+    entries = list(ModelEntry.objects.enabled().filter(kind=ModelEntry.Kind.AWQ).exclude(slug__in=hide))
+    found = preparation.published(entries)
+    return [(e, found[e.slug]) for e in entries if e.slug in found]

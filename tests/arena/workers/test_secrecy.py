@@ -1,0 +1,236 @@
+"""Blind tournaments and the pages that show what the orchestrator runs.
+
+A staff user who judges their own tournament must not learn which contestant is playing
+(or finished first) from the status page, its socket, GET /api/v1/workers, the worker admin
+or /healthz: those show the contestants' workers only as one anonymous aggregate until the
+reveal. Other staff, and the judge after the reveal, see every worker as before."""
+
+import json
+import time
+from datetime import timedelta
+
+import pytest
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from arena import streams
+from arena.accounts.models import ApiToken
+from arena.catalogue.models import ModelEntry
+from arena.routing import websocket_urlpatterns
+from arena.tournaments.models import Tournament
+from arena.tournaments.secrecy import HIDDEN_LABEL, REDACTED, SECRET_FOR, redact, secret_slugs
+from arena.workers.models import DatabaseRecorder, WorkerProcess
+from tests.arena.api_client import api
+from tests.arena.factories import comparison, finish_battle
+
+pytestmark = pytest.mark.django_db
+
+# Names no other entry contains, so "not in the page" means what it says.
+CONTESTANTS = [("kestrel-7b", "Kestrel Seven"), ("osprey-3b", "Osprey Three"),
+               ("harrier-1b", "Harrier One"), ("merlin-2b", "Merlin Two")]
+BYSTANDER = ("sparrow-9b", "Sparrow Nine")
+
+
+def entry(smollm, slug, name, **fields):
+    return ModelEntry.objects.create(slug=slug, name=name, source=smollm.source, gguf_file=smollm.gguf_file, **fields)
+
+
+@pytest.fixture
+def judge(db):
+    """A staff user (a superuser, so the admin lets them in) who runs a tournament."""
+    return get_user_model().objects.create_superuser("judge", password="judge-pass-123")
+
+
+@pytest.fixture
+def contestants(smollm):
+    return [entry(smollm, slug, name) for slug, name in CONTESTANTS]
+
+
+@pytest.fixture
+def bystander(smollm):
+    return entry(smollm, *BYSTANDER)
+
+
+@pytest.fixture
+def tournament(judge, contestants):
+    return Tournament.start(judge, contestants=contestants, prompt="Name a colour.", seeding="given",
+                            params={"temperature": 0.7, "max_new_tokens": 8})
+
+
+@pytest.fixture
+def workers(tournament, contestants, bystander):
+    """Worker records for every model (each once ready, so each has a cold start) and an
+    orchestrator snapshot in Redis: match 1's two contestants busy, the bystander too."""
+    recorder, t0 = DatabaseRecorder(), time.time() - 30
+    for model in [*contestants, bystander]:
+        recorder.transition(f"{model.slug}-0001", model.slug, "starting", t0, node="local")
+        recorder.transition(f"{model.slug}-0001", model.slug, "ready", t0 + 2, cold_start_s=2.0)
+    evicted = f"{bystander.slug}-0002"  # an older worker that made room for a contestant, and says so
+    recorder.transition(evicted, bystander.slug, "starting", t0 - 60)
+    recorder.transition(evicted, bystander.slug, "stopping", t0,
+                        reason=f"evicted to make room for {contestants[0].slug}")
+    recorder.transition(evicted, bystander.slug, "stopped", t0 + 1)
+    match = tournament.current_match()
+    playing = [match.battle.left.model, match.battle.right.model, bystander]
+    snapshot = {"at": time.time(), "nodes": [{"node": "local", "budget_mb": 4000, "reserved_mb": 1500}],
+                "workers": [{"worker_id": f"{m.slug}-0001", "slug": m.slug, "node": "local", "state": "ready",
+                             "reserved_mb": 500, "measured_mb": 480 + i, "in_flight": i + 1, "ready_at": t0 + 2,
+                             "started_at": t0, "last_used": t0 + 20, "cold_start_s": 2.0}
+                            for i, m in enumerate(playing)]}
+    client, keys = streams.client(), streams.keys()
+    client.set(keys.orchestrator_status(), json.dumps(snapshot))
+    yield snapshot
+    client.delete(keys.orchestrator_status())
+
+
+def assert_hidden(text: str, contestants) -> None:
+    for model in contestants:
+        assert model.slug not in text and model.name not in text, model.slug
+
+
+def assert_shown(text: str, contestants) -> None:
+    for model in contestants:
+        assert model.slug in text, model.slug
+
+
+def play_through(t):
+    while (match := Tournament.objects.get(id=t.id).current_match()) is not None:
+        finish_battle(match.battle)
+        t.refresh_from_db()
+        t.pick_winner(match, "left")
+    t.refresh_from_db()
+    assert t.revealed
+
+
+# --- the rule ------------------------------------------------------------------------------
+def test_the_secret_models_are_the_owners_unrevealed_tournaments_contestants(judge, admin_user, tournament,
+                                                                              contestants, bystander):
+    slugs = {m.slug for m in contestants}
+    assert secret_slugs(judge) == slugs
+    assert secret_slugs(admin_user) == frozenset()  # not their tournament to judge
+    assert tournament.stop() and secret_slugs(judge) == slugs  # stopped: may be resumed
+    later = timezone.now() + SECRET_FOR + timedelta(minutes=1)
+    assert secret_slugs(judge, now=later) == frozenset()  # abandoned a day ago: long dead
+    assert tournament.resume()
+    play_through(tournament)
+    assert secret_slugs(judge) == frozenset()  # revealed
+
+
+def test_a_tournament_long_started_stays_secret_while_its_matches_go_on(judge, tournament, contestants):
+    Tournament.objects.filter(id=tournament.id).update(created_at=timezone.now() - SECRET_FOR * 2)
+    assert secret_slugs(judge) == {m.slug for m in contestants}  # match 1 started just now
+
+
+def test_an_unfinished_blind_battle_hides_its_models_and_a_speculative_ones_draft(judge, smollm, contestants):
+    draft = entry(smollm, "wren-1b", "Wren One")
+    spec = entry(smollm, "wren-1b-spec", "Wren One spec", kind=ModelEntry.Kind.SPECULATIVE, draft=draft)
+    battle = comparison(judge, spec, contestants[0], texts=None, mode="tournament", blind=True)
+    assert secret_slugs(judge) == {"wren-1b-spec", "wren-1b", contestants[0].slug}
+    finish_battle(battle)
+    assert secret_slugs(judge) == frozenset()  # both answers are in: nothing left to time
+    assert secret_slugs(None) == frozenset()
+
+
+def test_redact_replaces_a_secret_slug_or_worker_id_but_not_a_longer_slug():
+    hide = frozenset({"kestrel-7b", "osprey-3b"})
+    assert redact("evicted to make room for kestrel-7b", hide) == f"evicted to make room for {REDACTED}"
+    assert redact("osprey-3b-0a1b2c3d stopped; kestrel-7b.", hide) == f"{REDACTED} stopped; {REDACTED}."
+    assert redact("evicted to make room for kestrel-7b-awq", hide) == "evicted to make room for kestrel-7b-awq"
+    assert redact("idle for 600 s", frozenset()) == "idle for 600 s"
+
+
+# --- /healthz --------------------------------------------------------------------------------
+def test_anonymous_healthz_says_only_ok_per_check(client, workers, contestants, bystander):
+    assert WorkerProcess.objects.filter(state="ready").count() == 5
+    response = client.get("/healthz")
+    body, text = response.json(), response.content.decode()
+    assert response.status_code == 503 and body["status"] == "unavailable"  # no Celery worker here
+    assert set(body) == {"status", "checks"}
+    assert all(set(check) == {"ok"} for check in body["checks"].values()), body
+    assert body["checks"]["inference_workers"] == {"ok": True}
+    assert "-0001" not in text and bystander.slug not in text
+    assert_hidden(text, contestants)
+
+
+def test_staff_healthz_gives_details_but_not_their_own_contestants(client, admin_client, judge, workers,
+                                                                   contestants, bystander):
+    other = admin_client.get("/healthz").json()
+    assert "error" in other["checks"]["celery"] and "ms" in other["checks"]["database"]
+    assert {w["model"] for w in other["checks"]["inference_workers"]["workers"]} == {
+        *(m.slug for m in contestants), bystander.slug}
+    client.force_login(judge)
+    response = client.get("/healthz")
+    checks = response.json()["checks"]
+    assert [w["model"] for w in checks["inference_workers"]["workers"]] == [bystander.slug]
+    assert checks["inference_workers"]["hidden"] == {"label": HIDDEN_LABEL, "workers": 4}
+    assert_hidden(response.content.decode(), contestants)
+
+
+# --- the status page, its socket, the API, the admin ------------------------------------------
+def test_the_status_page_hides_the_owners_contestants_until_the_reveal(client, admin_client, judge, tournament,
+                                                                       workers, contestants, bystander):
+    client.force_login(judge)
+    page = client.get("/status/").content.decode()
+    assert_hidden(page, contestants)
+    assert f'data-worker="{bystander.slug}-0001"' in page and HIDDEN_LABEL in page
+    assert 'data-hidden-workers="2"' in page and "<td>3</td>" in page  # 1 + 2 requests in flight, summed
+    assert "1500 MB" in page  # node totals stay (a known limit)
+    assert_shown(admin_client.get("/status/").content.decode(), contestants)  # not theirs to judge
+    play_through(tournament)
+    page = client.get("/status/").content.decode()
+    assert_shown(page, contestants)
+    assert HIDDEN_LABEL not in page
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_status_socket_hides_the_owners_contestants(judge, workers, contestants, bystander):
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/status/")
+    comm.scope["user"] = judge
+    connected, _ = await comm.connect()
+    assert connected
+    frame = await comm.receive_from(timeout=5)
+    await comm.disconnect()
+    assert_hidden(frame, contestants)
+    assert f'data-worker="{bystander.slug}-0001"' in frame and 'data-hidden-workers="2"' in frame
+
+
+def test_the_workers_api_hides_the_owners_contestants(client, admin_user, judge, tournament, workers,
+                                                      contestants, bystander):
+    response = api(client, "get", "/api/v1/workers", ApiToken.issue(judge))
+    body = response.json()
+    assert_hidden(response.content.decode(), contestants)
+    assert [w["slug"] for w in body["workers"]] == [bystander.slug]
+    assert body["hidden"] == {"label": HIDDEN_LABEL, "workers": 2, "in_flight": 3}
+    assert body["nodes"] == [{"node": "local", "budget_mb": 4000, "reserved_mb": 1500, "used_pct": 38}]
+    other = api(client, "get", "/api/v1/workers", ApiToken.issue(admin_user)).json()
+    assert len(other["workers"]) == 3 and other["hidden"] is None
+    play_through(tournament)
+    body = api(client, "get", "/api/v1/workers", ApiToken.issue(judge)).json()
+    assert len(body["workers"]) == 3 and body["hidden"] is None
+
+
+def test_the_worker_admin_hides_the_owners_contestants(client, admin_client, judge, tournament, workers,
+                                                       contestants, bystander):
+    changelist = "/admin/orchestration/workerprocess/"
+    client.force_login(judge)
+    page = client.get(changelist).content.decode()
+    assert_hidden(page, contestants)  # rows, slug filter, worker ids
+    assert f"{bystander.slug}-0001" in page and HIDDEN_LABEL in page
+    assert 'data-hidden-records="4"' in page and "2 running now, 3 requests in flight" in page
+    hidden = WorkerProcess.objects.get(slug=contestants[0].slug)
+    response = client.get(f"{changelist}{hidden.pk}/change/", follow=True)
+    assert_hidden(response.content.decode(), contestants)  # "does not exist", back to the index
+    assert client.get(f"{changelist}?slug={contestants[1].slug}").content.decode().count("-0001") == 0
+    evicted = WorkerProcess.objects.get(worker_id=f"{bystander.slug}-0002")
+    page = client.get(f"{changelist}{evicted.pk}/change/").content.decode()
+    assert f"evicted to make room for {REDACTED}" in page
+    assert_hidden(page, contestants)
+    assert f"evicted to make room for {contestants[0].slug}" in admin_client.get(
+        f"{changelist}{evicted.pk}/change/").content.decode()
+    assert_shown(admin_client.get(changelist).content.decode(), contestants)
+    play_through(tournament)
+    page = client.get(changelist).content.decode()
+    assert_shown(page, contestants)
+    assert HIDDEN_LABEL not in page
