@@ -7,6 +7,7 @@ whether the user could see the names.
 """
 
 import uuid
+from functools import cached_property
 
 from django.conf import settings
 from django.db import models
@@ -73,8 +74,30 @@ class Battle(models.Model):
         return self.left.finished and self.right.finished
 
     @property
+    def paced(self) -> bool:
+        """Shown through paced delivery (arena/battles/pacing.py), not as generated: blind until the reveal."""
+        return self.blind and not self.revealed
+
+    @cached_property
+    def paced_views(self) -> list | None:
+        """What each side shows now if paced (None: as stored). Read once per object: a page or
+        a check is one moment."""
+        from .delivery import paced_views
+
+        return paced_views(self) if self.paced else None
+
+    @property
+    def shown_finished(self) -> bool:
+        """Both sides show as ended: stored, and (if paced) all their text is out."""
+        views = self.paced_views
+        return self.finished and (views is None or all(v.ended for v in views))
+
+    @property
     def votable(self) -> bool:
-        return self.left.status == Generation.Status.DONE and self.right.status == Generation.Status.DONE
+        """Both answers are in, and shown whole (a paced side still coming out is not judged)."""
+        stored = self.left.status == Generation.Status.DONE and self.right.status == Generation.Status.DONE
+        views = self.paced_views if stored else None
+        return stored and (views is None or all(v.state == Generation.Status.DONE for v in views))
 
     def vote(self, outcome: str) -> bool:
         """Record the verdict once both answers are in; a later vote replaces it (a change of mind)."""

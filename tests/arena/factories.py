@@ -14,6 +14,7 @@ from arena.battles.services import start_battle
 from arena.generations.models import Generation
 
 PARAMS = {"temperature": 0.0, "max_new_tokens": 8}
+BLIND_PARAMS = {"temperature": 0.7, "max_new_tokens": 8}  # a tournament refuses greedy sampling
 
 
 def finish(gen: Generation, text: str = "Blue.", *, status: str = Generation.Status.DONE, rate: float = 12.5,

@@ -31,6 +31,7 @@ from tests.arena.api_client import api
 from tests.arena.factories import comparison, finish, finish_battle
 
 PARAMS = {"temperature": 0.0, "max_new_tokens": 8}
+BLIND_PARAMS = {"temperature": 0.7, "max_new_tokens": 8}  # a tournament refuses greedy sampling
 CHAT = "/v1/chat/completions"
 HELLO = [{"role": "user", "content": "Hello"}]
 
@@ -51,7 +52,7 @@ def limits_set(settings, redis_prefix):
 
 
 def tournament(owner, contestants) -> Tournament:
-    return Tournament.start(owner, contestants=contestants, prompt="Name a colour.", params=PARAMS, seeding="given")
+    return Tournament.start(owner, contestants=contestants, prompt="Name a colour.", params=BLIND_PARAMS, seeding="given")
 
 
 def current(t):
@@ -132,7 +133,7 @@ SURFACES = [
         client, "post", "/api/v1/comparisons", token,
         {"left_model": "smollm2-135m", "right_model": "gemma-3-270m", "prompt": "Hi", "params": PARAMS})),
     Surface("API tournament", "api", lambda client, token, state: api(
-        client, "post", "/api/v1/tournaments", token, {"contestants": FOUR, "prompt": "Hi", "params": PARAMS})),
+        client, "post", "/api/v1/tournaments", token, {"contestants": FOUR, "prompt": "Hi", "params": BLIND_PARAMS})),
     Surface("API tournament re-run", "api", lambda client, token, t: api(
         client, "post", f"/api/v1/tournaments/{t.id}/rerun", token, {"match": current(t).id}),
             lambda owner, catalogue: tournament(owner, catalogue)),

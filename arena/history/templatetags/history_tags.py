@@ -73,6 +73,6 @@ def shared_side(battle, side: str, heading: str = "h2"):
     return {
         "side": side, "gen": gen, "visible": visible, "heading": heading,
         "label": gen.model.name if visible else ("Model A" if side == "left" else "Model B"),
-        "status": STATUS_TEXT.get(status, status), "reason": reason,
+        "state": status, "status": STATUS_TEXT.get(status, status), "reason": reason,
         "answer": markdown.render(text),  # untrusted: Markdown without HTML (arena.markdown)
     }

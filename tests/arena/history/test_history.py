@@ -18,14 +18,14 @@ from arena.history import export
 from arena.history.models import ShareLink
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
-from tests.arena.factories import PARAMS, comparison, finish, generation, identifiers
+from tests.arena.factories import BLIND_PARAMS, PARAMS, comparison, finish, generation, identifiers
 
 pytestmark = pytest.mark.django_db
 
 
 # --- helpers -----------------------------------------------------------------------------
 def tournament(owner, catalogue, prompt="Which colour is the sky?"):
-    return Tournament.start(owner, contestants=catalogue, prompt=prompt, params=PARAMS, seeding="given")
+    return Tournament.start(owner, contestants=catalogue, prompt=prompt, params=BLIND_PARAMS, seeding="given")
 
 
 @pytest.fixture
