@@ -42,5 +42,5 @@ urlpatterns = [
     path("api/v1/catalogue", api_catalogue.catalogue, name="api-catalogue"),
     path("api/v1/catalogue/<slug:slug>", api_catalogue.catalogue_entry, name="api-catalogue-entry"),
     path("api/v1/catalogue/<slug:slug>/test", api_catalogue.test_entry, name="api-catalogue-test"),
-    re_path(r"^api/v1/(?P<rest>.*)$", api.not_found),  # last: a JSON 404 for any other API URL
+    re_path(r"^api/v1/(?P<rest>[\s\S]*)$", api.not_found),  # last: a JSON 404 for any other API URL (newlines too)
 ]

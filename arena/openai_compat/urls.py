@@ -8,5 +8,5 @@ urlpatterns = [
     path("models", views.models, name="openai-models"),
     path("models/<str:slug>", views.model_detail, name="openai-model"),
     path("chat/completions", views.chat_completions, name="openai-chat-completions"),
-    re_path(r"^(?P<rest>.*)$", views.not_found),  # OpenAI-style 404 for any other /v1/ path
+    re_path(r"^(?P<rest>[\s\S]*)$", views.not_found),  # any other /v1/ path, a newline in it too
 ]

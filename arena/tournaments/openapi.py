@@ -2,6 +2,21 @@
 
 from arena.api.openapi import ERROR, LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE
 
+from .models import BLIND_MIN_TEMPERATURE, BLIND_MIN_TOP_P
+
+_SAMPLING = PARAMS["properties"]
+BLIND_PARAMS = {
+    **PARAMS,
+    "description": "Sampling for every match over each contestant's defaults: no seed (each side of each match "
+                   f"draws its own), temperature at least {BLIND_MIN_TEMPERATURE} and top_p at least "
+                   f"{BLIND_MIN_TOP_P}, so a blind answer cannot be replayed in the playground to tell its model.",
+    "properties": {
+        **{name: schema for name, schema in _SAMPLING.items() if name != "seed"},
+        "temperature": {**_SAMPLING["temperature"], "minimum": BLIND_MIN_TEMPERATURE},
+        "top_p": {**_SAMPLING["top_p"], "minimum": BLIND_MIN_TOP_P},
+    },
+}
+
 _STATUS = {"type": "string", "enum": ["queued", "loading", "running", "done", "failed", "cancelled"]}
 
 SIDE = {
@@ -107,9 +122,7 @@ OPENAPI_PATHS = {
                         "type": "object", "required": ["role", "content"], "additionalProperties": False,
                         "properties": {"role": {"type": "string", "enum": ["user", "assistant"]},
                                        "content": TEXT}}},
-                    "params": {**PARAMS, "description": "Sampling for every match: no seed (each side of each "
-                               "match draws its own), temperature at least 0.3 and top_p at least 0.5, so a "
-                               "blind answer cannot be replayed in the playground to tell its model"},
+                    "params": BLIND_PARAMS,
                     "tag": TAG,
                     "seeding": {"type": "string", "enum": ["random", "given"], "default": "random",
                                 "description": "given: round 1 pairs seeds 1 v 4, 2 v 3 "
