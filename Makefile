@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # pytest processes for `make test` (pytest-xdist); 0 runs the suite in one process.
 TEST_JOBS ?= 2
 
-.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load clean
+.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load bench-blind clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -23,7 +23,7 @@ lint: setup
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/mypy
 
-bench: bench-streaming bench-engine bench-orchestration bench-load
+bench: bench-streaming bench-engine bench-orchestration bench-load bench-blind
 
 bench-streaming: setup
 	@$(PY) bench/streaming.py
@@ -37,6 +37,10 @@ bench-orchestration: setup
 # 200 WebSocket viewers on 32 concurrent generations: tokens lost/duplicated, extra latency, errors.
 bench-load: setup
 	@$(PY) bench/load.py $(BENCH_LOAD_ARGS)
+
+# A blind match between a fast and a slow contestant: paced frame timing per side, side-channel leaks.
+bench-blind: setup
+	@$(PY) bench/blind.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,36 @@
+"""A blind match between a fast and a slow contestant cannot be told apart by its timing or its
+side channels (bench/blind.py's measurement, on the running application with real models):
+SmolLM2 on llama.cpp against Gemma 3 270M on transformers, followed on the battle socket as
+the tournament's (staff) owner, who polls /healthz, the status page, /api/v1/workers, the
+worker admin and the tournament API all along."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench import blind
+
+pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def test_a_fast_and_a_slow_contestant_arrive_at_one_pace_and_nothing_names_them(live_app):
+    result = blind.measure(live_app, max_new_tokens=64)
+    detail = result["detail"]
+    assert result["leaks"] == 0, detail["leaked"]
+    assert result["raw_speed_ratio"] >= 3.0, detail  # the two models really differ...
+    assert result["paced_gap_ratio"] <= 1.15, detail  # ...and their frames do not
+    assert result["paced_rate_ratio"] <= 1.15, detail
+    assert detail["side_channel_polls"] >= 3
+
+
+def test_the_side_statistics_can_tell_two_rhythms_apart():
+    """The measurement itself: frames of one side twice as often as the other's differ."""
+    frames = []
+    for i in range(20):
+        frames.append((i * 0.1, '<div id="left-output" hx-swap-oob="beforeend"> word</div>'))
+        if i % 2 == 0:
+            frames.append((i * 0.1 + 0.01, '<div id="right-output" hx-swap-oob="beforeend"> word</div>'))
+    left, right = blind.side_stats(frames, "left"), blind.side_stats(frames, "right")
+    assert blind.ratio(left[0], right[0]) > 1.8 and blind.ratio(left[1], right[1]) > 1.8
