@@ -52,7 +52,8 @@ def limits_set(settings, redis_prefix):
 
 
 def tournament(owner, contestants) -> Tournament:
-    return Tournament.start(owner, contestants=contestants, prompt="Name a colour.", params=BLIND_PARAMS, seeding="given")
+    return Tournament.start(owner, contestants=contestants, prompt="Name a colour.", params=BLIND_PARAMS,
+                            seeding="given")
 
 
 def current(t):
