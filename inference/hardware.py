@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -52,3 +53,22 @@ def descendants(pid: int) -> list[int]:
         found += kids
         todo += kids
     return found
+
+
+def keep_to_cpus() -> None:
+    """Pin this process to the cores its orchestrator gave it (ARENA_WORKER_CPUS, "0,1"), before
+    any thread starts: threads started later (OpenMP's, torch's, llama.cpp's) inherit the mask."""
+    raw = os.environ.get("ARENA_WORKER_CPUS", "").strip()
+    if not raw or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        os.sched_setaffinity(0, {int(c) for c in raw.split(",")})
+    except (ValueError, OSError):  # a core this machine lacks: run unpinned rather than not at all
+        logging.getLogger(__name__).warning("Could not pin the worker to cores %s", raw)
+
+
+def usable_cores() -> int:
+    """How many cores this process may run on (its affinity mask, where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

@@ -31,6 +31,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from inference import protocol
+from inference.hardware import keep_to_cpus
 from inference.protocol import Job, Keys, ModelSpec
 from inference.transport import GenerationEvents, Heartbeat, WorkerStatus
 
@@ -230,6 +231,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     die_with_parent()
+    keep_to_cpus()  # before any thread starts (orchestration/cpus.py)
     logging.basicConfig(
         level=os.environ.get("ARENA_WORKER_LOG_LEVEL", "INFO"),
         format=f"%(asctime)s worker {args.worker_id} %(levelname)s %(message)s",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inference.protocol import ModelSpec
+from orchestration import cpus
 from orchestration.policy import LOCAL_NODE, Node
 from orchestration.resources import node_budget_mb
 
@@ -22,6 +23,7 @@ class _Process:
     popen: subprocess.Popen
     log_path: Path
     kill_at: float | None = None  # when a SIGTERMed worker gets SIGKILL
+    cpus: tuple[int, ...] = ()  # the cores it is pinned to (orchestration/cpus.py)
 
 
 class LocalBackend:
@@ -51,12 +53,23 @@ class LocalBackend:
             "--redis-url", self.redis_url,
             "--prefix", self.prefix,
         ]
+        share = self._cpu_share()
+        env = {**self.env, **cpus.worker_env(share)} if share else self.env
         with open(log_path, "ab") as log:
             # Its own session: Ctrl-C in the terminal reaches the launcher, which stops
             # everything in order; the worker also dies with its parent (PDEATHSIG).
-            popen = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
-        self._procs[worker_id] = _Process(popen, log_path)
+            popen = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self._procs[worker_id] = _Process(popen, log_path, cpus=share)
         return popen.pid
+
+    def _cpu_share(self) -> tuple[int, ...]:
+        """The cores a new worker is pinned to; none when every worker may use every core
+        (ARENA_CPU_SHARES=1, or an operator's own ARENA_WORKER_THREADS)."""
+        shares = cpus.shares_setting(self.env)
+        if shares == 1 or self.env.get("ARENA_WORKER_THREADS"):
+            return ()
+        held = [p.cpus for p in self._procs.values() if p.cpus and p.popen.poll() is None]
+        return cpus.assign(cpus.node_cores(), shares, held)
 
     def pid(self, worker_id: str) -> int | None:
         proc = self._procs.get(worker_id)
