@@ -29,3 +29,15 @@ def side_label(battle, side: str) -> str:
     if battle.names_visible:
         return (battle.left if side == "left" else battle.right).model.name
     return "Model A" if side == "left" else "Model B"
+
+
+@register.simple_tag
+def speed_basis() -> str:
+    """What a comparison's speeds were measured under (orchestration/cpus.py): an equal share each."""
+    from orchestration.cpus import shares_setting
+
+    shares = shares_setting()
+    if shares == 1:
+        return "Speeds: each model's worker may use every core of its machine, so two sides share them."
+    return (f"Speeds: on a CPU machine each side runs on its own 1/{shares} of the cores "
+            "(an equal share), so the two figures compare like with like.")

@@ -8,7 +8,7 @@ from django.urls import reverse
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
 from arena.generations.models import Generation
-from tests.arena.factories import finish_battle
+from tests.arena.factories import comparison, finish_battle
 
 pytestmark = pytest.mark.django_db
 
@@ -161,3 +161,12 @@ def test_a_tournament_battle_is_judged_and_rerun_only_on_its_tournament_page(cli
     for name in ("battle-rerun", "battle-swap", "battle-continue"):
         assert client.post(reverse(name, args=[battle.id]), {"prompt": "x"}).status_code == 404
     assert Battle.objects.count() == 1
+
+
+def test_a_comparison_says_what_its_speeds_were_measured_under(client, owner, catalogue, monkeypatch):
+    client.force_login(owner)
+    battle = comparison(owner, catalogue[0], catalogue[1])
+    monkeypatch.setenv("ARENA_CPU_SHARES", "2")
+    assert "1/2 of the cores" in client.get(battle.get_absolute_url()).content.decode()
+    monkeypatch.setenv("ARENA_CPU_SHARES", "1")
+    assert "every core" in client.get(battle.get_absolute_url()).content.decode()
