@@ -215,6 +215,11 @@ ARENA_QUEUE_GRACE_S = float(os.environ.get("ARENA_QUEUE_GRACE_S", 60))
 ARENA_QUEUE_TIMEOUT_S = float(os.environ.get("ARENA_QUEUE_TIMEOUT_S", 900))
 ARENA_WORKER_LOG_DIR = DATA_DIR / "logs"
 ARENA_MAX_PROMPT_CHARS = int(os.environ.get("ARENA_MAX_PROMPT_CHARS", 32000))
+# WebSockets (arena/streams.py): the Redis connections one server process's sockets share, and
+# the least time between two frames of one socket (tokens that come meanwhile go together;
+# a first token after a pause and a generation's end go at once).
+ARENA_WS_REDIS_CONNECTIONS = int(os.environ.get("ARENA_WS_REDIS_CONNECTIONS", 8))
+ARENA_WS_FRAME_INTERVAL_MS = float(os.environ.get("ARENA_WS_FRAME_INTERVAL_MS", 30))
 
 LOGGING = {
     "version": 1,

@@ -91,6 +91,7 @@ class Run:
     ended: bool = False
     stored: dict = field(default_factory=dict)  # the API's final view of it
     token_times: dict[int, float] = field(default_factory=dict)  # token index -> worker's event time
+    redis_times: dict[int, float] = field(default_factory=dict)  # token index -> its stream entry's time (Redis's)
 
     @property
     def generated(self) -> int:
@@ -296,10 +297,11 @@ async def load(app: LiveApp, accounts: list[Account], viewers: int, generations:
         await asyncio.gather(*tasks, monitor, return_exceptions=True)
         wall_s = time.time() - started
         for run in runs:  # when the worker wrote each token, from the stream itself
-            for _id, fields in await redis.xrange(run.stream):
+            for entry_id, fields in await redis.xrange(run.stream):
                 event = p.parse_event(fields)
                 if event["type"] == p.TOKEN:
                     run.token_times.setdefault(event["n"], event["t"])
+                    run.redis_times.setdefault(event["n"], int(entry_id.split(b"-")[0]) / 1000)
         await redis.aclose()
     return runs, views, problems, wall_s
 
@@ -333,10 +335,20 @@ def run_load(app: LiveApp, *, viewers: int, generations: int, max_new_tokens: in
         (at - view.run.token_times[n]) * 1000
         for view in views for n, at in view.live_tokens() if n in view.run.token_times
     )
+    # The same latency split where the stream entry was written (Redis's clock, in ms): the worker's
+    # share (event made -> in Redis) and the rest (Redis -> server -> browser).
+    in_redis = sorted((view.run.redis_times[n] - view.run.token_times[n]) * 1000
+                      for view in views for n, _at in view.live_tokens() if n in view.run.redis_times)
+    from_redis = sorted((at - view.run.redis_times[n]) * 1000
+                        for view in views for n, at in view.live_tokens() if n in view.run.redis_times)
     return {
         "delivered_over_generated": delivered / expected if expected else 0.0,
         "extra_latency_p50_ms": round(percentile(latencies, 0.50), 1),
         "extra_latency_p99_ms": round(percentile(latencies, 0.99), 1),
+        "worker_to_redis_p50_ms": round(percentile(in_redis, 0.50), 1),
+        "worker_to_redis_p99_ms": round(percentile(in_redis, 0.99), 1),
+        "redis_to_browser_p50_ms": round(percentile(from_redis, 0.50), 1),
+        "redis_to_browser_p99_ms": round(percentile(from_redis, 0.99), 1),
         "client_loop_lag_p50_ms": round(percentile(lag, 0.50), 1),
         "client_loop_lag_p99_ms": round(percentile(lag, 0.99), 1),
         "errors": len(problems),
@@ -375,6 +387,10 @@ def report(result: dict) -> None:
         ("delivered over generated", f"{result['delivered_over_generated']}"),
         ("extra latency worker -> browser, p50 / p99",
          f"{result['extra_latency_p50_ms']} ms / {result['extra_latency_p99_ms']} ms"),
+        ("  of which event made -> written in Redis, p50 / p99",
+         f"{result['worker_to_redis_p50_ms']} ms / {result['worker_to_redis_p99_ms']} ms"),
+        ("  of which Redis -> server -> browser, p50 / p99 (ms clock)",
+         f"{result['redis_to_browser_p50_ms']} ms / {result['redis_to_browser_p99_ms']} ms"),
         ("the clients' own event loop waking late, p50 / p99",
          f"{result['client_loop_lag_p50_ms']} ms / {result['client_loop_lag_p99_ms']} ms"),
         ("errors", f"{result['errors']}"),

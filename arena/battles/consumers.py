@@ -2,9 +2,10 @@
 
 A `StreamSocket` (arena/generations/consumers.py) over both generations' Redis Streams:
 each replayed from the start (a reconnecting browser gets everything), then both followed
-live with one read. Frames are htmx out-of-band fragments; a blind battle's carry no names,
-speeds or failure details, and are paced: the socket sends what `Pacer` shows on Redis's
-clock (arena/battles/pacing.py), both sides in one frame, never the events as they come.
+live through the server process's stream hub (arena/streams.py). Frames are htmx
+out-of-band fragments; a blind battle's carry no names, speeds or failure details, and are
+paced: the socket sends what `Pacer` shows on Redis's clock (arena/battles/pacing.py), both
+sides in one frame, never the events as they come.
 """
 
 from __future__ import annotations
@@ -43,22 +44,28 @@ class BattleConsumer(StreamSocket):
             await super().pump()
 
     async def pump_paced(self) -> None:
-        """Read both streams into a pacer; send what it shows each time that changes."""
+        """Replay both streams into a pacer, then follow them through the process's hub
+        (arena/streams.py); send what the pacer shows each time that changes."""
         pacer, names = delivery.new_pacer(), list(self.by_stream)
-        last_ids = dict.fromkeys(names, "0")
+        last_ids: dict[str, object] = dict.fromkeys(names, "0")
+        for side, name in enumerate(names):
+            entries = await self.redis.xrange(name)
+            delivery.feed(pacer, side, entries)
+            if entries:
+                last_ids[name] = entries[-1][0]
         offset = delivery.redis_time(await self.redis.time()) - time.time()  # Redis's clock, read locally
+        if all(v == "0" for v in last_ids.values()) and await self._expired(names):
+            return await self.followed()
+        subscription = await self.shared.hub.subscribe(
+            {name: last_ids[name] for side, name in enumerate(names) if not pacer.sides[side].ended})
+        try:
+            await self._pace(pacer, names, offset, subscription)
+        finally:
+            subscription.close()
+
+    async def _pace(self, pacer, names: list[str], offset: float, subscription) -> None:
         shown: list[SideView] | None = None
-        block: int | None = None  # the first read takes what is there without waiting
         while True:
-            live = {name: last_ids[name] for i, name in enumerate(names) if not pacer.sides[i].ended}
-            if live:
-                reply = await self.redis.xread(live, block=block, count=500)
-                for name, entries in reply or []:
-                    stream = name.decode() if isinstance(name, bytes) else name
-                    last_ids[stream] = entries[-1][0]
-                    delivery.feed(pacer, names.index(stream), entries)
-                if not reply and block and await self._expired(names):
-                    return await self.followed()
             now = time.time() + offset
             views = pacer.view(now)
             frame = fragments.paced_frame(list(self.views.values()), shown, views)
@@ -69,10 +76,17 @@ class BattleConsumer(StreamSocket):
                 return await self.followed()
             wake = pacer.next_change(now)
             wait_ms = FOLLOW_BLOCK_MS if wake is None else min(FOLLOW_BLOCK_MS, max(1, int((wake - now) * 1000) + 1))
-            if live:
-                block = wait_ms
-            else:  # every event is in: only the clock moves the view now
+            if ended := [name for name in subscription.streams if pacer.sides[names.index(name)].ended]:
+                subscription.unwatch(ended)
+            if not subscription.streams:  # every event is in: only the clock moves the view now
                 await asyncio.sleep(wait_ms / 1000)
+                continue
+            batches = await subscription.next(wait_ms / 1000)
+            for stream, entries in batches.items():
+                for key, ev in entries:  # an entry's time is its id: Redis's clock when it was written
+                    pacer.add(names.index(stream), key[0] / 1000, ev)
+            if not batches and wait_ms >= FOLLOW_BLOCK_MS and await self._expired(names):
+                return await self.followed()
 
     async def _expired(self, names: list[str]) -> bool:
         """Streams gone and the database has both outcomes: show them as stored."""
@@ -113,13 +127,20 @@ class BattleConsumer(StreamSocket):
         return entries[-1][0]
 
     async def send_events(self, stream: str, events: list[dict]) -> None:
+        await self.send_batch({stream: events})
+
+    async def send_batch(self, batch: dict[str, list[dict]]) -> None:
+        """Both sides' new events in one frame."""
+        await self.send(text_data="".join(self._events_html(stream, events) for stream, events in batch.items()))
+
+    def _events_html(self, stream: str, events: list[dict]) -> str:
         view = self.views[stream]
         html = [fragments.for_event(view, self._track(view, ev)) for ev in events]
         # A blind side's metrics never change ("shown at the reveal"): sent with its snapshot only.
         if not view.finished and not view.blind and time.monotonic() - self.metrics_at[stream] >= METRICS_EVERY_S:
             html.append(fragments.metrics(view))
             self.metrics_at[stream] = time.monotonic()
-        await self.send(text_data="".join(html))
+        return "".join(html)
 
     @staticmethod
     def _track(view: fragments.Side, ev: dict) -> dict:

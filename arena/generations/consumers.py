@@ -3,9 +3,12 @@
 `ArenaSocket`: the access check (an object the user may see, else close), the frame size
 limit, the streaming task and its error frame. `StreamSocket` adds following generations'
 Redis Streams for their owner: viewers counted in and out, a stop frame that cancels them,
-a replay from the start (a late joiner or a reconnecting browser gets everything), then one
-blocking read over every stream still live, and the database's outcome for a stream that
-expired. The generation page's socket (arena/playground) and a battle's (arena/battles) are
+a replay from the start (a late joiner or a reconnecting browser gets everything), then the
+live entries from the process's `StreamHub` (arena/streams.py: one read per stream for
+every socket watching it, over one connection pool), with no gap or duplicate between the
+two; coalesced, at most one frame every ARENA_WS_FRAME_INTERVAL_MS (never holding back the
+first entry after a pause nor an end), and the database's outcome for a stream that expired.
+The generation page's socket (arena/playground) and a battle's (arena/battles) are
 `StreamSocket`s that say how events become frames.
 """
 
@@ -15,10 +18,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from arena import streams
 from inference import protocol as p
@@ -125,11 +130,13 @@ class StreamSocket(ArenaSocket):
     """Follows the Redis Streams of `generations()` for their owner, who may stop them.
 
     Subclasses implement `send_snapshot` (one stream's replay; returns the id to follow from),
-    `send_events` (new entries of one stream), `stream_ended`, `send_stored` (a generation as
-    the database has it) and `send_error`; `followed` runs once every stream has ended."""
+    `send_events` (new events of one stream; or `send_batch` for several streams in one
+    frame), `stream_ended`, `send_stored` (a generation as the database has it) and
+    `send_error`; `followed` runs once every stream has ended."""
 
     async def opened(self) -> None:
-        self.redis = streams.async_client()
+        self.shared = streams.shared()
+        self.redis = self.shared.acquire()  # the loop's pooled client: never closed by a socket
         self.keys = streams.keys()
         self.by_stream = {self.keys.stream(str(gen.id)): gen for gen in self.generations()}
         self.joined: list[str] = []  # counted in as a viewer: to be counted out, and only those
@@ -138,11 +145,13 @@ class StreamSocket(ArenaSocket):
             self.joined.append(str(gen.id))
 
     async def closed(self) -> None:
-        if not hasattr(self, "redis"):
+        if not hasattr(self, "shared"):
             return
-        for gen_id in getattr(self, "joined", []):
-            await streams.viewer_left(self.redis, gen_id)
-        await self.redis.aclose()
+        try:
+            for gen_id in getattr(self, "joined", []):
+                await streams.viewer_left(self.redis, gen_id)
+        finally:
+            await self.shared.release()
 
     async def received(self, text_data, bytes_data) -> None:
         """Clients may only ask to stop; anything else gets an error, never a crash."""
@@ -155,17 +164,40 @@ class StreamSocket(ArenaSocket):
 
     async def pump(self) -> None:
         last_ids = {stream: await self.send_snapshot(stream) for stream in self.by_stream}
-        while live := {s: last_id for s, last_id in last_ids.items() if not self.stream_ended(s)}:
-            reply = await self.redis.xread(live, block=FOLLOW_BLOCK_MS, count=200)
-            for name, entries in reply or []:
-                stream = name.decode() if isinstance(name, bytes) else name
-                last_ids[stream] = entries[-1][0]
-                await self.send_events(stream, [p.parse_event(fields) for _id, fields in entries])
-            if not reply:
-                await self._catch_expired(live)
+        live = {stream: last_id for stream, last_id in last_ids.items() if not self.stream_ended(stream)}
+        if live:
+            subscription = await self.shared.hub.subscribe(live)
+            try:
+                await self._follow(subscription)
+            finally:
+                subscription.close()
         await self.followed()
 
-    async def _catch_expired(self, live: dict) -> None:
+    async def _follow(self, subscription: streams.Subscription) -> None:
+        """Send what the hub brings until every stream has ended: at most one frame every
+        `interval`, except that the first events after a quiet `interval` and an end go at once."""
+        loop = asyncio.get_running_loop()
+        interval = settings.ARENA_WS_FRAME_INTERVAL_MS / 1000
+        pending: dict[str, list[dict]] = {}
+        sent_at = -math.inf
+        while True:
+            if ended := [s for s in subscription.streams if s not in pending and self.stream_ended(s)]:
+                subscription.unwatch(ended)
+            if not subscription.streams:
+                return
+            wait = max(0.0, sent_at + interval - loop.time()) if pending else FOLLOW_BLOCK_MS / 1000
+            batches = await subscription.next(wait)
+            for stream, entries in batches.items():
+                pending.setdefault(stream, []).extend(ev for _key, ev in entries)
+            if pending:
+                ending = any(ev["type"] in p.TERMINAL_EVENTS for entries in batches.values() for _key, ev in entries)
+                if ending or loop.time() - sent_at >= interval:
+                    await self.send_batch(pending)
+                    pending, sent_at = {}, loop.time()
+            elif not batches:
+                await self._catch_expired(subscription.streams)
+
+    async def _catch_expired(self, live) -> None:
         """A stream that is gone (expired, or never written): the database may have the outcome."""
         for stream in live:
             if not await self.redis.exists(stream):
@@ -183,6 +215,11 @@ class StreamSocket(ArenaSocket):
 
     async def send_events(self, stream: str, events: list[dict]) -> None:
         raise NotImplementedError
+
+    async def send_batch(self, batch: dict[str, list[dict]]) -> None:
+        """New events of one or more streams, due in one frame (by default one per stream)."""
+        for stream, events in batch.items():
+            await self.send_events(stream, events)
 
     def stream_ended(self, stream: str) -> bool:
         """Whether the stream's generation has ended as far as this socket has shown."""

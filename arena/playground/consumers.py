@@ -1,6 +1,7 @@
 """The WebSocket that streams a generation to its owner's browser (a `StreamSocket`: the
 replay, the live follow and the stop come from arena/generations/consumers.py). Frames are
-HTML fragments for htmx by default, or JSON events with `?format=json`."""
+HTML fragments for htmx by default (the events that came together in one frame), or JSON
+events with `?format=json` (one event a frame)."""
 
 from __future__ import annotations
 
@@ -70,9 +71,15 @@ class GenerationConsumer(StreamSocket):
         return "".join(parts)
 
     async def send_events(self, stream: str, events: list[dict]) -> None:
-        for ev in events:
-            await self._send_event(ev)
-            self.ended = self.ended or ev["type"] in p.TERMINAL_EVENTS
+        """HTML: every event's fragments in one frame (htmx swaps them in order); JSON: a frame per event."""
+        self.ended = self.ended or any(ev["type"] in p.TERMINAL_EVENTS for ev in events)
+        if self.as_json:
+            for ev in events:
+                await self.send(text_data=json.dumps(ev))
+        else:
+            html = "".join(fragments.for_event(ev, self.created_at) for ev in events)
+            if html:
+                await self.send(text_data=html)
 
     async def _send_event(self, ev: dict) -> None:
         if self.as_json:
