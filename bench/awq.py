@@ -4,9 +4,12 @@ Needs GPTQModel (see inference/awq.py). Reports: the AWQ load on this run (a
 quantisation when the cache was empty: run with ARENA_MODEL_CACHE set to an empty
 folder to time one), a cached load, greedy decode tokens/s of AWQ
 and fp32 through `Engine` (best of ROUNDS interleaved runs; (generated - 1) / decode
-time, as the worker reports it), weight bytes, and perplexity on the shipped
-evaluation text (not the calibration text) of fp32, RTN with the same bits and group
-size (asymmetric and symmetric min-max), and AWQ twice: as served (GPTQModel's fused
+time, as the worker reports it), weight bytes, and perplexity on three texts (the shipped
+evaluation text, not the calibration one, and two that ship with the machine: CPython's and
+Debian's licences) of fp32, RTN with the same bits and group size (asymmetric and symmetric
+min-max), float-zero RTN at group 32 and its fp16 form, which is the packaged GGUF's own Q4_1
+(it re-encodes the dequantised "fp32" weights bit for bit: the count is printed), and AWQ
+twice: as served (GPTQModel's fused
 CPU kernel, which computes in bf16) and with its 4-bit weights dequantised into fp32
 layers (the quantisation alone, as RTN is measured). Also times one layer's int4
 kernel against the fp32 matrix-vector product it replaces, which is what bounds the
@@ -31,10 +34,19 @@ from inference.chunks import Finish
 from inference.engine import Engine
 from inference.loading import load
 from inference.protocol import ModelSpec, SamplingParams
-from inference.quality import EVALUATION_TEXT, perplexity, rtn_quantize_
+from inference.quality import EVALUATION_TEXT, evaluation_texts, perplexity, rtn_quantize_
 from inference.sources import PACKAGED_SMOLLM2
 
 ROUNDS = 3
+# Round-to-nearest baselines (inference.quality.rtn_quantize_). The packaged SmolLM2 is a Q4_1
+# GGUF, so "fp32" is a dequantised 4-bit model: the float-zero grid of 32 with fp16 scale and
+# min is llama.cpp's Q4_1 itself and re-encodes those weights exactly (same perplexity as fp32).
+RTN_VARIANTS = {
+    "rtn_asym": {"bits": 4, "group_size": 64},
+    "rtn_sym": {"bits": 4, "group_size": 64, "symmetric": True},
+    "rtn_float_zero_g32": {"bits": 4, "group_size": 32, "float_zero": True},
+    "q4_1_reencoded": {"bits": 4, "group_size": 32, "float_zero": True, "scale_dtype": torch.float16},
+}
 PROMPT = "Explain in a few paragraphs why the sky is blue, and why sunsets are red."
 
 
@@ -122,17 +134,14 @@ def main(max_new_tokens: int = 128) -> dict:
         rates["fp32"].append(decode_rate(full, max_new_tokens))
         rates["awq"].append(decode_rate(awq, max_new_tokens))
 
-    text = EVALUATION_TEXT.read_text()
-    ppl = {
-        "fp32": perplexity(full.model, full.tokenizer, text),
-        "awq": perplexity(awq.model, awq.tokenizer, text),
-        "awq_weights_fp32": perplexity(awq_weights_fp32, awq.tokenizer, text),
-    }
-    for symmetric in (False, True):
-        rtn = copy.deepcopy(full.model)
-        rtn_quantize_(rtn, settings.bits, settings.group_size, symmetric=symmetric)
-        ppl["rtn_sym" if symmetric else "rtn_asym"] = perplexity(rtn, full.tokenizer, text)
-        del rtn
+    texts = evaluation_texts()
+    models = {"fp32": full.model, "awq": awq.model, "awq_weights_fp32": awq_weights_fp32}
+    exact: dict[str, list[int]] = {}
+    for name, rtn_args in RTN_VARIANTS.items():
+        models[name] = copy.deepcopy(full.model)
+        exact[name] = list(rtn_quantize_(models[name], **rtn_args))
+    ppl = {name: {text_name: perplexity(model, full.tokenizer, text) for text_name, text in texts.items()}
+           for name, model in models.items()}
 
     result = {
         "bits": settings.bits,
@@ -145,21 +154,28 @@ def main(max_new_tokens: int = 128) -> dict:
         "weight_bytes": {"fp32": full.weight_bytes, "awq": awq.weight_bytes},
         "up_proj_s_per_token": layer_times,
         "kernel_vs_fp32_linear_speed": layer_times["fp32"] / layer_times["awq"],
-        "perplexity": ppl,
-        # below 1.0: AWQ keeps more of the model than round-to-nearest at the same bits and group size
-        "awq_vs_rtn_perplexity": ppl["awq"] / ppl["rtn_asym"],
-        "evaluation_text": EVALUATION_TEXT.name,
+        "perplexity": {name: by_text[EVALUATION_TEXT.name] for name, by_text in ppl.items()},  # the shipped text
+        "perplexity_by_text": ppl,
+        # below 1.0: AWQ keeps more of the model than round-to-nearest at the same bits and group
+        # size; on the shipped evaluation text, and on each text (the worst one counts)
+        "awq_vs_rtn_perplexity": ppl["awq"][EVALUATION_TEXT.name] / ppl["rtn_asym"][EVALUATION_TEXT.name],
+        "awq_vs_rtn_perplexity_by_text": {t: ppl["awq"][t] / ppl["rtn_asym"][t] for t in texts},
+        # Linear weights a variant stores bit for bit: the Q4_1 re-encoding of the dequantised GGUF
+        "rtn_exact_weights": {name: f"{e}/{n}" for name, (n, e) in exact.items()},
+        "evaluation_texts": list(texts),
         "max_new_tokens": max_new_tokens,
     }
     print(f"first AWQ load {first_awq_load_s:.1f} s (a quantisation if the cache was empty), "
           f"cached {cached_load_s:.1f} s")
-    print(f"{'':10} {'tok/s':>8} {'weights MB':>11} {'perplexity':>11}")
-    for name in ("fp32", "awq"):
-        rate, size = result["decode_tokens_per_s"][name], result["weight_bytes"][name] / 1e6
-        print(f"{name:10} {rate:8.1f} {size:11.1f} {ppl[name]:11.3f}")
-    for name in ("awq_weights_fp32", "rtn_asym", "rtn_sym"):
-        print(f"{name:10} {'':8} {'':11} {ppl[name]:11.3f}")
-    print(f"AWQ perplexity / RTN (asymmetric) perplexity: {result['awq_vs_rtn_perplexity']:.3f} (below 1: better)")
+    print(f"{'':18} {'tok/s':>8} {'weights MB':>11} " + " ".join(f"{t[:14]:>14}" for t in texts))
+    for name in ppl:
+        rate = result["decode_tokens_per_s"].get(name)
+        size = result["weight_bytes"].get(name)
+        print(f"{name:18} {f'{rate:.1f}' if rate else '':>8} {f'{size / 1e6:.1f}' if size else '':>11} "
+              + " ".join(f"{ppl[name][t]:14.3f}" for t in texts))
+    print(f"AWQ perplexity / RTN (asymmetric, same group) perplexity: {result['awq_vs_rtn_perplexity_by_text']} "
+          "(below 1: better)")
+    print(f"weights stored bit for bit: {result['rtn_exact_weights']}")
     print(f"one layer (mlp.up_proj, 1 token): AWQ kernel {layer_times['awq'] * 1e6:.0f} us, "
           f"fp32 Linear {layer_times['fp32'] * 1e6:.0f} us")
     print(json.dumps(result))

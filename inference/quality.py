@@ -8,6 +8,7 @@ against full precision on the same held-out text.
 from __future__ import annotations
 
 import math
+import sysconfig
 from pathlib import Path
 
 import torch
@@ -39,11 +40,14 @@ def perplexity(model: torch.nn.Module, tokenizer, text: str, window: int = 512) 
     return math.exp(total_nll / scored)
 
 
-def rtn_dequantized(weight: torch.Tensor, bits: int = 4, group_size: int = 64, symmetric: bool = False) -> torch.Tensor:
+def rtn_dequantized(weight: torch.Tensor, bits: int = 4, group_size: int = 64, symmetric: bool = False,
+                    float_zero: bool = False, scale_dtype: torch.dtype | None = None) -> torch.Tensor:
     """`weight` rounded to a `bits`-bit grid per group of `group_size` input columns, then dequantised.
 
     Asymmetric: the grid spans each group's [min, max] with an integer zero point.
     Symmetric: the grid is [-2^(b-1), 2^(b-1) - 1] * absmax / (2^(b-1) - 1).
+    Float zero (llama.cpp's Q4_1): value = min + q * scale, the min kept as a float; with
+    `scale_dtype` float16, scale and min are stored as Q4_1 stores them.
     """
     out_features, in_features = weight.shape
     if in_features % group_size:
@@ -54,6 +58,14 @@ def rtn_dequantized(weight: torch.Tensor, bits: int = 4, group_size: int = 64, s
         scale = (groups.abs().amax(dim=-1, keepdim=True) / q_max).clamp(min=1e-8)
         q = torch.clamp(torch.round(groups / scale), -q_max - 1, q_max)
         restored = q * scale
+    elif float_zero:
+        q_max = 2**bits - 1
+        low = groups.amin(dim=-1, keepdim=True)
+        scale = ((groups.amax(dim=-1, keepdim=True) - low) / q_max).clamp(min=1e-8)
+        if scale_dtype is not None:
+            low, scale = low.to(scale_dtype).float(), scale.to(scale_dtype).float()
+        q = torch.clamp(torch.round((groups - low) / scale), 0, q_max)
+        restored = q * scale + low  # ggml's Q4_1 dequantisation: x = q * d + m
     else:
         q_max = 2**bits - 1
         low = groups.amin(dim=-1, keepdim=True)
@@ -72,15 +84,37 @@ def rtn_quantize_(
     group_size: int = 64,
     symmetric: bool = False,
     skip: tuple[str, ...] = ("lm_head",),
-) -> int:
-    """Replace every Linear weight (bar `skip`) by its RTN round trip, in place; return how many.
+    float_zero: bool = False,
+    scale_dtype: torch.dtype | None = None,
+) -> tuple[int, int]:
+    """Replace every Linear weight (bar `skip`) by its RTN round trip, in place; return how many,
+    and how many came back bit for bit (a weight already on such a grid: a dequantised GGUF).
 
     The LM head is skipped by default because AWQ keeps it at full precision too
     (and in tied models it is the embedding).
     """
-    changed = 0
+    changed = exact = 0
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.Linear) and name.split(".")[-1] not in skip:
-            module.weight.copy_(rtn_dequantized(module.weight, bits, group_size, symmetric))
+            restored = rtn_dequantized(module.weight, bits, group_size, symmetric, float_zero, scale_dtype)
+            exact += int(torch.equal(restored, module.weight))
+            module.weight.copy_(restored)
             changed += 1
-    return changed
+    return changed, exact
+
+
+# Texts every machine of this kind has, besides the evaluation text we ship: perplexity on
+# more than one kind of text (a licence in legal English, and another in plain English).
+MACHINE_TEXTS = (
+    Path(sysconfig.get_path("stdlib")) / "LICENSE.txt",  # CPython's licence and history
+    Path("/usr/share/common-licenses/GPL-3"),  # Debian's copy of the GPL
+)
+
+
+def evaluation_texts() -> dict[str, str]:
+    """Name -> text: the shipped evaluation text, and those of MACHINE_TEXTS this machine has."""
+    texts = {EVALUATION_TEXT.name: EVALUATION_TEXT.read_text()}
+    for path in MACHINE_TEXTS:
+        if path.is_file():
+            texts[path.name] = path.read_text(errors="replace")
+    return texts

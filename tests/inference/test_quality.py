@@ -41,8 +41,8 @@ def test_rtn_quantize_changes_linears_but_not_the_head(tokenizer):
     model = build_tiny_model(len(tokenizer))
     head_before = model.lm_head.weight.clone()
     q_before = model.model.layers[0].self_attn.q_proj.weight.clone()
-    changed = rtn_quantize_(model, bits=4, group_size=32)
-    assert changed == 2 * 7  # q, k, v, o, gate, up, down in each of 2 layers
+    changed, exact = rtn_quantize_(model, bits=4, group_size=32)
+    assert changed == 2 * 7 and exact == 0  # q, k, v, o, gate, up, down in each of 2 layers
     assert torch.equal(model.lm_head.weight, head_before)
     assert not torch.equal(model.model.layers[0].self_attn.q_proj.weight, q_before)
 
@@ -77,3 +77,34 @@ def test_perplexity_matches_the_models_own_loss(tokenizer):
 def test_perplexity_refuses_a_one_token_text(tokenizer):
     with pytest.raises(ValueError, match="too short"):
         perplexity(build_tiny_model(len(tokenizer)), tokenizer, "a", window=16)
+
+
+def q4_1_dequantized(out_features: int, in_features: int, seed: int = 0) -> torch.Tensor:
+    """What a GGUF Q4_1 tensor becomes in fp32: per block of 32, q * d + m with fp16 d and m,
+    each block's q spanning 0..15 (llama.cpp's quantiser puts the block's min at 0, max at 15)."""
+    g = torch.Generator().manual_seed(seed)
+    blocks = in_features // 32
+    q = torch.randint(0, 16, (out_features, blocks, 32), generator=g).float()
+    q[..., 0], q[..., 1] = 0, 15
+    d = (torch.rand(out_features, blocks, 1, generator=g) * 0.01 + 1e-4).half().float()
+    m = (torch.randn(out_features, blocks, 1, generator=g) * 0.05).half().float()
+    return (q * d + m).reshape(out_features, in_features)
+
+
+def test_a_dequantised_q4_1_weight_is_re_encoded_exactly():
+    """The packaged SmolLM2 is Q4_1: its "fp32" weights are a 4-bit model already, which a
+    float-zero grid of 32 with fp16 scale and min stores bit for bit (bench/awq.py reports it)."""
+    weight = q4_1_dequantized(8, 128)
+    assert torch.equal(rtn_dequantized(weight, 4, 32, float_zero=True, scale_dtype=torch.float16), weight)
+    assert not torch.equal(rtn_dequantized(weight, 4, 64), weight)  # an integer zero at 64: lossy
+    noisy = weight + torch.randn_like(weight) * 1e-3
+    assert not torch.equal(rtn_dequantized(noisy, 4, 32, float_zero=True, scale_dtype=torch.float16), noisy)
+
+
+def test_the_machine_texts_are_read_when_present():
+    from inference.quality import MACHINE_TEXTS, evaluation_texts
+
+    texts = evaluation_texts()
+    assert EVALUATION_TEXT.name in texts
+    assert {p.name for p in MACHINE_TEXTS if p.is_file()} <= set(texts)
+    assert all(len(t) > 1000 for t in texts.values())
