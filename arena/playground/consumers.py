@@ -6,6 +6,7 @@ events with `?format=json` (one event a frame)."""
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from urllib.parse import parse_qs
 
 from arena.generations.consumers import StreamSocket
@@ -13,6 +14,12 @@ from arena.generations.models import Generation
 from inference import protocol as p
 
 from . import fragments
+
+
+@lru_cache(maxsize=4096)
+def token_html(text: str, n: int) -> str:
+    """A token's fragment, made once for every socket of the process watching its generation."""
+    return fragments.output_append(text, n)
 
 
 class GenerationConsumer(StreamSocket):
@@ -77,7 +84,8 @@ class GenerationConsumer(StreamSocket):
             for ev in events:
                 await self.send(text_data=json.dumps(ev))
         else:
-            html = "".join(fragments.for_event(ev, self.created_at) for ev in events)
+            html = "".join(token_html(ev.get("text", ""), ev.get("n", 0)) if ev["type"] == p.TOKEN
+                           else fragments.for_event(ev, self.created_at) for ev in events)
             if html:
                 await self.send(text_data=html)
 
