@@ -18,7 +18,14 @@ On the packaged SmolLM2-135M-Instruct (fp32 on this CPU) and a fixed prompt set:
   llama.cpp).
 
 Decode tokens/s is (tokens - 1) / (last token time - first token time), as the worker
-reports it. Prints a table, then one JSON object as its last line.
+reports it. time_split: for each kind of our transformers engine measured here (single stream
+greedy, speculative, the 16 requests one at a time and batched), milliseconds per generated
+token, prefill included, split into the model's forward passes, sampling (TokenSampler.pick,
+its read-back included) and the rest (our own overhead: detokenising, stop texts, cache joins,
+bookkeeping); timed by hooks this bench installs around those runs only (CPU: no asynchronous
+work hides in the split).
+
+Prints a table, then one JSON object as its last line. `--only batch`: the batching figures only.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.speculative import PROMPTS as GROUNDED_PROMPTS
 from inference.batched_decoder import BatchedDecoder
 from inference.chunks import Finish, TokenChunk
-from inference.engine import Engine
+from inference.engine import Engine, TokenSampler
 from inference.loading import load
 from inference.protocol import ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2
@@ -70,6 +77,57 @@ def engine_run(engine, ids, params) -> tuple[list[int], Finish]:
     return tokens, finish
 
 
+class TimeSplit:
+    """Where the time of some runs went: model forward, sampling, the rest; per generated token.
+
+    `with split:` times what runs inside it (hooks on the model, a wrapper around
+    TokenSampler.pick); outside it nothing is timed, so hf generate() never counts.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.forward_s = self.sampling_s = self.total_s = 0.0
+        self.tokens = 0
+        self._forward_start = 0.0
+        self._entered = 0.0
+
+    def __enter__(self):
+        self._hooks = [self.model.register_forward_pre_hook(self._pre), self.model.register_forward_hook(self._post)]
+        self._pick = TokenSampler.pick
+        split = self
+
+        def timed_pick(sampler, logits):
+            started = time.perf_counter()
+            try:
+                return split._pick(sampler, logits)
+            finally:
+                split.sampling_s += time.perf_counter() - started
+
+        TokenSampler.pick = timed_pick  # type: ignore[method-assign]
+        self._entered = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.total_s += time.perf_counter() - self._entered
+        TokenSampler.pick = self._pick  # type: ignore[method-assign]
+        for hook in self._hooks:
+            hook.remove()
+
+    def _pre(self, *args):
+        self._forward_start = time.perf_counter()
+
+    def _post(self, *args):
+        self.forward_s += time.perf_counter() - self._forward_start
+
+    def per_token_ms(self) -> dict:
+        if not self.tokens:
+            return {}
+        forward, sampling = self.forward_s, self.sampling_s
+        return {key: round(value * 1000 / self.tokens, 3) for key, value in (
+            ("total", self.total_s), ("forward", forward), ("sampling", sampling),
+            ("overhead", self.total_s - forward - sampling))}
+
+
 def rate(count: int, first: float, last: float) -> float:
     return (count - 1) / (last - first) if count > 1 and last > first else 0.0
 
@@ -99,29 +157,34 @@ def hf_rate(model, ids: list[int], max_new_tokens: int) -> float:
 
 def ours_vs_hf(engine: Engine) -> dict:
     params = SamplingParams(temperature=0.0, max_new_tokens=NEW_TOKENS)
-    ours, theirs = [], []
+    ours, theirs, split = [], [], TimeSplit(engine.model)
     for prompt in OPEN_PROMPTS:
         ids = chat(engine, prompt)
         best_ours = best_hf = 0.0
         for _ in range(ROUNDS):  # interleaved: both see the same machine load
-            _, finish = engine_run(engine, ids, params)
+            with split:
+                _, finish = engine_run(engine, ids, params)
+            split.tokens += finish.generated_tokens
             best_ours = max(best_ours, rate(finish.generated_tokens, finish.first_token_time, finish.last_token_time))
             best_hf = max(best_hf, hf_rate(engine.model, ids, NEW_TOKENS))
         ours.append(best_ours)
         theirs.append(best_hf)
-    return {"ours": statistics.mean(ours), "hf": statistics.mean(theirs)}
+    return {"ours": statistics.mean(ours), "hf": statistics.mean(theirs), "split": split.per_token_ms()}
 
 
 def speculative_vs_full(engine: Engine, spec_engine: SpeculativeEngine) -> dict:
     params = SamplingParams(temperature=0.0, max_new_tokens=NEW_TOKENS)
     full_rates, spec_rates, identical, acceptance = [], [], True, []
+    split = TimeSplit(engine.model)
     for prompt in GROUNDED_PROMPTS.values():
         ids = chat(engine, prompt)
         best_full = best_spec = 0.0
         for _ in range(ROUNDS):
             ref, finish = engine_run(engine, ids, params)
             best_full = max(best_full, rate(finish.generated_tokens, finish.first_token_time, finish.last_token_time))
-            got, sfin = engine_run(spec_engine, ids, params)
+            with split:
+                got, sfin = engine_run(spec_engine, ids, params)
+            split.tokens += sfin.generated_tokens
             best_spec = max(best_spec, rate(sfin.generated_tokens, sfin.first_token_time, sfin.last_token_time))
             identical = identical and got == ref
             if sfin.proposed_tokens:
@@ -129,25 +192,36 @@ def speculative_vs_full(engine: Engine, spec_engine: SpeculativeEngine) -> dict:
         full_rates.append(best_full)
         spec_rates.append(best_spec)
     return {"full": statistics.mean(full_rates), "spec": statistics.mean(spec_rates), "identical": identical,
-            "acceptance": statistics.mean(acceptance) if acceptance else None}
+            "acceptance": statistics.mean(acceptance) if acceptance else None, "split": split.per_token_ms()}
 
 
 def batch_throughput(engine: Engine) -> dict:
+    """16 sampled requests one at a time, then the same 16 joined into one batch, best of
+    interleaved rounds (the machine is shared)."""
     prompts = [f"Tell me fact number {i + 1} about the ocean, in a few sentences." for i in range(BATCH)]
     inputs = [chat(engine, p) for p in prompts]
     params = [SamplingParams(temperature=0.8, top_p=0.95, max_new_tokens=BATCH_TOKENS, seed=i) for i in range(BATCH)]
-    started = time.perf_counter()
-    one_at_a_time = sum(engine_run(engine, ids, p)[1].generated_tokens for ids, p in zip(inputs, params, strict=True))
-    single_rate = one_at_a_time / (time.perf_counter() - started)
-    started = time.perf_counter()
-    decoder, together = BatchedDecoder(engine), 0
-    for ids, p in zip(inputs, params, strict=True):
-        _row, chunks = decoder.join(ids, p)
-        together += sum(isinstance(c, TokenChunk) for c in chunks)
-    while len(decoder):
-        together += sum(isinstance(chunk, TokenChunk) for _row, chunk in decoder.step())
-    batch_rate = together / (time.perf_counter() - started)
-    return {"batch1": single_rate, "batch16": batch_rate}
+    single_rate = batch_rate = 0.0
+    single_split, batch_split = TimeSplit(engine.model), TimeSplit(engine.model)
+    for _ in range(max(1, ROUNDS - 1)):
+        started = time.perf_counter()
+        with single_split:
+            one_at_a_time = sum(engine_run(engine, ids, p)[1].generated_tokens
+                                for ids, p in zip(inputs, params, strict=True))
+        single_rate = max(single_rate, one_at_a_time / (time.perf_counter() - started))
+        single_split.tokens += one_at_a_time
+        started = time.perf_counter()
+        with batch_split:
+            decoder, together = BatchedDecoder(engine), 0
+            for ids, p in zip(inputs, params, strict=True):
+                _row, chunks = decoder.join(ids, p)
+                together += sum(isinstance(c, TokenChunk) for c in chunks)
+            while len(decoder):
+                together += sum(isinstance(chunk, TokenChunk) for _row, chunk in decoder.step())
+        batch_rate = max(batch_rate, together / (time.perf_counter() - started))
+        batch_split.tokens += together
+    return {"batch1": single_rate, "batch16": batch_rate,
+            "split": {"batch1": single_split.per_token_ms(), "batch16": batch_split.per_token_ms()}}
 
 
 def awq_figures() -> dict:
@@ -190,6 +264,11 @@ def ratio(a, b):
 def main() -> None:
     loaded = load(FULL)
     engine = Engine.from_loaded(loaded)
+    if sys.argv[1:3] == ["--only", "batch"]:
+        batch = progress("batching", batch_throughput(engine))
+        print(json.dumps({"batch16_vs_batch1_throughput": ratio(batch["batch16"], batch["batch1"]),
+                          "time_split": batch["split"]}))
+        return
     spec_engine = SpeculativeEngine(loaded.tokenizer, loaded.model, context_length=loaded.context_length)
     hf = progress("generate", ours_vs_hf(engine))
     spec = progress("speculative", speculative_vs_full(engine, spec_engine))
@@ -244,6 +323,7 @@ def main() -> None:
         "best_cpu_vs_transformers_fp32": ratio(best_cpu, hf["ours"]),
         "ours_vs_llamacpp": ratio(best_transformers, cpp["raw_single"]),
         "threads": threads,
+        "time_split": {"single_greedy": hf["split"], "speculative": spec["split"], **batch["split"]},
     }))
 
 

@@ -18,13 +18,12 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import torch
-import torch.nn.functional as F
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
 from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Finish, TokenChunk
 from inference.decoding import StopText
-from inference.engine import NUCLEUS_FAST_K, Engine, IncrementalDetokenizer, sampling_generator
+from inference.engine import Engine, IncrementalDetokenizer, TokenSampler, sampling_generator
 from inference.protocol import SamplingParams
 
 
@@ -50,15 +49,35 @@ class BatchRow:
 
 
 class BatchedDecoder:
-    """A running batch over `engine`'s model. Not thread-safe: one caller drives it."""
+    """A running batch over `engine`'s model. Not thread-safe: one caller drives it.
 
-    def __init__(self, engine: Engine):
+    The batch's keys and values live in buffers with room to grow (`BatchLayer`), so a
+    step writes its new position in place; only a join, a leaving row or a full buffer
+    (which doubles) copies them. `min_spare` is the least room a new buffer gets.
+    """
+
+    MIN_SPARE = 64
+
+    def __init__(self, engine: Engine, *, min_spare: int = MIN_SPARE):
         if not engine.supports_batching:
             raise ValueError(f"{type(engine).__name__} cannot run in a batch")
         self.engine = engine
+        self.min_spare = max(1, min_spare)
         self.rows: list[BatchRow] = []
         self.cache: DynamicCache | None = None
-        self.mask: torch.Tensor | None = None  # [rows, cache length]: 1 real token, 0 padding
+        self._mask_buffer: torch.Tensor | None = None  # [rows, capacity]: 1 real token, 0 padding or room
+        self.sampler = TokenSampler([], engine.device)
+        self.length = 0  # positions (columns) of the cache in use, padding included
+
+    @property
+    def mask(self) -> torch.Tensor | None:
+        """[rows, cache length]: 1 for a real token, 0 for padding."""
+        return None if self._mask_buffer is None else self._mask_buffer[:, : self.length]
+
+    @property
+    def capacity(self) -> int:
+        """Positions the cache buffers hold before they must grow."""
+        return 0 if self._mask_buffer is None else self._mask_buffer.shape[1]
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -75,7 +94,8 @@ class BatchedDecoder:
         row = BatchRow(self.engine, len(input_ids), params, tag)
         cache = DynamicCache(config=self.engine.config)
         logits = self._prefill(input_ids, cache)
-        chunks = self._accept(row, pick_tokens(logits.unsqueeze(0), [row])[0])
+        first = TokenSampler([params], self.engine.device, [row.generator]).pick(logits.unsqueeze(0))[0]
+        chunks = self._accept(row, first)
         if not isinstance(chunks[-1], Finish):
             self._merge(row, cache)
         return row, chunks
@@ -84,7 +104,7 @@ class BatchedDecoder:
         """One forward pass for every row; finished rows leave the batch."""
         if not self.rows:
             return []
-        tokens = pick_tokens(self._decode(), self.rows)
+        tokens = self.sampler.pick(self._decode())
         out: list[tuple[BatchRow, Chunk]] = []
         for row, token_id in zip(self.rows, tokens, strict=True):
             out.extend((row, chunk) for chunk in self._accept(row, token_id))
@@ -99,7 +119,8 @@ class BatchedDecoder:
 
     def reset(self) -> None:
         """Forget every row (after a failed forward pass, whose cache is in no known state)."""
-        self.rows, self.cache, self.mask = [], None, None
+        self._set_rows([])
+        self.cache, self._mask_buffer, self.length = None, None, 0
 
     def _accept(self, row: BatchRow, token_id: int) -> list[Chunk]:
         """What one picked token means for its row, as Engine.stream would yield it."""
@@ -125,6 +146,12 @@ class BatchedDecoder:
             return row.finish(FINISH_STOP, text)
         return row.finish(reason, text + row.stop_text.flush())
 
+    def _set_rows(self, rows: list[BatchRow]) -> None:
+        """The batch's rows, in cache order, and a sampler for exactly these."""
+        self.rows = rows
+        self.sampler = TokenSampler([row.params for row in rows], self.engine.device,
+                                    [row.generator for row in rows])
+
     @torch.inference_mode()
     def _prefill(self, input_ids: Sequence[int], cache: DynamicCache) -> torch.Tensor:
         ids = torch.tensor([list(input_ids)], dtype=torch.long, device=self.engine.device)
@@ -134,63 +161,165 @@ class BatchedDecoder:
     def _decode(self) -> torch.Tensor:
         """Logits [rows, vocab] for each row's pending token."""
         device = self.engine.device
-        cache, mask = self._running()
+        cache, mask_buffer = self._running()
+        if self.length == self.capacity:
+            cache, mask_buffer = self._grow()
+        mask_buffer[:, self.length] = 1
         input_ids = torch.tensor([[row.pending_token] for row in self.rows], dtype=torch.long, device=device)
         position_ids = torch.tensor([[row.length] for row in self.rows], dtype=torch.long, device=device)
-        self.mask = torch.cat([mask, mask.new_ones((len(self.rows), 1))], dim=1)
         logits = self.engine.model(
             input_ids=input_ids,
-            attention_mask=self.mask,
+            attention_mask=mask_buffer[:, : self.length + 1],
             position_ids=position_ids,
             past_key_values=cache,
             use_cache=True,
         ).logits
+        self.length += 1
         for row in self.rows:
             row.length += 1
         return logits[:, -1]
 
+    def _room(self, length: int) -> int:
+        """Capacity for `length` positions: double, at least min_spare more, at most the context."""
+        return max(length, min(length + max(length, self.min_spare), self.engine.context_length))
+
+    def _grow(self) -> tuple[DynamicCache, torch.Tensor]:
+        """The buffers are full: copy them into ones twice the size (a step that needs it pays once)."""
+        cache, mask_buffer = self._running()
+        capacity = self._room(self.length + 1)
+        for layer in _layers(cache):
+            layer.resize(capacity, self.length)
+        self._mask_buffer = _resized(mask_buffer, capacity, self.length)
+        return cache, self._mask_buffer
+
     def _merge(self, row: BatchRow, cache: DynamicCache) -> None:
         """Append `row` (its cache holds only its prompt) to the batch, left-padding the shorter side."""
-        new_mask = torch.ones((1, row.length), dtype=torch.long, device=self.engine.device)
-        if not self.rows:
-            self.rows, self.cache, self.mask = [row], cache, new_mask
-            return
-        batch_cache, mask = self._running()
-        length = max(mask.shape[1], row.length)
-        for batch_layer, new_layer in zip(_layers(batch_cache), _layers(cache), strict=True):
-            (keys, values), (new_keys, new_values) = _kv(batch_layer), _kv(new_layer)
-            batch_layer.keys = _cat_left_padded(keys, new_keys, length)
-            batch_layer.values = _cat_left_padded(values, new_values, length)
-        self.mask = torch.cat([_left_pad(mask, length), _left_pad(new_mask, length)], dim=0)
-        self.rows.append(row)
+        device = self.engine.device
+        length = max(self.length, row.length)
+        capacity = self._room(length + 1)
+        rows = len(self.rows) + 1
+        mask = torch.zeros((rows, capacity), dtype=torch.long, device=device)
+        mask[-1, length - row.length : length] = 1
+        if self.rows:
+            batch_cache, old_mask = self._running()
+            mask[:-1, length - self.length : length] = old_mask[:, : self.length]
+            batch_layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [_kv(x) for x in _layers(batch_cache)]
+        else:
+            batch_layers = [None] * len(cache.layers)
+        layers = []
+        for batch_kv, new_layer in zip(batch_layers, _plain_layers(cache), strict=True):
+            new_keys, new_values = _kv(new_layer)
+            layers.append(BatchLayer.merged(batch_kv, (new_keys, new_values), length, capacity))
+        cache.layers = cast(list, layers)  # the newcomer's cache object carries the whole batch from now on
+        self.cache, self._mask_buffer, self.length = cache, mask, length
+        self._set_rows([*self.rows, row])
 
     def _drop(self, leaving: set[BatchRow]) -> None:
         """Remove rows from the batch, then the left padding that all remaining rows share."""
         if not leaving:
             return
         keep = [i for i, row in enumerate(self.rows) if row not in leaving]
-        self.rows = [self.rows[i] for i in keep]
-        if not self.rows:
-            self.cache = self.mask = None
+        if not keep:
+            self.reset()
             return
-        cache, mask = self._running()
+        cache, mask_buffer = self._running()
         index = torch.tensor(keep, dtype=torch.long, device=self.engine.device)
-        shared_padding = mask.shape[1] - max(row.length for row in self.rows)
+        rows = [self.rows[i] for i in keep]
+        length = max(row.length for row in rows)
+        shared_padding = self.length - length
+        capacity = self._room(length + 1)
         for layer in _layers(cache):
-            keys, values = _kv(layer)
-            layer.keys = keys.index_select(0, index)[:, :, shared_padding:]
-            layer.values = values.index_select(0, index)[:, :, shared_padding:]
-        self.mask = mask.index_select(0, index)[:, shared_padding:]
+            layer.select(index, shared_padding, self.length, capacity)
+        mask = mask_buffer.new_zeros((len(keep), capacity))
+        mask[:, :length] = mask_buffer.index_select(0, index)[:, shared_padding : self.length]
+        self._mask_buffer, self.length = mask, length
+        self._set_rows(rows)
 
     def _running(self) -> tuple[DynamicCache, torch.Tensor]:
-        """The batch's cache and mask, which exist while it has rows."""
-        assert self.cache is not None and self.mask is not None, "the batch has no rows"
-        return self.cache, self.mask
+        """The batch's cache and mask buffer, which exist while it has rows."""
+        assert self.cache is not None and self._mask_buffer is not None, "the batch has no rows"
+        return self.cache, self._mask_buffer
 
 
-def _layers(cache: DynamicCache) -> list[DynamicLayer]:
-    """The cache's layers, all plain DynamicLayers with keys and values (Engine.supports_batching
-    admits no other kind), as a type the checker can follow."""
+class BatchLayer(DynamicLayer):
+    """One layer's keys and values for the whole batch, [rows, heads, capacity, head dim].
+
+    `keys` and `values` are views of the first `length` positions, as a DynamicLayer's
+    are its whole tensors; `update` writes the step's new position into the room after
+    them instead of concatenating (a copy of the whole layer per step). The decoder
+    makes room first (`resize`); every layer of a batch has the same length.
+    """
+
+    def __init__(self, key_buffer: torch.Tensor, value_buffer: torch.Tensor, length: int):
+        super().__init__()
+        self.key_buffer, self.value_buffer = key_buffer, value_buffer
+        self.dtype, self.device = key_buffer.dtype, key_buffer.device
+        self.is_initialized = True
+        self._view(length)
+
+    @classmethod
+    def merged(cls, batch: tuple[torch.Tensor, torch.Tensor] | None, new: tuple[torch.Tensor, torch.Tensor],
+               length: int, capacity: int) -> BatchLayer:
+        """The batch's keys and values (if any) with `new` as rows below, each right-aligned at `length`."""
+        new_keys, new_values = new
+        rows = new_keys.shape[0] + (0 if batch is None else batch[0].shape[0])
+        buffers = []
+        for index, new_tensor in enumerate((new_keys, new_values)):
+            heads, head_dim = new_tensor.shape[1], new_tensor.shape[3]
+            buffer = new_tensor.new_zeros((rows, heads, capacity, head_dim))
+            if batch is not None:
+                old = batch[index]
+                buffer[: old.shape[0], :, length - old.shape[2] : length] = old
+            buffer[rows - new_tensor.shape[0] :, :, length - new_tensor.shape[2] : length] = new_tensor
+            buffers.append(buffer)
+        return cls(buffers[0], buffers[1], length)
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        start = self.length
+        end = start + key_states.shape[-2]
+        assert end <= self.key_buffer.shape[2], "BatchedDecoder makes room before every step"
+        self.key_buffer[:, :, start:end] = key_states
+        self.value_buffer[:, :, start:end] = value_states
+        self._view(end)
+        return self.keys, self.values
+
+    def resize(self, capacity: int, length: int) -> None:
+        """Copy the first `length` positions into buffers of `capacity`."""
+        self.key_buffer = _resized(self.key_buffer, capacity, length, dim=2)
+        self.value_buffer = _resized(self.value_buffer, capacity, length, dim=2)
+        self._view(length)
+
+    def select(self, index: torch.Tensor, start: int, end: int, capacity: int) -> None:
+        """Keep rows `index` and positions [start, end), at the front of new buffers of `capacity`."""
+        for name in ("key_buffer", "value_buffer"):
+            old = getattr(self, name)
+            buffer = old.new_zeros((index.shape[0], old.shape[1], capacity, old.shape[3]))
+            buffer[:, :, : end - start] = old.index_select(0, index)[:, :, start:end]
+            setattr(self, name, buffer)
+        self._view(end - start)
+
+    def _view(self, length: int) -> None:
+        self.length = length
+        self.keys = self.key_buffer[:, :, :length]
+        self.values = self.value_buffer[:, :, :length]
+
+
+def _resized(buffer: torch.Tensor, capacity: int, length: int, dim: int = 1) -> torch.Tensor:
+    """A zeroed buffer of `capacity` along `dim` holding the first `length` positions of `buffer`."""
+    shape = list(buffer.shape)
+    shape[dim] = capacity
+    out = buffer.new_zeros(shape)
+    out.narrow(dim, 0, length).copy_(buffer.narrow(dim, 0, length))
+    return out
+
+
+def _layers(cache: DynamicCache) -> list[BatchLayer]:
+    """The running batch's layers (`_merge` puts BatchLayers in), as a type the checker can follow."""
+    return cast(list[BatchLayer], cache.layers)
+
+
+def _plain_layers(cache: DynamicCache) -> list[DynamicLayer]:
+    """A newcomer's prefilled layers, all plain DynamicLayers (Engine.supports_batching admits no other kind)."""
     return cast(list[DynamicLayer], cache.layers)
 
 
@@ -199,43 +328,3 @@ def _kv(layer: DynamicLayer) -> tuple[torch.Tensor, torch.Tensor]:
     assert layer.keys is not None and layer.values is not None, "an empty cache layer in a running batch"
     return layer.keys, layer.values
 
-
-def pick_tokens(logits: torch.Tensor, rows: Sequence[BatchRow]) -> list[int]:
-    """Each row's next token from logits [rows, vocab], as `make_token_picker` would pick it.
-
-    The softmax and top-k run once for all sampling rows (per row they cost more than
-    a small model's forward share on a CPU); each row then draws from its own generator.
-    """
-    picks = logits.argmax(dim=-1).tolist()
-    sampled = [i for i, row in enumerate(rows) if not row.params.greedy]
-    if not sampled:
-        return picks
-    index = torch.tensor(sampled, device=logits.device)
-    temperatures = torch.tensor([[rows[i].params.temperature] for i in sampled], device=logits.device)
-    probs = torch.softmax(logits.index_select(0, index).float() / temperatures, dim=-1)
-    top_probs, top_ids = torch.topk(probs, min(NUCLEUS_FAST_K, probs.shape[-1]))
-    for j, i in enumerate(sampled):
-        picks[i] = _draw(probs[j], top_probs[j], top_ids[j], rows[i])
-    return picks
-
-
-def _draw(probs: torch.Tensor, top_probs: torch.Tensor, top_ids: torch.Tensor, row: BatchRow) -> int:
-    """`make_token_picker`'s draw (and `nucleus`), given the row's precomputed top-k."""
-    top_p, generator = row.params.top_p, row.generator
-    if top_p >= 1.0:
-        return int(torch.multinomial(probs, 1, generator=generator))
-    if top_probs.numel() < probs.numel() and float(top_probs.sum()) < top_p:
-        top_probs, top_ids = torch.sort(probs, descending=True)  # a flat distribution: the full sort
-    outside = torch.cumsum(top_probs, dim=-1) - top_probs >= top_p
-    return int(top_ids[torch.multinomial(top_probs.masked_fill(outside, 0.0), 1, generator=generator)])
-
-
-def _left_pad(tensor: torch.Tensor, length: int) -> torch.Tensor:
-    """Pad `tensor` on the left of its sequence dimension (-2 for keys/values, -1 for a mask) to `length`."""
-    if tensor.dim() == 2:
-        return F.pad(tensor, (length - tensor.shape[1], 0))
-    return F.pad(tensor, (0, 0, length - tensor.shape[-2], 0))
-
-
-def _cat_left_padded(batch: torch.Tensor, new: torch.Tensor, length: int) -> torch.Tensor:
-    return torch.cat([_left_pad(batch, length), _left_pad(new, length)], dim=0)

@@ -158,21 +158,123 @@ def make_token_picker(params: SamplingParams, device: torch.device) -> Callable[
     """Greedy at temperature 0; otherwise temperature + nucleus (top-p) sampling.
 
     Sampling draws from a torch.Generator seeded with `params.seed` when given, so
-    a seeded request is reproducible on the same machine.
+    a seeded request is reproducible on the same machine. It is `TokenSampler` over
+    one row, so a request decodes alone as it does in a batch
+    (`inference.batched_decoder`), whose rows share one TokenSampler.
     """
-    if params.greedy:
-        return lambda logits: int(torch.argmax(logits))
-    generator = sampling_generator(params, device)
-    temperature, top_p = params.temperature, params.top_p
+    sampler = TokenSampler([params], device)
+    return lambda logits: sampler.pick(logits.unsqueeze(0))[0]
 
-    def sample(logits: torch.Tensor) -> int:
-        probs = torch.softmax(logits.float() / temperature, dim=-1)
-        if top_p >= 1.0:
-            return int(torch.multinomial(probs, 1, generator=generator))
-        kept, token_ids = nucleus(probs, top_p)
-        return int(token_ids[torch.multinomial(kept, 1, generator=generator)])
 
-    return sample
+class TokenSampler:
+    """The next token of each row of a batch of logits, every row with its own parameters.
+
+    Greedy rows take the argmax; sampled rows go through temperature, then nucleus
+    (top-p) sampling by inverse CDF: each sampled row draws one uniform number per
+    token from its own generator (seeded from its request), so a row's tokens depend
+    on its own logits and seed only, never on which other rows share the batch.
+    Everything but those draws runs once for all rows, and `pick` reads the result
+    back with one `.tolist()` (a second only for a row whose distribution is too flat
+    for the top NUCLEUS_FAST_K, which then takes the full sort, with the same draw).
+    Built for a fixed list of rows: a batch makes a new one whenever its rows change,
+    passing each row's generator on.
+    """
+
+    def __init__(
+        self,
+        params: Sequence[SamplingParams],
+        device: torch.device,
+        generators: Sequence[torch.Generator | None] | None = None,
+    ):
+        self.device = device
+        self.size = len(params)
+        if generators is None:
+            generators = [None if p.greedy else sampling_generator(p, device) for p in params]
+        self.generators = list(generators)
+        nucleus_rows = [i for i, p in enumerate(params) if not p.greedy and p.top_p < 1.0]
+        full_rows = [i for i, p in enumerate(params) if not p.greedy and p.top_p >= 1.0]
+        self._nucleus = _Group(nucleus_rows, params, self.generators, device)
+        self._full = _Group(full_rows, params, self.generators, device)
+        self.samples = bool(nucleus_rows or full_rows)
+
+    def pick(self, logits: torch.Tensor) -> list[int]:
+        """Each row's token from logits [rows, vocab]."""
+        tokens = torch.argmax(logits, dim=-1)
+        if not self.samples:
+            return tokens.tolist()
+        flat = None
+        if self._nucleus.rows:
+            probs = self._nucleus.probs(logits)
+            k = min(NUCLEUS_FAST_K, probs.shape[-1])
+            top_probs, top_ids = torch.topk(probs, k)
+            drawn, mass = _nucleus_draw(top_probs, top_ids, self._nucleus.top_p, self._nucleus.uniform())
+            tokens.index_copy_(0, self._nucleus.index, drawn)
+            if k < probs.shape[-1]:
+                flat = mass < self._nucleus.top_p  # the nucleus reaches beyond the top k: drawn wrongly
+        if self._full.rows:
+            probs = self._full.probs(logits)
+            tokens.index_copy_(0, self._full.index, _natural_draw(probs, self._full.uniform()))
+        if flat is None:
+            return tokens.tolist()
+        values = torch.cat([tokens, flat.to(tokens.dtype)]).tolist()
+        picks, flat_rows = values[: self.size], [j for j, f in enumerate(values[self.size :]) if f]
+        if flat_rows:  # rare: a full sort for these rows, with the uniform numbers already drawn
+            sub = torch.tensor(flat_rows, device=self.device)
+            probs = self._nucleus.probs(logits, sub)
+            sorted_probs, sorted_ids = torch.sort(probs, dim=-1, descending=True)
+            drawn, _ = _nucleus_draw(sorted_probs, sorted_ids, self._nucleus.top_p.index_select(0, sub),
+                                     self._nucleus.last_uniform.index_select(0, sub))
+            for j, token in zip(flat_rows, drawn.tolist(), strict=True):
+                picks[self._nucleus.rows[j]] = token
+        return picks
+
+
+class _Group:
+    """Sampled rows that share one way of drawing: their indices, temperatures, top-p and generators."""
+
+    def __init__(self, rows: list[int], params: Sequence[SamplingParams], generators, device: torch.device):
+        self.rows = rows
+        self.index = torch.tensor(rows, dtype=torch.long, device=device)
+        self.temperature = torch.tensor([[params[i].temperature] for i in rows], dtype=torch.float32, device=device)
+        self.top_p = torch.tensor([params[i].top_p for i in rows], dtype=torch.float32, device=device)
+        self.generators = [generators[i] for i in rows]
+        self.device = device
+        self.last_uniform = torch.empty(0, device=device)
+
+    def probs(self, logits: torch.Tensor, sub: torch.Tensor | None = None) -> torch.Tensor:
+        """Softmax at each row's temperature, of these rows (or of `sub`, positions within them)."""
+        index, temperature = self.index, self.temperature
+        if sub is not None:
+            index, temperature = index.index_select(0, sub), temperature.index_select(0, sub)
+        return torch.softmax(logits.index_select(0, index).float() / temperature, dim=-1)
+
+    def uniform(self) -> torch.Tensor:
+        """One number in [0, 1) per row, each from the row's own generator."""
+        self.last_uniform = torch.cat(
+            [torch.rand(1, generator=g, device=self.device) for g in self.generators]
+        )
+        return self.last_uniform
+
+
+def _nucleus_draw(
+    sorted_probs: torch.Tensor, sorted_ids: torch.Tensor, top_p: torch.Tensor, uniform: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row, a token from the nucleus of probabilities sorted in descending order (as `nucleus`
+    keeps it: the smallest prefix whose mass reaches top_p, always the top one), by inverse CDF
+    at `uniform`; and the mass of all the given probabilities."""
+    cum = torch.cumsum(sorted_probs, dim=-1)
+    kept = ((cum - sorted_probs) < top_p.unsqueeze(-1)).sum(dim=-1, keepdim=True).clamp_(min=1)
+    target = uniform.unsqueeze(-1) * cum.gather(-1, kept - 1)
+    # right=True: the first position whose cumulative mass passes the target, so never a zero-probability one
+    position = torch.minimum(torch.searchsorted(cum, target, right=True), kept - 1)
+    return sorted_ids.gather(-1, position).squeeze(-1), cum[:, -1]
+
+
+def _natural_draw(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """Per row, a token from the whole distribution (top_p 1), by inverse CDF over vocabulary order."""
+    cum = torch.cumsum(probs, dim=-1)
+    target = uniform.unsqueeze(-1) * cum[:, -1:]
+    return torch.searchsorted(cum, target, right=True).clamp_(max=probs.shape[-1] - 1).squeeze(-1)
 
 
 def sampling_generator(params: SamplingParams, device: torch.device) -> torch.Generator:

@@ -9,11 +9,13 @@ these prompts no fp32 rounding difference flips an argmax.
 """
 
 import pytest
+import torch
 
 from inference.batched_decoder import BatchedDecoder
 from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Finish, TokenChunk
 from inference.engine import Engine
 from inference.protocol import SamplingParams
+from tests.tiny_models import build_tiny_model
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=16)
 TOPICS = ["Hi", "Tell me a long story about dragons, castles and the sea, please.", "What is 2+2?", "Name a colour."]
@@ -27,6 +29,16 @@ def engine(tokenizer, tiny_model):
 @pytest.fixture(scope="module")
 def prompts(engine):
     return [engine.encode([{"role": "user", "content": topic}]) for topic in TOPICS]
+
+
+@pytest.fixture(scope="module")
+def peaked_engine(tokenizer):
+    """The tiny model with its LM head scaled up: distributions peaked like a real model's, so
+    the top NUCLEUS_FAST_K hold the nucleus and a draw is far from a tie."""
+    model = build_tiny_model(len(tokenizer))
+    with torch.no_grad():
+        model.lm_head.weight.mul_(30)
+    return Engine(tokenizer, model)
 
 
 def alone(engine, prompt, params) -> list[int]:
@@ -159,3 +171,65 @@ def test_after_a_reset_the_batch_starts_afresh(engine, prompts):
     batch.join("new", prompts[0], GREEDY)
     batch.drain()
     assert batch.tokens["new"] == alone(engine, prompts[0], GREEDY)
+
+
+SEEDED = [
+    SamplingParams(temperature=1.0, top_p=0.9, seed=11, max_new_tokens=20),
+    SamplingParams(temperature=0.7, top_p=1.0, seed=12, max_new_tokens=14),
+    GREEDY,
+    SamplingParams(temperature=1.3, top_p=0.5, seed=13, max_new_tokens=18),
+]
+
+
+def test_seeded_rows_of_a_batch_draw_as_they_would_alone(peaked_engine):
+    """Sampled rows (nucleus and whole-vocabulary) beside a greedy one, prompts of different
+    lengths, joining at different steps and leaving at different lengths: each row's tokens
+    are the ones its seed gives it alone (each row draws from its own generator only)."""
+    prompts = [peaked_engine.encode([{"role": "user", "content": topic}]) for topic in TOPICS]
+    batch = Collector(BatchedDecoder(peaked_engine))
+    batch.join(0, prompts[0], SEEDED[0])
+    batch.join(1, prompts[1], SEEDED[1])
+    batch.step(3)
+    batch.join(2, prompts[2], SEEDED[2])
+    batch.step(2)
+    batch.join(3, prompts[3], SEEDED[3])
+    batch.drain()
+    for tag, (prompt, params) in enumerate(zip(prompts, SEEDED, strict=True)):
+        assert batch.tokens[tag] == alone(peaked_engine, prompt, params), f"row {tag}"
+    assert batch.tokens[0] != alone(peaked_engine, prompts[0], GREEDY)  # it did sample
+
+
+def test_a_step_writes_into_the_cache_in_place(engine, prompts):
+    """Steps with room left write their position into the batch's buffers: no copy of the cache."""
+    decoder = BatchedDecoder(engine)
+    for tag in range(3):
+        decoder.join(prompts[tag], GREEDY, tag)
+    layer = decoder.cache.layers[0]
+    buffer, capacity, length = layer.key_buffer.data_ptr(), decoder.capacity, decoder.length
+    assert capacity >= length + BatchedDecoder.MIN_SPARE
+    for step in range(1, 6):
+        decoder.step()
+        assert decoder.cache.layers[0] is layer and layer.key_buffer.data_ptr() == buffer
+        assert decoder.length == length + step and layer.keys.shape[2] == decoder.length
+        assert decoder.mask.shape == (3, decoder.length)
+
+
+def test_the_cache_grows_beyond_its_first_capacity(engine, prompts):
+    """Little spare room: the buffers double several times while rows join and leave, and every
+    row still decodes as it does alone."""
+    short = SamplingParams(temperature=0.0, max_new_tokens=5)
+    batch = Collector(BatchedDecoder(engine, min_spare=1))
+    batch.join("long", prompts[0], SamplingParams(temperature=0.0, max_new_tokens=40))
+    batch.join("short", prompts[1], short)
+    grown_in_a_step = 0
+    for _ in range(39):
+        before = batch.decoder.capacity
+        batch.step()
+        grown_in_a_step += batch.decoder.capacity > before
+        if batch.decoder.length == 40:
+            batch.join("late", prompts[2], GREEDY)
+    assert grown_in_a_step >= 1 and "late" in batch.tokens
+    assert batch.tokens["long"] == alone(engine, prompts[0], SamplingParams(temperature=0.0, max_new_tokens=40))
+    assert batch.tokens["short"] == alone(engine, prompts[1], short)
+    assert batch.tokens["late"] == alone(engine, prompts[2], GREEDY)
+    assert {finish.reason for finish in batch.finishes.values()} == {FINISH_LENGTH}
