@@ -1,8 +1,9 @@
 """Continuous batching: many generations interleaved in one decode loop.
 
 `BatchedDecoder` keeps one running batch over a plain `Engine`'s model. Its rows
-are requests at different positions: a newcomer is prefilled on its own, then its
-KV cache joins the batch's, everything left-padded to a common length, with an
+are requests at different positions. A newcomer waits for the next `step`, which
+prefills every newcomer of similar length in one left-padded forward pass, then
+their KV caches join the batch's, everything left-padded to a common length, with an
 attention mask hiding the padding and per-row position ids counting only real
 tokens, so each row computes what it would alone. Finished or cancelled rows leave
 at once, and the padding every remaining row shares is trimmed away.
@@ -13,6 +14,7 @@ events (it is one `inference.decoding.Decoder`).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any, cast
@@ -21,17 +23,22 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Finish, TokenChunk
+from inference import protocol
+from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Failure, Finish, TokenChunk
 from inference.decoding import StopText
 from inference.engine import Engine, IncrementalDetokenizer, TokenSampler, sampling_generator
 from inference.protocol import SamplingParams
+
+log = logging.getLogger(__name__)
 
 
 class BatchRow:
     """One request inside the running batch: its sampling, text and stop state."""
 
-    def __init__(self, engine: Engine, prompt_tokens: int, params: SamplingParams, tag: Any):
+    def __init__(self, engine: Engine, input_ids: Sequence[int], params: SamplingParams, tag: Any):
+        prompt_tokens = len(input_ids)
         self.tag = tag  # the caller's handle for this request
+        self.input_ids: list[int] | None = list(input_ids)  # until the prefill
         self.prompt_tokens = prompt_tokens
         self.max_new_tokens = engine.check_context(prompt_tokens, params)
         self.params = params
@@ -57,13 +64,20 @@ class BatchedDecoder:
     """
 
     MIN_SPARE = 64
+    # Newcomers share a prefill pass while its padded size stays within this factor of their
+    # real tokens: a pass over many prompts costs less per token than one per prompt
+    # (measured on 2 cores, 16 prompts of 45 tokens: ~25% less when idle, 4x less when the
+    # cores are contended), unless the padding eats that up.
+    PREFILL_PADDING = 1.5
+    PREFILL_MAX_TOKENS = 16384  # padded tokens in one prefill pass: bounds its activations
 
     def __init__(self, engine: Engine, *, min_spare: int = MIN_SPARE):
         if not engine.supports_batching:
             raise ValueError(f"{type(engine).__name__} cannot run in a batch")
         self.engine = engine
         self.min_spare = max(1, min_spare)
-        self.rows: list[BatchRow] = []
+        self.rows: list[BatchRow] = []  # running: in the cache, in its row order
+        self.waiting: list[BatchRow] = []  # joined, to be prefilled by the next step
         self.cache: DynamicCache | None = None
         self._mask_buffer: torch.Tensor | None = None  # [rows, capacity]: 1 real token, 0 padding or room
         self.sampler = TokenSampler([], engine.device)
@@ -80,45 +94,52 @@ class BatchedDecoder:
         return 0 if self._mask_buffer is None else self._mask_buffer.shape[1]
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.rows) + len(self.waiting)
 
     def join(self, input_ids: Sequence[int], params: SamplingParams, tag: Any = None) -> tuple[BatchRow, list[Chunk]]:
-        """Prefill a new request alone and merge it into the batch.
+        """Take a new request: its row, and no chunks yet.
 
-        Returns its row and the chunks of its first token (a TokenChunk, then a
-        Finish if that token already ended it, in which case it never joins).
-        Raises PromptTooLong (before any work) when the prompt leaves no room.
+        Its prompt is prefilled by the next `step`, together with every other newcomer
+        (one padded forward pass, `PREFILL_PADDING` permitting), which then yields its
+        first token (and a Finish if that token already ended it, when it never joins
+        the running rows; a Failure if the prefill raised). Raises PromptTooLong
+        (before any work) when the prompt leaves no room.
         """
         if not input_ids:
             raise ValueError("The prompt is empty.")
-        row = BatchRow(self.engine, len(input_ids), params, tag)
-        cache = DynamicCache(config=self.engine.config)
-        logits = self._prefill(input_ids, cache)
-        first = TokenSampler([params], self.engine.device, [row.generator]).pick(logits.unsqueeze(0))[0]
-        chunks = self._accept(row, first)
-        if not isinstance(chunks[-1], Finish):
-            self._merge(row, cache)
-        return row, chunks
+        row = BatchRow(self.engine, input_ids, params, tag)
+        self.waiting.append(row)
+        return row, []
 
     def step(self) -> list[tuple[BatchRow, Chunk]]:
-        """One forward pass for every row; finished rows leave the batch."""
-        if not self.rows:
-            return []
-        tokens = self.sampler.pick(self._decode())
+        """Newcomers' prefill (their first tokens), then one forward pass for every running
+        row (their next ones); finished rows leave the batch."""
         out: list[tuple[BatchRow, Chunk]] = []
-        for row, token_id in zip(self.rows, tokens, strict=True):
-            out.extend((row, chunk) for chunk in self._accept(row, token_id))
-        self._drop({row for row, chunk in out if isinstance(chunk, Finish)})
+        running = bool(self.rows)  # newcomers' first token comes from their prefill, not this step's pass
+        if running:
+            tokens = self.sampler.pick(self._decode())
+            for row, token_id in zip(self.rows, tokens, strict=True):
+                out.extend((row, chunk) for chunk in self._accept(row, token_id))
+            self._drop({row for row, chunk in out if isinstance(chunk, Finish)})
+        for group in self._prefill_groups():
+            out.extend(self._admit(group))
         return out
 
     def cancel(self, rows: Sequence[BatchRow]) -> list[tuple[BatchRow, Finish]]:
-        """Take `rows` out of the batch now, each with a Finish(FINISH_CANCELLED)."""
+        """Take `rows` out of the batch (or the newcomers) now, each with a Finish(FINISH_CANCELLED)."""
+        waiting = [row for row in rows if row in self.waiting]
+        self.waiting = [row for row in self.waiting if row not in waiting]
         leaving = [row for row in rows if row in self.rows]
         self._drop(set(leaving))
-        return [(row, self._end(row, FINISH_CANCELLED)) for row in leaving]
+        return [(row, self._end(row, FINISH_CANCELLED)) for row in waiting + leaving]
 
     def reset(self) -> None:
         """Forget every row (after a failed forward pass, whose cache is in no known state)."""
+        self.waiting = []
+        self._empty()
+
+    def _empty(self) -> None:
+        """No running rows, no cache (newcomers still wait)."""
         self._set_rows([])
         self.cache, self._mask_buffer, self.length = None, None, 0
 
@@ -152,10 +173,73 @@ class BatchedDecoder:
         self.sampler = TokenSampler([row.params for row in rows], self.engine.device,
                                     [row.generator for row in rows])
 
+    def _prefill_groups(self) -> list[list[BatchRow]]:
+        """The newcomers (all taken), longest first, in groups that share a prefill pass."""
+        waiting, self.waiting = sorted(self.waiting, key=lambda row: -row.prompt_tokens), []
+        groups: list[list[BatchRow]] = []
+        real = 0
+        for row in waiting:
+            if groups:
+                group = groups[-1]
+                longest = group[0].prompt_tokens
+                padded = longest * (len(group) + 1)
+                if padded <= self.PREFILL_PADDING * (real + row.prompt_tokens) and padded <= self.PREFILL_MAX_TOKENS:
+                    group.append(row)
+                    real += row.prompt_tokens
+                    continue
+            groups.append([row])
+            real = row.prompt_tokens
+        return groups
+
+    def _admit(self, group: list[BatchRow]) -> list[tuple[BatchRow, Chunk]]:
+        """Prefill `group` in one pass; its first tokens; those it did not end join the batch.
+        A failure fails these rows alone (the running batch is untouched)."""
+        try:
+            logits, cache, mask = self._prefill(group)
+            tokens = TokenSampler([row.params for row in group], self.engine.device,
+                                  [row.generator for row in group]).pick(logits)
+        except Exception as exc:
+            log.exception("Prefill of %d requests failed", len(group))
+            reason = f"The model failed while generating: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}"
+            return [(row, Failure(reason, protocol.ENGINE_ERROR)) for row in group]
+        out: list[tuple[BatchRow, Chunk]] = []
+        staying = []
+        for index, (row, token_id) in enumerate(zip(group, tokens, strict=True)):
+            chunks = self._accept(row, token_id)
+            out.extend((row, chunk) for chunk in chunks)
+            if not isinstance(chunks[-1], Finish):
+                staying.append(index)
+        if staying:
+            self._merge([group[i] for i in staying], cache, mask, staying)
+        return out
+
     @torch.inference_mode()
-    def _prefill(self, input_ids: Sequence[int], cache: DynamicCache) -> torch.Tensor:
-        ids = torch.tensor([list(input_ids)], dtype=torch.long, device=self.engine.device)
-        return self.engine.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1).logits[0, -1]
+    def _prefill(self, group: list[BatchRow]) -> tuple[torch.Tensor, DynamicCache, torch.Tensor]:
+        """One forward pass over the group's prompts, left-padded to the longest: the logits
+        [rows, vocab] of each prompt's last token, the cache (padding positions zeroed) and
+        the mask [rows, longest]."""
+        device = self.engine.device
+        longest = max(row.prompt_tokens for row in group)
+        ids = torch.zeros((len(group), longest), dtype=torch.long, device=device)
+        mask = torch.zeros((len(group), longest), dtype=torch.long, device=device)
+        for i, row in enumerate(group):
+            assert row.input_ids is not None
+            ids[i, longest - row.prompt_tokens :] = torch.tensor(row.input_ids, dtype=torch.long)
+            mask[i, longest - row.prompt_tokens :] = 1
+            row.input_ids = None
+        cache = DynamicCache(config=self.engine.config)
+        if len(group) == 1:  # no padding: the plain pass, exactly as Engine.stream runs it
+            logits = self.engine.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+            return logits[:, -1], cache, mask
+        position_ids = (mask.cumsum(dim=1) - 1).clamp_(min=0)
+        logits = self.engine.model(input_ids=ids, attention_mask=mask, position_ids=position_ids,
+                                   past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+        real = mask.bool()[:, None, :, None]
+        for layer in _plain_layers(cache):  # a padding query attends to nothing: its keys may be NaN
+            keys, values = _kv(layer)
+            layer.keys = torch.where(real, keys, 0.0)
+            layer.values = torch.where(real, values, 0.0)
+        return logits[:, -1], cache, mask
 
     @torch.inference_mode()
     def _decode(self) -> torch.Tensor:
@@ -192,27 +276,31 @@ class BatchedDecoder:
         self._mask_buffer = _resized(mask_buffer, capacity, self.length)
         return cache, self._mask_buffer
 
-    def _merge(self, row: BatchRow, cache: DynamicCache) -> None:
-        """Append `row` (its cache holds only its prompt) to the batch, left-padding the shorter side."""
+    def _merge(self, rows: list[BatchRow], cache: DynamicCache, mask: torch.Tensor, index: list[int]) -> None:
+        """Append `rows` (rows `index` of a prefilled `cache` and its `mask`) to the batch,
+        left-padding the shorter side."""
         device = self.engine.device
-        length = max(self.length, row.length)
+        if len(index) < mask.shape[0]:
+            picked = torch.tensor(index, dtype=torch.long, device=device)
+            mask = mask.index_select(0, picked)
+            for layer in _plain_layers(cache):
+                keys, values = _kv(layer)
+                layer.keys, layer.values = keys.index_select(0, picked), values.index_select(0, picked)
+        new_length = mask.shape[1]
+        length = max(self.length, new_length)
         capacity = self._room(length + 1)
-        rows = len(self.rows) + 1
-        mask = torch.zeros((rows, capacity), dtype=torch.long, device=device)
-        mask[-1, length - row.length : length] = 1
+        batch_mask = torch.zeros((len(self.rows) + len(rows), capacity), dtype=torch.long, device=device)
+        batch_mask[len(self.rows) :, length - new_length : length] = mask
+        batch_layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(cache.layers)
         if self.rows:
             batch_cache, old_mask = self._running()
-            mask[:-1, length - self.length : length] = old_mask[:, : self.length]
-            batch_layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [_kv(x) for x in _layers(batch_cache)]
-        else:
-            batch_layers = [None] * len(cache.layers)
-        layers = []
-        for batch_kv, new_layer in zip(batch_layers, _plain_layers(cache), strict=True):
-            new_keys, new_values = _kv(new_layer)
-            layers.append(BatchLayer.merged(batch_kv, (new_keys, new_values), length, capacity))
-        cache.layers = cast(list, layers)  # the newcomer's cache object carries the whole batch from now on
-        self.cache, self._mask_buffer, self.length = cache, mask, length
-        self._set_rows([*self.rows, row])
+            batch_mask[: len(self.rows), length - self.length : length] = old_mask[:, : self.length]
+            batch_layers = [_kv(layer) for layer in _layers(batch_cache)]
+        layers = [BatchLayer.merged(batch_kv, _kv(new_layer), length, capacity)
+                  for batch_kv, new_layer in zip(batch_layers, _plain_layers(cache), strict=True)]
+        cache.layers = cast(list, layers)  # the newcomers' cache object carries the whole batch from now on
+        self.cache, self._mask_buffer, self.length = cache, batch_mask, length
+        self._set_rows([*self.rows, *rows])
 
     def _drop(self, leaving: set[BatchRow]) -> None:
         """Remove rows from the batch, then the left padding that all remaining rows share."""
@@ -220,7 +308,7 @@ class BatchedDecoder:
             return
         keep = [i for i, row in enumerate(self.rows) if row not in leaving]
         if not keep:
-            self.reset()
+            self._empty()
             return
         cache, mask_buffer = self._running()
         index = torch.tensor(keep, dtype=torch.long, device=self.engine.device)

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from inference.batched_decoder import BatchedDecoder
-from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Finish, TokenChunk
+from inference import protocol
+from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Failure, Finish, TokenChunk
 from inference.engine import Engine
 from inference.protocol import SamplingParams
 from tests.tiny_models import build_tiny_model
@@ -69,7 +70,9 @@ class Collector:
 
     def _file(self, row, chunks):
         for chunk in chunks:
-            if isinstance(chunk, Finish):
+            if isinstance(chunk, Failure):
+                self.finishes[row.tag] = chunk
+            elif isinstance(chunk, Finish):
                 self.finishes[row.tag] = chunk
             else:
                 self.tokens.setdefault(row.tag, []).append(chunk.token_id)
@@ -125,7 +128,7 @@ def test_a_finished_row_leaves_while_the_others_continue(engine, prompts):
     batch = Collector(BatchedDecoder(engine))
     batch.join("long", prompts[0], GREEDY)
     batch.join("short", prompts[1], short)  # the longest prompt: its leaving frees the padding
-    batch.step(2)
+    batch.step(3)  # the prefill (first tokens), then two decode steps
     assert batch.finishes["short"].reason == FINISH_LENGTH and len(batch.decoder) == 1
     long_row = batch.decoder.rows[0]
     assert batch.decoder.mask.shape[1] == long_row.length  # the shared left padding was trimmed
@@ -138,10 +141,10 @@ def test_a_finished_row_leaves_while_the_others_continue(engine, prompts):
 def test_cancelling_one_row_leaves_the_others_untouched(engine, prompts):
     batch = Collector(BatchedDecoder(engine))
     rows = [batch.join(tag, prompts[tag], GREEDY) for tag in range(3)]
-    batch.step(4)
+    batch.step(5)
     [(row, finish)] = batch.decoder.cancel([rows[1]])
     assert row is rows[1] and finish.reason == FINISH_CANCELLED and finish.generated_tokens == 5
-    assert [r.tag for r in batch.decoder.rows] == [0, 2]
+    assert sorted(r.tag for r in batch.decoder.rows) == [0, 2]
     batch.drain()
     assert batch.tokens[0] == alone(engine, prompts[0], GREEDY)
     assert batch.tokens[2] == alone(engine, prompts[2], GREEDY)
@@ -204,6 +207,7 @@ def test_a_step_writes_into_the_cache_in_place(engine, prompts):
     decoder = BatchedDecoder(engine)
     for tag in range(3):
         decoder.join(prompts[tag], GREEDY, tag)
+    decoder.step()  # the prefill
     layer = decoder.cache.layers[0]
     buffer, capacity, length = layer.key_buffer.data_ptr(), decoder.capacity, decoder.length
     assert capacity >= length + BatchedDecoder.MIN_SPARE
@@ -228,8 +232,93 @@ def test_the_cache_grows_beyond_its_first_capacity(engine, prompts):
         grown_in_a_step += batch.decoder.capacity > before
         if batch.decoder.length == 40:
             batch.join("late", prompts[2], GREEDY)
+    batch.drain()
     assert grown_in_a_step >= 1 and "late" in batch.tokens
     assert batch.tokens["long"] == alone(engine, prompts[0], SamplingParams(temperature=0.0, max_new_tokens=40))
     assert batch.tokens["short"] == alone(engine, prompts[1], short)
     assert batch.tokens["late"] == alone(engine, prompts[2], GREEDY)
     assert {finish.reason for finish in batch.finishes.values()} == {FINISH_LENGTH}
+
+
+class CountingForward:
+    """Counts the model's forward passes and the rows of each."""
+
+    def __init__(self, model):
+        self.rows: list[int] = []
+        self.handle = model.register_forward_pre_hook(self._note, with_kwargs=True)
+
+    def _note(self, module, args, kwargs):
+        self.rows.append(kwargs["input_ids"].shape[0])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.remove()
+
+
+def test_newcomers_of_similar_length_share_one_prefill_pass(engine, prompts):
+    """Three prompts of similar length in one padded pass (the decode of the running row is
+    another); a prompt far longer than the rest gets a pass of its own."""
+    long_prompt = engine.encode([{"role": "user", "content": " ".join(["word"] * 200)}])
+    batch = Collector(BatchedDecoder(engine))
+    batch.join("running", prompts[1], GREEDY)
+    batch.step()
+    for tag in (0, 2, 3):
+        batch.join(tag, prompts[tag], GREEDY)
+    batch.join("long", long_prompt, GREEDY)
+    with CountingForward(engine.model) as forward:
+        batch.step()
+    assert sorted(forward.rows) == [1, 1, 3]  # the running row's decode, the long prompt, the three
+    assert len(batch.decoder.rows) == 5 and not batch.decoder.waiting
+    batch.drain()
+    for tag in (0, 2, 3):
+        assert batch.tokens[tag] == alone(engine, prompts[tag], GREEDY), f"row {tag}"
+    assert batch.tokens["long"] == alone(engine, long_prompt, GREEDY)
+    assert batch.tokens["running"] == alone(engine, prompts[1], GREEDY)
+
+
+def test_a_newcomer_cancelled_before_its_prefill_never_runs(engine, prompts):
+    batch = Collector(BatchedDecoder(engine))
+    row = batch.join("gone", prompts[0], GREEDY)
+    batch.join("kept", prompts[2], GREEDY)
+    [(cancelled, finish)] = batch.decoder.cancel([row])
+    assert cancelled is row and finish.reason == FINISH_CANCELLED and finish.generated_tokens == 0
+    batch.drain()
+    assert "gone" not in batch.tokens and batch.tokens["kept"] == alone(engine, prompts[2], GREEDY)
+
+
+def test_a_request_ended_by_its_first_token_never_joins(engine, prompts):
+    batch = Collector(BatchedDecoder(engine))
+    batch.join("one", prompts[0], SamplingParams(temperature=0.0, max_new_tokens=1))
+    batch.join("more", prompts[2], GREEDY)
+    batch.step()
+    assert batch.finishes["one"].generated_tokens == 1 and [r.tag for r in batch.decoder.rows] == ["more"]
+    batch.drain()
+    assert batch.tokens["more"] == alone(engine, prompts[2], GREEDY)
+
+
+def test_a_failed_prefill_fails_its_newcomers_only(engine, prompts, monkeypatch):
+    """The running row goes on undisturbed; the newcomers end with a Failure the user can read."""
+    batch = Collector(BatchedDecoder(engine))
+    batch.join("running", prompts[1], GREEDY)
+    batch.step(2)
+    batch.join("a", prompts[0], GREEDY)
+    batch.join("b", prompts[2], GREEDY)
+
+    def broken(group):
+        raise RuntimeError("simulated kernel failure\nwith a second line")
+
+    monkeypatch.setattr(batch.decoder, "_prefill", broken)
+    out = batch.decoder.step()
+    monkeypatch.undo()
+    failures = {row.tag: chunk for row, chunk in out if isinstance(chunk, Failure)}
+    assert set(failures) == {"a", "b"}
+    assert failures["a"].reason == "The model failed while generating: simulated kernel failure"
+    assert failures["a"].code == protocol.ENGINE_ERROR
+    assert [r.tag for r in batch.decoder.rows] == ["running"] and not batch.decoder.waiting
+    for row, chunk in out:
+        if row.tag == "running":
+            batch._file(row, [chunk])
+    batch.drain()
+    assert batch.tokens["running"] == alone(engine, prompts[1], GREEDY)
