@@ -11,8 +11,8 @@ these prompts no fp32 rounding difference flips an argmax.
 import pytest
 import torch
 
-from inference.batched_decoder import BatchedDecoder
 from inference import protocol
+from inference.batched_decoder import BatchedDecoder
 from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Failure, Finish, TokenChunk
 from inference.engine import Engine
 from inference.protocol import SamplingParams
@@ -70,9 +70,7 @@ class Collector:
 
     def _file(self, row, chunks):
         for chunk in chunks:
-            if isinstance(chunk, Failure):
-                self.finishes[row.tag] = chunk
-            elif isinstance(chunk, Finish):
+            if isinstance(chunk, (Finish, Failure)):
                 self.finishes[row.tag] = chunk
             else:
                 self.tokens.setdefault(row.tag, []).append(chunk.token_id)
