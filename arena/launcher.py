@@ -1,7 +1,8 @@
 """`make run`: start the whole application with embedded defaults, stop it all on Ctrl-C.
 
 Processes: a Redis (an existing one, or a private redis-server for this session),
-daphne (HTTP + WebSocket), a Celery worker (arena tasks), the orchestrator
+daphne (HTTP + WebSocket; ARENA_ASGI_PROCESSES of them on one listening socket, default 1),
+a Celery worker (arena tasks), the orchestrator
 (which starts model workers), and once per start the model preparer (which
 quantises AWQ entries not cached yet in the background, then exits). Every
 process runs in its own session so that the launcher alone receives Ctrl-C and
@@ -59,6 +60,8 @@ class Launcher:
         self.redis_dir: str | None = None
         self.stopping = False
         self.oneshots: set[str] = set()  # processes that end by themselves: not started again
+        self.fds: dict[str, tuple[int, ...]] = {}  # name -> the descriptors it inherits (restarts too)
+        self.listener: socket.socket | None = None
 
     # --- Redis ------------------------------------------------------------------------
     def choose_redis(self) -> None:
@@ -87,18 +90,19 @@ class Launcher:
 
     # --- processes --------------------------------------------------------------------
     def spawn(self, name: str, cmd: list[str], *, log_path: Path | None = None,
-              oneshot: bool = False) -> subprocess.Popen:
+              oneshot: bool = False, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
         """Start `cmd`; `oneshot`: one that ends by itself, so it is not started again; `log_path`:
-        where its output goes instead of this terminal."""
+        where its output goes instead of this terminal; `pass_fds`: descriptors it inherits."""
         if log_path is None:
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True)
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True, pass_fds=pass_fds)
         else:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(log_path, "ab") as output:
                 proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, start_new_session=True, stdout=output,
-                                        stderr=output)
+                                        stderr=output, pass_fds=pass_fds)
         self.procs.append((name, proc))
         self.commands[name] = cmd
+        self.fds[name] = pass_fds
         if oneshot:
             self.oneshots.add(name)
         return proc
@@ -115,7 +119,7 @@ class Launcher:
         log(f"{name} exited with code {proc.returncode}; starting it again")
         self.restarts[name] = [*recent, now]
         self.procs[index] = (name, subprocess.Popen(self.commands[name], cwd=ROOT, env=self.env,
-                                                    start_new_session=True))
+                                                    start_new_session=True, pass_fds=self.fds.get(name, ())))
         return True
 
     def manage(self, *args: str) -> None:
@@ -133,10 +137,27 @@ class Launcher:
                               "--concurrency", self.env.get("ARENA_CELERY_CONCURRENCY", "32"),
                               "-Q", queue, "--loglevel", "WARNING", "--without-mingle", "--without-gossip",
                               "-n", f"arena-{os.getpid()}@%h"])
-        self.spawn("daphne", [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "arena.asgi:application"])
+        self.start_asgi(port)
         if self.env.get("ARENA_PREPARE_MODELS", "1") != "0":  # 0: AWQ entries quantise at their first use
             self.start_preparer()
         return f"http://127.0.0.1:{port}/"
+
+    def start_asgi(self, port: str) -> None:
+        """One daphne, or ARENA_ASGI_PROCESSES of them accepting from one listening socket that this
+        launcher opens (the kernel hands each connection to one of them). Each process has its own
+        stream hub (arena/streams.py), so a generation watched from several is read once by each."""
+        processes = int(self.env.get("ARENA_ASGI_PROCESSES", "1"))
+        if processes <= 1:
+            self.spawn("daphne", [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "arena.asgi:application"])
+            return
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", int(port)))
+        self.listener.listen(1024)
+        fd = self.listener.fileno()
+        for i in range(processes):
+            self.spawn(f"daphne-{i + 1}", [PY, "-m", "daphne", "--fd", str(fd), "arena.asgi:application"],
+                       pass_fds=(fd,))
 
     def start_preparer(self) -> None:
         """AWQ entries not quantised yet are quantised now, in the background (arena/catalogue/preparation.py)."""
@@ -171,6 +192,8 @@ class Launcher:
                 log(f"{name} did not stop in time; killing it")
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        if self.listener is not None:
+            self.listener.close()
         if self.redis_dir:
             shutil.rmtree(self.redis_dir, ignore_errors=True)
         log("Stopped.")

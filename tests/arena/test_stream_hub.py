@@ -173,7 +173,7 @@ async def test_a_burst_of_tokens_goes_in_few_frames_while_the_first_token_and_th
 async def test_many_sockets_share_a_few_redis_connections_and_one_blocking_read(gens, owner, settings):
     settings.ARENA_WS_REDIS_CONNECTIONS = 3
     socks = [await connect(gens[i % 3], owner) for i in range(24)]
-    for i, gen in enumerate(gens):
+    for gen in gens:
         emit(gen, p.TOKEN, text="x", n=1)
     for comm in socks:
         assert (await json_frames(comm, 1))[0]["n"] == 1
