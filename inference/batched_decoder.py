@@ -112,11 +112,10 @@ class BatchedDecoder:
         return row, []
 
     def step(self) -> list[tuple[BatchRow, Chunk]]:
-        """Newcomers' prefill (their first tokens), then one forward pass for every running
-        row (their next ones); finished rows leave the batch."""
+        """One forward pass for every running row (its next token), then the newcomers'
+        prefill (their first tokens; survivors run from the next step on); finished rows leave."""
         out: list[tuple[BatchRow, Chunk]] = []
-        running = bool(self.rows)  # newcomers' first token comes from their prefill, not this step's pass
-        if running:
+        if self.rows:
             tokens = self.sampler.pick(self._decode())
             for row, token_id in zip(self.rows, tokens, strict=True):
                 out.extend((row, chunk) for chunk in self._accept(row, token_id))
