@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # pytest processes for `make test` (pytest-xdist); 0 runs the suite in one process.
 TEST_JOBS ?= 2
 
-.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load bench-blind clean
+.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load bench-blind bench-cores clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -23,7 +23,7 @@ lint: setup
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/mypy
 
-bench: bench-streaming bench-engine bench-orchestration bench-load bench-blind
+bench: bench-streaming bench-engine bench-orchestration bench-load bench-blind bench-cores
 
 bench-streaming: setup
 	@$(PY) bench/streaming.py
@@ -41,6 +41,10 @@ bench-load: setup
 # A blind match between a fast and a slow contestant: paced frame timing per side, side-channel leaks.
 bench-blind: setup
 	@$(PY) bench/blind.py
+
+# Two workers decoding at once, each pinned to its share of the cores, against half a solo worker.
+bench-cores: setup
+	@$(PY) bench/cores.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache
