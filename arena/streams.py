@@ -242,6 +242,8 @@ class StreamHub:
         for stream, last in sub.last.items():
             if stream not in self.watchers:
                 self.watchers[stream], self.positions[stream], added = set(), last, True
+            elif self.positions[stream] > last:  # read and handed out before this one came: its catch-up
+                sub.put(stream, self.positions[stream], [])  # comes now, not with the stream's next entry
             self.watchers[stream].add(sub)
         if self.task is None or self.task.done():
             self.task = asyncio.create_task(self._follow(), name="arena-stream-hub")
