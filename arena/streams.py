@@ -230,7 +230,7 @@ class StreamHub:
         self.block_ms = block_ms
         self.watchers: dict[str, set[Subscription]] = {}
         self.positions: dict[str, tuple[int, int]] = {}  # stream -> the last entry the hub has read
-        self.wake_key = f"{settings.ARENA_REDIS_PREFIX}:ws-hub:{uuid.uuid4().hex}"
+        self.wake_key = keys().ws_hub_wake(uuid.uuid4().hex)
         self.wake_id: object = "0-0"
         self.task: asyncio.Task | None = None
         self.reads = 0  # XREADs made (tests, stats)

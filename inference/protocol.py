@@ -232,6 +232,10 @@ class Keys:
         (the sweeper ends such generations) or, seen gone by that task, that Redis restarted."""
         return f"{self.prefix}:gen:{generation_id}:watch"
 
+    def ws_hub_wake(self, hub_id: str) -> str:
+        """A server process's stream hub's own wake-up stream (arena/streams.py StreamHub)."""
+        return f"{self.prefix}:ws-hub:{hub_id}"
+
     def worker(self, worker_id: str) -> str:
         """Hash: state, slug, pid, error, in_flight, last_used, ready_at, ..."""
         return f"{self.prefix}:worker:{worker_id}"
