@@ -47,7 +47,9 @@ class Decoder(Protocol[RowT]):
     def __len__(self) -> int: ...
 
     def join(self, input_ids: Sequence[Any], params: SamplingParams, tag: Any = None) -> tuple[RowT, list[Chunk]]:
-        """Start a request; its row and its first chunks (ending in a Finish if it already ended)."""
+        """Start a request; its row and whatever chunks it already has (ending in a Finish if it
+        already ended). A decoder that prefills newcomers together (BatchedDecoder) returns none:
+        they come from the next `step`."""
         ...
 
     def step(self) -> list[tuple[RowT, Chunk]]:
