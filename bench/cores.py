@@ -18,31 +18,18 @@ import argparse
 import json
 import sys
 import threading
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.orchestration import MODEL_MB, PROMPT, Harness, smollm2_folder, variants
-from inference import protocol as p
-from inference.protocol import Job, SamplingParams
+from bench.orchestration import MODEL_MB, Harness, smollm2_folder, variants
+from inference.protocol import SamplingParams
 from orchestration.cpus import node_cores
 
 
 def decode_speed(h: Harness, worker_id: str, tokens: int, out: dict, key: str) -> None:
     """One greedy generation of `tokens` on `worker_id`: its decode tokens/s as the worker measured."""
-    job = Job(uuid.uuid4().hex, PROMPT, SamplingParams(temperature=0.0, max_new_tokens=tokens))
-    h.redis.rpush(h.keys.worker_jobs(worker_id), job.to_json())
-    stream, last = h.keys.stream(job.generation_id), "0-0"
-    while True:
-        for _, entries in h.redis.xread({stream: last}, block=1000) or []:
-            for entry_id, fields in entries:
-                last = entry_id
-                event = p.parse_event(fields)
-                if event["type"] == p.DONE:
-                    out[key] = event["metrics"]["decode_tokens_per_s"]
-                    return
-                if event["type"] in p.TERMINAL_EVENTS:
-                    raise RuntimeError(f"generation {event['type']}: {event.get('reason')}")
+    done = h.generate(worker_id, SamplingParams(temperature=0.0, max_new_tokens=tokens))
+    out[key] = done["metrics"]["decode_tokens_per_s"]
 
 
 def run(folder: str, shares: int, sides: int, tokens: int) -> list[float]:

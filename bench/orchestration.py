@@ -84,9 +84,9 @@ class Harness:
     def release(self, request_id: str) -> None:
         orch.release_lease(self.redis, self.keys, request_id)
 
-    def generate(self, worker_id: str) -> None:
-        """One short generation on `worker_id`, waited for to its end."""
-        job = Job(uuid.uuid4().hex, PROMPT, SHORT)
+    def generate(self, worker_id: str, params: SamplingParams = SHORT) -> dict:
+        """One generation on `worker_id` (short by default), waited for to its end: its DONE event."""
+        job = Job(uuid.uuid4().hex, PROMPT, params)
         self.redis.rpush(self.keys.worker_jobs(worker_id), job.to_json())
         stream, last = self.keys.stream(job.generation_id), "0-0"
         while True:
@@ -97,7 +97,7 @@ class Harness:
                     if event["type"] in p.TERMINAL_EVENTS:
                         if event["type"] != p.DONE:
                             raise RuntimeError(f"generation {event['type']}: {event.get('reason')}")
-                        return
+                        return event
 
 
 def smollm2_folder() -> str:
