@@ -43,11 +43,22 @@ class ModelEntryAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ("name",)}
     actions = ["test_entries"]
 
-    @admin.display(description="Preparation")
-    def preparation_state(self, entry: ModelEntry) -> str:
-        """An AWQ entry being quantised ahead of its first use (arena/catalogue/preparation.py)."""
-        found = preparation.published([entry]).get(entry.slug)
-        return found.summary() if found else ""
+    def get_list_display(self, request):
+        """The preparation column as this viewer may see it: an entry playing in one of their own
+        unrevealed tournaments shows none (a quantisation starting at a match's first use would
+        name the pair: arena/tournaments/secrecy.py)."""
+        from arena.tournaments.secrecy import secret_slugs
+
+        secret = secret_slugs(request.user)
+
+        @admin.display(description="Preparation")
+        def preparation_state(entry: ModelEntry) -> str:
+            """An AWQ entry being quantised ahead of its first use (arena/catalogue/preparation.py)."""
+            found = None if entry.slug in secret else preparation.published([entry]).get(entry.slug)
+            return found.summary() if found else ""
+
+        return [preparation_state if name == "preparation_state" else name
+                for name in super().get_list_display(request)]
 
     @admin.action(description="Test: start, send a short prompt, report TTFT and tokens/s")
     def test_entries(self, request, queryset):

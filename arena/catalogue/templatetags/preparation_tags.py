@@ -8,11 +8,18 @@ from arena.catalogue.models import ModelEntry
 register = template.Library()
 
 
-@register.inclusion_tag("catalogue/_being_prepared.html")
-def models_being_prepared(what: str):
+@register.inclusion_tag("catalogue/_being_prepared.html", takes_context=True)
+def models_being_prepared(context, what: str):
     """Creation pages: each enabled entry still being prepared, by name, and that a `what`
-    ("tournament", "comparison") including it waits for it."""
-    return {"preparing": preparation.being_prepared(ModelEntry.objects.enabled()), "what": what}
+    ("tournament", "comparison") including it waits for it; none of the viewer's own unrevealed
+    tournaments' contestants (which one is being prepared would name a match's pair)."""
+    from arena.tournaments.secrecy import secret_models
+
+    request = context.get("request")
+    entries = ModelEntry.objects.enabled()
+    if request is not None:
+        entries = entries.exclude(id__in=secret_models(request.user).values("id"))
+    return {"preparing": preparation.being_prepared(entries), "what": what}
 
 
 @register.inclusion_tag("catalogue/_tournament_preparing.html")
@@ -24,11 +31,3 @@ def tournament_preparation_notice(tournament):
     preparing = preparation.being_prepared(tournament.contestants())
     slowest = max((p for _entry, p in preparing), key=lambda p: p.minutes_left() or 0, default=None)
     return {"preparing": slowest}
-
-
-@register.inclusion_tag("catalogue/_preparations_table.html")
-def preparation_table():
-    """The status page: every enabled AWQ entry with a published preparation (going on, or failed)."""
-    entries = list(ModelEntry.objects.enabled().filter(kind=ModelEntry.Kind.AWQ))
-    found = preparation.published(entries)
-    return {"rows": [(e, found[e.slug]) for e in entries if e.slug in found]}

@@ -265,3 +265,17 @@ def test_the_status_page_and_the_catalogue_admin_show_the_progress(admin_client,
     assert "preparing: 40%, about 2 min left" in page and layer_line(12) in page
     changelist = admin_client.get("/admin/catalogue/modelentry/").content.decode()
     assert "preparing: 40%, about 2 min left" in changelist
+
+
+def test_a_judges_own_contestant_being_prepared_is_named_nowhere(client, admin_user, owner, preparing):
+    """Quantised at a match's first use, an AWQ contestant would name the pair on the creation
+    pages or the catalogue admin: for the tournament's owner those name no contestant of it."""
+    contestants = list(ModelEntry.objects.filter(slug__in=["smollm2-135m", "smollm2-135m-spec", AWQ_SLUG,
+                                                           "gemma-3-270m"]))
+    Tournament.start(admin_user, contestants=contestants, prompt="Name a colour.", seeding="given")
+    client.force_login(admin_user)
+    for url in (reverse("tournament-new"), reverse("compare"), "/admin/catalogue/modelentry/"):
+        page = client.get(url).content.decode()
+        assert "being prepared" not in page and "preparing: 40%" not in page, url
+    client.force_login(owner)  # not their tournament: the notice stays
+    assert notice(preparing, "comparison") in client.get(reverse("compare")).content.decode()
