@@ -52,13 +52,17 @@ class ModelEntryAdmin(admin.ModelAdmin):
         secret = secret_slugs(request.user)
 
         @admin.display(description="Preparation")
-        def preparation_state(entry: ModelEntry) -> str:
-            """An AWQ entry being quantised ahead of its first use (arena/catalogue/preparation.py)."""
-            found = None if entry.slug in secret else preparation.published([entry]).get(entry.slug)
-            return found.summary() if found else ""
+        def preparation_for_viewer(entry: ModelEntry) -> str:
+            return "" if entry.slug in secret else self.preparation_state(entry)
 
-        return [preparation_state if name == "preparation_state" else name
+        return [preparation_for_viewer if name == "preparation_state" else name
                 for name in super().get_list_display(request)]
+
+    @admin.display(description="Preparation")
+    def preparation_state(self, entry: ModelEntry) -> str:
+        """An AWQ entry being quantised ahead of its first use (arena/catalogue/preparation.py)."""
+        found = preparation.published([entry]).get(entry.slug)
+        return found.summary() if found else ""
 
     @admin.action(description="Test: start, send a short prompt, report TTFT and tokens/s")
     def test_entries(self, request, queryset):
