@@ -6,6 +6,7 @@ stream once and fans its entries out to the sockets watching it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
@@ -53,7 +54,7 @@ def client() -> redis.Redis:
 
 
 def async_client() -> aioredis.Redis:
-    """A new asyncio client of its own (the caller closes it). WebSockets share `socket_redis()` instead."""
+    """A new asyncio client of its own (the caller closes it). WebSockets share `shared()` instead."""
     return aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=SOCKET_TIMEOUT_S, health_check_interval=30,
                                    retry=AsyncRetry(_backoff(), RETRIES), retry_on_error=RETRY_ON)
 
@@ -174,11 +175,9 @@ class Subscription:
         """New entries by stream, each as (`entry_key` of its id, its event), waiting up to
         `timeout` s for some ({} if none came)."""
         if not self._batches and self._failed is None:
-            try:
+            with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._ready.wait()
-            except TimeoutError:
-                pass
         if self._failed is not None:
             raise self._failed
         out: dict[str, list[tuple[tuple[int, int], dict]]] = {}

@@ -15,9 +15,8 @@ from .pacing import Pacer, SideView
 
 
 def entry_time(entry_id) -> float:
-    """Seconds since the epoch of a stream entry id ("1732390000123-0")."""
-    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
-    return int(text.split("-", 1)[0]) / 1000
+    """Seconds since the epoch of a stream entry id ("1732390000123-0"): Redis's clock when it was written."""
+    return streams.entry_key(entry_id)[0] / 1000
 
 
 def redis_time(reply) -> float:

@@ -50,6 +50,10 @@ class SideFeed:
     def ended(self) -> bool:
         return self.ended_at is not None
 
+    @property
+    def cancelled(self) -> bool:
+        return self.end_event is not None and self.end_event["type"] == p.CANCELLED
+
     def add(self, t: float, ev: dict) -> None:
         kind = ev["type"]
         if self.ended:
@@ -152,12 +156,11 @@ class Pacer:
 
     def _side_view(self, side: SideFeed, released: int, start: float | None, now: float) -> SideView:
         shown = min(released, len(side.piece_ends))
-        cancelled = side.end_event is not None and side.end_event["type"] == p.CANCELLED
-        if cancelled:  # only what was out when it was cancelled
+        if side.cancelled:  # only what was out when it was cancelled
             shown = min(shown, sum(1 for t in self.release[:len(side.piece_ends)] if t <= side.ended_at))
         text = side.text[:side.piece_ends[shown - 1]] if shown else ""
-        if side.ended and now >= self._shown_ended_at(side, start, cancelled) and (
-                cancelled or shown == len(side.piece_ends)):
+        if side.ended and now >= self._shown_ended_at(side, start) and (
+                side.cancelled or shown == len(side.piece_ends)):
             return SideView(text, ENDED_STATE[side.end_event["type"]], side.end_event)  # type: ignore[index]
         if start is not None and now >= start:
             return SideView(text, "running")
@@ -165,9 +168,9 @@ class Pacer:
             return SideView(text, "loading")
         return SideView(text, "queued")
 
-    def _shown_ended_at(self, side: SideFeed, start: float | None, cancelled: bool) -> float:
+    def _shown_ended_at(self, side: SideFeed, start: float | None) -> float:
         assert side.ended_at is not None
-        if cancelled or not side.piece_ends:
+        if side.cancelled or not side.piece_ends:
             return max(side.ended_at, start or side.ended_at)
         last = len(side.piece_ends) - 1
         return max(side.ended_at, self.release[last]) if last < len(self.release) else float("inf")
@@ -180,9 +183,7 @@ class Pacer:
         times = [t for t in self.release if t > now]
         if start is not None and start > now:
             times.append(start)
-        times += [t for s in self.sides if s.ended
-                  for t in [self._shown_ended_at(s, start, s.end_event["type"] == p.CANCELLED)]  # type: ignore[index]
-                  if now < t < float("inf")]
+        times += [t for s in self.sides if s.ended for t in [self._shown_ended_at(s, start)] if now < t < float("inf")]
         return min(times) if times else None
 
     def finished(self, now: float) -> bool:

@@ -55,7 +55,7 @@ class GenerationConsumer(StreamSocket):
                 return last_id
         if self.as_json:
             for ev in events:
-                await self._send_event(ev)
+                await self.send(text_data=json.dumps(ev))
         else:
             await self.send(text_data=self._snapshot_html(events))
         self.ended = any(ev["type"] in p.TERMINAL_EVENTS for ev in events)
@@ -86,14 +86,6 @@ class GenerationConsumer(StreamSocket):
         else:
             html = "".join(token_html(ev.get("text", ""), ev.get("n", 0)) if ev["type"] == p.TOKEN
                            else fragments.for_event(ev, self.created_at) for ev in events)
-            if html:
-                await self.send(text_data=html)
-
-    async def _send_event(self, ev: dict) -> None:
-        if self.as_json:
-            await self.send(text_data=json.dumps(ev))
-        else:
-            html = fragments.for_event(ev, self.created_at)
             if html:
                 await self.send(text_data=html)
 
