@@ -86,6 +86,11 @@ class Battle(models.Model):
 
         return paced_views(self) if self.paced else None
 
+    def paced_side(self, side: str):
+        """What the "left" or "right" side shows now if paced, else None (show it as stored)."""
+        views = self.paced_views
+        return None if views is None else views[0 if side == "left" else 1]
+
     @property
     def shown_finished(self) -> bool:
         """Both sides show as ended: stored, and (if paced) all their text is out."""

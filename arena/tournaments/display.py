@@ -64,9 +64,8 @@ def _side_json(battle: Battle, side: str, reveal: bool) -> dict:
     """A side's status and text: while blind, as its pacing shows them now (arena/battles/pacing.py)."""
     gen = getattr(battle, side)
     body = {"label": "Model A" if side == "left" else "Model B", "status": gen.status, "text": gen.text}
-    paced = battle.paced_views
-    if paced is not None:
-        view = paced[0 if side == "left" else 1]
+    view = battle.paced_side(side)
+    if view is not None:
         body.update(status=view.state, text=view.text)
     if reveal:
         body.update({

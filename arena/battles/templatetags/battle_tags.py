@@ -12,9 +12,9 @@ def battle_side(battle, side: str):
     speeds hidden when blind)."""
     gen = battle.left if side == "left" else battle.right
     view = fragments.Side(side, battle.created_at.timestamp(), blind=battle.blind and not battle.revealed)
-    paced = battle.paced_views
+    paced = battle.paced_side(side)
     if paced is not None:  # blind: what its pacing shows now, not what is stored
-        return mark_safe(fragments.paced_frame([view], None, [paced[0 if side == "left" else 1]]))
+        return mark_safe(fragments.paced_frame([view], None, [paced]))
     return mark_safe(fragments.stored(view, gen))
 
 

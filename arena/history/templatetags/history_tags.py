@@ -65,9 +65,8 @@ def shared_side(battle, side: str, heading: str = "h2"):
     visible = battle.names_visible
     reason = gen.failure_reason if visible or not gen.failure_reason else BLIND_FAILURE
     status, text = gen.status, gen.text
-    paced = battle.paced_views
-    if paced is not None:  # blind: what its pacing shows now (arena/battles/pacing.py), not what is stored
-        view = paced[0 if side == "left" else 1]
+    view = battle.paced_side(side)
+    if view is not None:  # blind: what its pacing shows now (arena/battles/pacing.py), not what is stored
         status, text = view.state, view.text
         reason = BLIND_FAILURE if status == "failed" else ""
     return {
