@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.orchestration import MODEL_MB, Harness, smollm2_folder, variants
+from inference.hardware import usable_cpus
 from inference.protocol import SamplingParams
-from orchestration.cpus import node_cores
 
 
 def decode_speed(h: Harness, worker_id: str, tokens: int, out: dict, key: str) -> None:
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     shared = run(folder, shares=2, sides=2, tokens=args.tokens)
     unshared = run(folder, shares=1, sides=2, tokens=args.tokens)
     half = solo / 2
-    print(f"cores: {len(node_cores())}; SmolLM2 transformers fp32, greedy, {args.tokens} tokens")
+    print(f"cores: {len(usable_cpus())}; SmolLM2 transformers fp32, greedy, {args.tokens} tokens")
     print(f"solo, every core:                  {solo:.2f} tok/s")
     print(f"pair at once, a share each:        {shared} tok/s")
     print(f"pair at once, both on every core:  {unshared} tok/s")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from inference.endpoint import EndpointEngine
-from inference.hardware import resident_mb, usable_cores
+from inference.hardware import resident_mb, usable_cpus
 from inference.protocol import ModelSpec
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def serve(spec: ModelSpec, *, max_batch: int, progress: Callable[[str], None] | 
 
 def worker_threads() -> int:
     """ARENA_WORKER_THREADS, else one thread per core this worker is pinned to (hardware.keep_to_cpus)."""
-    return max(1, int(os.environ.get("ARENA_WORKER_THREADS") or usable_cores()))
+    return max(1, int(os.environ.get("ARENA_WORKER_THREADS") or len(usable_cpus())))
 
 
 def _serve_transformers(spec: ModelSpec, progress: Callable[[str], None] | None) -> Served:

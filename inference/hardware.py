@@ -67,8 +67,8 @@ def keep_to_cpus() -> None:
         logging.getLogger(__name__).warning("Could not pin the worker to cores %s", raw)
 
 
-def usable_cores() -> int:
-    """How many cores this process may run on (its affinity mask, where the OS has one)."""
+def usable_cpus() -> list[int]:
+    """The cores this process may run on (its affinity mask, where the OS has one)."""
     if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))

@@ -7,7 +7,7 @@ equal groups (ARENA_CPU_SHARES, default 2: a comparison's two sides), and each w
 pinned to one group, the one the fewest live workers hold, with as many threads as the
 group has cores. Two workers decoding at once then never oversubscribe the node, and the
 speeds a comparison shows are each measured on an equal share. Pure: the backend passes the
-node's cores and what its live workers hold.
+node's cores (inference.hardware.usable_cpus) and what its live workers hold.
 """
 
 from __future__ import annotations
@@ -35,13 +35,6 @@ def assign(cores: Sequence[int], shares: int, held: Sequence[tuple[int, ...]]) -
     """The group a new worker gets: the one held by the fewest live workers (the first on a tie)."""
     options = groups(cores, shares)
     return min(options, key=lambda group: (sum(1 for h in held if h == group), options.index(group)))
-
-
-def node_cores() -> list[int]:
-    """The cores this process may run on (its affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
 
 
 def shares_setting(env: dict[str, str] | None = None) -> int:

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from inference.hardware import usable_cpus
 from inference.protocol import ModelSpec
 from orchestration import cpus
 from orchestration.policy import LOCAL_NODE, Node
@@ -69,7 +70,7 @@ class LocalBackend:
         if shares == 1 or self.env.get("ARENA_WORKER_THREADS"):
             return ()
         held = [p.cpus for p in self._procs.values() if p.cpus and p.popen.poll() is None]
-        return cpus.assign(cpus.node_cores(), shares, held)
+        return cpus.assign(usable_cpus(), shares, held)
 
     def pid(self, worker_id: str) -> int | None:
         proc = self._procs.get(worker_id)

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from inference.hardware import usable_cpus
 from orchestration import cpus
 
 
@@ -49,7 +50,7 @@ def test_the_backend_pins_two_workers_to_different_cores(tmp_path):
     """LocalBackend hands each started worker its share through the environment."""
     from orchestration.backends.local import LocalBackend
 
-    if len(cpus.node_cores()) < 2:
+    if len(usable_cpus()) < 2:
         pytest.skip("one core: nothing to share")
     backend = LocalBackend("redis://127.0.0.1:6379/0", "test-cpus", tmp_path, env={"ARENA_CPU_SHARES": "2"})
     backend.env.pop("ARENA_WORKER_THREADS", None)
