@@ -164,13 +164,18 @@ async def test_a_blind_battles_sides_arrive_together_at_the_slower_pace(owner, c
     await comm.disconnect()
 
 
+def answer_at_once(gen, text: str) -> None:
+    """A side that starts, writes its whole answer in one token and ends (a fast model's burst)."""
+    emit(gen, p.STARTED, prompt_tokens=3)
+    emit(gen, p.TOKEN, text=text + " ", n=len(text.split()))
+    done(gen, text, 50.0)
+
+
 async def test_a_reconnecting_browser_gets_the_paced_text_so_far(owner, catalogue, settings):
     settings.ARENA_BLIND_WORDS_PER_S = 5
     battle = await database(make_battle, owner, catalogue, blind=True)
     for gen in (battle.left, battle.right):
-        emit(gen, p.STARTED, prompt_tokens=3)
-        emit(gen, p.TOKEN, text="one two three four five six seven eight ", n=8)
-        done(gen, "one two three four five six seven eight", 50.0)
+        answer_at_once(gen, "one two three four five six seven eight")
     await asyncio.sleep(0.5)  # about three pieces out at 5 a second
     comm, _connected, _ = await connect(battle, owner)
     snapshot = await comm.receive_from()
@@ -182,9 +187,7 @@ async def test_a_paced_side_is_not_judged_before_its_text_is_out(owner, catalogu
     settings.ARENA_BLIND_WORDS_PER_S = 2
     battle = await database(make_battle, owner, catalogue, blind=True)
     for gen in (battle.left, battle.right):
-        emit(gen, p.STARTED, prompt_tokens=3)
-        emit(gen, p.TOKEN, text="a b c d ", n=4)
-        done(gen, "a b c d", 50.0)
+        answer_at_once(gen, "a b c d")
     await database(finish_both, battle)
     fresh = await database(Battle.objects.select_related("left", "right").get, id=battle.id)
     assert fresh.finished and not fresh.votable and not fresh.shown_finished

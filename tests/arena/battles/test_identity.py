@@ -1,17 +1,12 @@
 """An answer that names a contestant flags its battle: the pure matcher, the check on stored
 answers, and the sweeper ending a battle whose run was gone (it checks as the run would)."""
 
-import time
 
 import pytest
-from django.conf import settings
 
-from arena import streams
 from arena.battles.identity import identity_mentions
 from arena.battles.models import Battle
-from arena.generations import sweeper as sw
 from arena.generations.models import Generation
-from inference import protocol as p
 from tests.arena.factories import comparison
 
 GEMMA = ["Gemma", "Google", "DeepMind", "Bard", "Gemini"]
@@ -101,67 +96,3 @@ def test_a_flag_follows_the_answers_when_they_change(owner, smollm_v_gemma):
     Generation.objects.filter(id=battle.left.id).update(text="Blue.")
     battle.left.refresh_from_db()
     assert not battle.note_self_identification() and not Battle.objects.get(id=battle.id).self_identified
-
-
-# --- the sweeper ends a battle whose run died ----------------------------------------------
-@pytest.fixture
-def redis_client():
-    client = streams.client()
-    yield client
-    for key in client.scan_iter(match=f"{settings.ARENA_REDIS_PREFIX}:*", count=1000):
-        client.delete(key)
-
-
-class Clock:
-    def __init__(self):
-        self.now = time.time()
-
-    def __call__(self):
-        return self.now
-
-
-def sweep_until_gone(sweeper, clock) -> dict:
-    sweeper.sweep()  # first seen missing
-    clock.now += sw.Policy().watch_ttl_s
-    return sweeper.sweep()
-
-
-def running_blind_battle(owner, smollm_v_gemma) -> Battle:
-    battle = comparison(owner, *smollm_v_gemma, texts=None, mode=Battle.Mode.TOURNAMENT, blind=True)
-    Generation.objects.filter(id__in=[battle.left_id, battle.right_id]).update(status=Generation.Status.RUNNING)
-    return battle
-
-
-def add(redis_client, gen_id, kind, **fields):
-    redis_client.xadd(streams.keys().stream(str(gen_id)), p.event(kind, **fields))
-
-
-def test_the_sweeper_storing_ended_streams_flags_the_battle(owner, smollm_v_gemma, redis_client):
-    battle = running_blind_battle(owner, smollm_v_gemma)
-    add(redis_client, battle.left_id, p.DONE, text="Blue.", finish_reason="stop", metrics={})
-    add(redis_client, battle.right_id, p.DONE, text="Gemma says red.", finish_reason="stop", metrics={})
-    clock = Clock()
-    assert sweep_until_gone(sw.Sweeper(redis_client, sw.Policy(), clock=clock), clock) == {sw.ADOPT: 2}
-    battle.refresh_from_db()
-    assert battle.finished and battle.self_identified
-
-
-def test_the_sweeper_failing_a_side_flags_the_battle_on_the_partial_answer(owner, smollm_v_gemma, redis_client):
-    battle = running_blind_battle(owner, smollm_v_gemma)
-    add(redis_client, battle.left_id, p.TOKEN, text="As SmolLM I", n=1)  # its worker died mid-answer
-    add(redis_client, battle.right_id, p.DONE, text="Red.", finish_reason="stop", metrics={})
-    clock = Clock()
-    assert sweep_until_gone(sw.Sweeper(redis_client, sw.Policy(), clock=clock), clock) == {sw.ADOPT: 1, sw.FAIL: 1}
-    battle.refresh_from_db()
-    assert battle.left.status == Generation.Status.FAILED and battle.left.text == "As SmolLM I"
-    assert battle.self_identified
-
-
-def test_the_sweeper_leaves_a_battle_whose_answers_name_nobody_unflagged(owner, smollm_v_gemma, redis_client):
-    battle = running_blind_battle(owner, smollm_v_gemma)
-    for gen_id in (battle.left_id, battle.right_id):
-        add(redis_client, gen_id, p.DONE, text="Blue.", finish_reason="stop", metrics={})
-    clock = Clock()
-    sweep_until_gone(sw.Sweeper(redis_client, sw.Policy(), clock=clock), clock)
-    battle.refresh_from_db()
-    assert battle.finished and not battle.self_identified

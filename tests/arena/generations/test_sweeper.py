@@ -19,6 +19,7 @@ from arena.generations import sweeper as sw
 from arena.generations.models import Generation
 from arena.generations.run import RESTARTED_BEFORE_START, WORKER_STOPPED, Follower
 from inference import protocol as p
+from tests.arena.factories import comparison
 
 POLICY = sw.Policy(watch_ttl_s=15, queue_grace_s=60, queue_timeout_s=900)
 S = Generation.Status
@@ -265,3 +266,48 @@ def _wipe(redis_client):
     """What a Redis restart does to this session's keys (the shared server is not ours to restart)."""
     for key in redis_client.scan_iter(match=f"{settings.ARENA_REDIS_PREFIX}:*", count=1000):
         redis_client.delete(key)
+
+
+# --- a battle the sweeper ends is checked for answers naming a contestant ---------------------
+def sweep_until_gone(sweeper, clock) -> dict:
+    sweeper.sweep()  # first seen missing
+    clock.now += POLICY.watch_ttl_s
+    return sweeper.sweep()
+
+
+@pytest.fixture
+def running_blind_battle(owner, catalogue) -> Battle:
+    """SmolLM2 against Gemma, both running, their battle's run gone."""
+    battle = comparison(owner, catalogue[0], catalogue[3], texts=None, mode=Battle.Mode.TOURNAMENT, blind=True)
+    Generation.objects.filter(id__in=[battle.left_id, battle.right_id]).update(status=S.RUNNING)
+    return battle
+
+
+def test_the_sweeper_storing_ended_streams_flags_the_battle(sweeper, clock, redis_client, running_blind_battle):
+    battle = running_blind_battle
+    add(redis_client, battle.left, p.DONE, text="Blue.", finish_reason="stop", metrics={})
+    add(redis_client, battle.right, p.DONE, text="Gemma says red.", finish_reason="stop", metrics={})
+    assert sweep_until_gone(sweeper, clock) == {sw.ADOPT: 2}
+    battle.refresh_from_db()
+    assert battle.finished and battle.self_identified
+
+
+def test_the_sweeper_failing_a_side_flags_the_battle_on_the_partial_answer(sweeper, clock, redis_client,
+                                                                           running_blind_battle):
+    battle = running_blind_battle
+    add(redis_client, battle.left, p.TOKEN, text="As SmolLM I", n=1)  # its worker died mid-answer
+    add(redis_client, battle.right, p.DONE, text="Red.", finish_reason="stop", metrics={})
+    assert sweep_until_gone(sweeper, clock) == {sw.ADOPT: 1, sw.FAIL: 1}
+    battle.refresh_from_db()
+    assert battle.left.status == S.FAILED and battle.left.text == "As SmolLM I"
+    assert battle.self_identified
+
+
+def test_the_sweeper_leaves_a_battle_whose_answers_name_nobody_unflagged(sweeper, clock, redis_client,
+                                                                         running_blind_battle):
+    battle = running_blind_battle
+    for gen in (battle.left, battle.right):
+        add(redis_client, gen, p.DONE, text="Blue.", finish_reason="stop", metrics={})
+    sweep_until_gone(sweeper, clock)
+    battle.refresh_from_db()
+    assert battle.finished and not battle.self_identified
