@@ -15,21 +15,22 @@ import json
 from typing import Any
 
 
-def parse(raw: bytes | str) -> Any:
-    """The decoded body; raises ValueError with a message for the client."""
+def parse(raw: bytes | str, what: str = "The request body") -> Any:
+    """The decoded body; raises ValueError with a message for the client, naming `what` was
+    parsed (a prompt suite's upload names the line)."""
     try:
         value = json.loads(raw)
     except RecursionError:
-        raise ValueError("The request body is not valid JSON: it is nested too deeply.") from None
+        raise ValueError(f"{what} is not valid JSON: it is nested too deeply.") from None
     except UnicodeDecodeError as exc:
-        raise ValueError(f"The request body is not valid JSON: it is not UTF-8 ({exc.reason}).") from None
+        raise ValueError(f"{what} is not valid JSON: it is not UTF-8 ({exc.reason}).") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"The request body is not valid JSON: {exc}") from None
+        raise ValueError(f"{what} is not valid JSON: {exc}") from None
     except ValueError as exc:  # e.g. an integer too long to convert
-        raise ValueError(f"The request body is not valid JSON: {exc}") from None
+        raise ValueError(f"{what} is not valid JSON: {exc}") from None
     problem = unstorable_text(value)
     if problem:
-        raise ValueError(f"The request body cannot be accepted: {problem}")
+        raise ValueError(f"{what} cannot be accepted: {problem}")
     return value
 
 

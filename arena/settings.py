@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "arena.playground",
     "arena.battles",
     "arena.tournaments",
+    "arena.suites",
     "arena.leaderboard",
     "arena.history",
     "arena.workers",

@@ -1,4 +1,5 @@
-"""Read-only share links: an unguessable URL to one generation, battle or tournament.
+"""Read-only share links: an unguessable URL to one generation, battle, tournament or
+prompt suite.
 
 The owner creates a link from the object's permalink page and may revoke it; a revoked
 link stays revoked (a new one gets a new token). Anyone holding an active link sees the
@@ -16,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 TOKEN_BYTES = 32  # 43 URL-safe characters, 256 bits
+KINDS = ("generation", "battle", "tournament", "suite")  # a link's target: one foreign key each
 
 
 def new_token() -> str:
@@ -23,10 +25,18 @@ def new_token() -> str:
 
 
 def noun(obj) -> str:
-    """What a user calls the object: generation, comparison, tournament match or tournament."""
+    """What a user calls the object: generation, comparison, tournament match, tournament or prompt suite."""
     if obj._meta.model_name == "battle":
         return "comparison" if obj.mode == "comparison" else "tournament match"
-    return obj._meta.model_name
+    return "prompt suite" if obj._meta.model_name == "suite" else obj._meta.model_name
+
+
+def _exactly_one_target() -> Q:
+    """One of the KINDS' foreign keys set, the others null."""
+    condition = Q()
+    for kind in KINDS:
+        condition |= Q(**{f"{k}__isnull": k != kind for k in KINDS})
+    return condition
 
 
 class ShareLinkQuerySet(models.QuerySet):
@@ -41,7 +51,7 @@ class ShareLinkQuerySet(models.QuerySet):
         if not token or len(token) > 100 or "\x00" in token:  # PostgreSQL refuses a NUL in a query: a 500
             return None
         return self.active().select_related("generation__model", "battle__left__model", "battle__right__model",
-                                            "tournament__winner").filter(token=token).first()
+                                            "tournament__winner", "suite").filter(token=token).first()
 
 
 class ShareLink(models.Model):
@@ -49,6 +59,7 @@ class ShareLink(models.Model):
         GENERATION = "generation"
         BATTLE = "battle"
         TOURNAMENT = "tournament"
+        SUITE = "suite"
 
     token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links")
@@ -58,6 +69,8 @@ class ShareLink(models.Model):
                                related_name="share_links")
     tournament = models.ForeignKey("tournaments.Tournament", null=True, blank=True, on_delete=models.CASCADE,
                                    related_name="share_links")
+    suite = models.ForeignKey("suites.Suite", null=True, blank=True, on_delete=models.CASCADE,
+                              related_name="share_links")
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
     views = models.PositiveIntegerField(default=0, help_text="How many times the shared page was opened.")
@@ -68,16 +81,11 @@ class ShareLink(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(
-                name="sharelink_exactly_one_target",
-                condition=(Q(generation__isnull=False, battle__isnull=True, tournament__isnull=True)
-                           | Q(generation__isnull=True, battle__isnull=False, tournament__isnull=True)
-                           | Q(generation__isnull=True, battle__isnull=True, tournament__isnull=False)),
-            ),
+            models.CheckConstraint(name="sharelink_exactly_one_target", condition=_exactly_one_target()),
             # One active link per object: sharing twice (a double click, two tabs) gives the same URL.
             *[models.UniqueConstraint(fields=[kind], condition=Q(revoked_at__isnull=True),
                                       name=f"sharelink_one_active_per_{kind}")
-              for kind in ("generation", "battle", "tournament")],
+              for kind in KINDS],
         ]
 
     def __str__(self) -> str:
@@ -88,7 +96,7 @@ class ShareLink(models.Model):
 
     @staticmethod
     def kind_of(obj) -> str:
-        """The field an object goes in: 'generation', 'battle' or 'tournament'."""
+        """The field an object goes in: 'generation', 'battle', 'tournament' or 'suite'."""
         kind = obj._meta.model_name
         if kind not in ShareLink.Kind.values:
             raise TypeError(f"{type(obj).__name__} cannot be shared.")

@@ -1,0 +1,79 @@
+"""Prompt suites: a named, tagged list of prompts a user owns, to run against models.
+
+Each prompt may carry a system prompt, a reference answer and one answer constraint (a
+JSON schema or a regex the answer must satisfy). A suite is written once (created in the
+browser, uploaded as JSONL or CSV, or posted to the API, all checked by
+arena.suites.parsing) and not edited afterwards: what was run on it stays what it is.
+Only its owner opens it; a read-only share link (arena.history) shows it to anyone."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from arena import tags
+
+from .parsing import PromptSpec
+
+NAME_MAX_LENGTH = 200
+
+
+class Suite(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suites")
+    name = models.CharField(max_length=NAME_MAX_LENGTH)
+    tag = tags.model_field()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("suite-detail", args=[self.id])
+
+    @classmethod
+    @transaction.atomic
+    def create(cls, owner, *, name: str, prompts: list[PromptSpec], tag: str = "") -> Suite:
+        """A suite with these checked prompts (arena.suites.parsing), numbered from 1."""
+        suite = cls.objects.create(owner=owner, name=name, tag=tag)
+        SuitePrompt.objects.bulk_create([SuitePrompt(suite=suite, position=i, **spec.as_dict())
+                                         for i, spec in enumerate(prompts, start=1)])
+        return suite
+
+    def ordered_prompts(self):
+        return self.prompts.order_by("position")
+
+
+class SuitePrompt(models.Model):
+    """One prompt of a suite; `position` its place, from 1. At most one of `json_schema`
+    (a Draft 2020-12 JSON Schema the answer must satisfy) and `regex` (a regex the answer
+    must satisfy) is set."""
+
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="prompts")
+    position = models.PositiveIntegerField()
+    prompt = models.TextField()
+    system_prompt = models.TextField(blank=True, help_text="Empty: the model's own system prompt.")
+    reference = models.TextField(blank=True, help_text="A reference answer, to compare the answers with.")
+    json_schema = models.JSONField(null=True, blank=True, help_text="A JSON Schema the answer must satisfy.")
+    regex = models.TextField(blank=True, help_text="A regex the answer must match.")
+
+    class Meta:
+        ordering = ["suite", "position"]
+        constraints = [models.UniqueConstraint(fields=["suite", "position"], name="suite_prompt_position")]
+
+    def __str__(self) -> str:
+        return f"prompt {self.position} of suite {self.suite_id}"
+
+    @property
+    def constraint(self) -> str:
+        """Which constraint the answer has: "json_schema", "regex" or ""."""
+        if self.json_schema is not None:
+            return "json_schema"
+        return "regex" if self.regex else ""

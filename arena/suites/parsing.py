@@ -1,0 +1,265 @@
+"""A prompt suite's prompts as data: one prompt object checked, a JSONL or CSV file parsed.
+
+No database and no request here: the upload form, the create page, the API and the tests
+all go through `check_items`, so a prompt is judged the same way however it arrives. Each
+problem names where it is ("line 7: 'prompt' is missing", "prompts[2]: ...") and every
+problem is reported (up to MAX_PROBLEMS), so a user fixes a file in one go; a file with
+any problem saves nothing (the caller raises before creating the suite).
+
+A prompt object: {"prompt", "system_prompt", "reference", "json_schema", "regex"}, all but
+"prompt" optional (null or "" count as absent). In a CSV file the header row names these
+columns and the json_schema cell holds JSON text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.conf import settings
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from arena import jsonbody
+
+FIELDS = ("prompt", "system_prompt", "reference", "json_schema", "regex")
+MAX_PROMPTS = 500
+MAX_PROBLEMS = 20  # then "... stopped": a wholly wrong file needs no thousand lines of errors
+MAX_REGEX_CHARS = 2000
+FORMATS = ("jsonl", "csv")
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """One checked prompt, ready to store as a SuitePrompt."""
+
+    prompt: str
+    system_prompt: str = ""
+    reference: str = ""
+    json_schema: dict | None = None
+    regex: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class SuiteError(ValueError):
+    """Prompts that cannot be saved; `problems` lists each one, naming where it is."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def max_prompt_chars() -> int:
+    return settings.ARENA_MAX_PROMPT_CHARS  # the same limit as every other prompt of the app
+
+
+def max_upload_bytes() -> int:
+    """An upload is a request body: arena.limits.BodySizeLimit refuses a larger one first."""
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+# --- the answer constraint -------------------------------------------------------------
+def constraint_problem(json_schema: dict | None, regex: str | None) -> str | None:
+    """Why this answer constraint cannot be used (None if it can): a JSON schema that is
+    not one (Draft 2020-12), a regex Python cannot compile, or both at once."""
+    if json_schema is not None and regex:
+        return "give a json_schema or a regex, not both"
+    if json_schema is not None:
+        try:
+            Draft202012Validator.check_schema(json_schema)
+        except SchemaError as exc:
+            return f"json_schema is not a valid JSON schema: {exc.message}"
+        except RecursionError:
+            return "json_schema is not a valid JSON schema: it is nested too deeply"
+    if regex:
+        try:
+            re.compile(regex)
+        except (re.error, RecursionError, OverflowError) as exc:
+            return f"regex does not compile: {exc}"
+    return None
+
+
+# --- one prompt object -----------------------------------------------------------------
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _text(item: dict, name: str, problems: list[str], *, limit: int) -> str:
+    value = item.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        problems.append(f"'{name}' must be a string, not {_json_type(value)}")
+        return ""
+    if len(value) > limit:
+        problems.append(f"'{name}' is {len(value)} characters, at most {limit} allowed")
+    return value
+
+
+def _prompt(item: dict, problems: list[str]) -> str:
+    if item.get("prompt") in (None, ""):
+        problems.append("'prompt' is missing")
+        return ""
+    prompt = _text(item, "prompt", problems, limit=max_prompt_chars())
+    if isinstance(item["prompt"], str) and not prompt.strip():
+        problems.append("'prompt' is blank")
+    return prompt
+
+
+def _schema(item: dict, problems: list[str]) -> dict | None:
+    value = item.get("json_schema")
+    if value is not None and not isinstance(value, dict):
+        problems.append(f"'json_schema' must be a JSON object (a JSON Schema), not {_json_type(value)}")
+        return None
+    return value
+
+
+def check_item(item: Any) -> tuple[PromptSpec | None, list[str]]:
+    """One prompt object: the prompt, or every problem with it."""
+    if not isinstance(item, dict):
+        return None, [f"must be a JSON object with a 'prompt', not {_json_type(item)}"]
+    problems: list[str] = []
+    unknown = sorted(set(item) - set(FIELDS))
+    if unknown:
+        problems.append(f"unknown field(s) {', '.join(map(repr, unknown))} (known: {', '.join(FIELDS)})")
+    if unstorable := jsonbody.unstorable_text(item):
+        problems.append(unstorable)
+    prompt = _prompt(item, problems)
+    system_prompt = _text(item, "system_prompt", problems, limit=max_prompt_chars())
+    reference = _text(item, "reference", problems, limit=max_prompt_chars())
+    regex = _text(item, "regex", problems, limit=MAX_REGEX_CHARS)
+    schema = _schema(item, problems)
+    if not problems and (problem := constraint_problem(schema, regex or None)):
+        problems.append(problem)
+    if problems:
+        return None, problems
+    return PromptSpec(prompt, system_prompt, reference, schema, regex), []
+
+
+_UNREADABLE = object()  # an item that could not be read: check_items reports its `where`, the problem, alone
+
+
+def check_items(items: Iterable[tuple[str, Any]]) -> list[PromptSpec]:
+    """(where, item) pairs, e.g. ("line 7", {...}): the prompts, or SuiteError listing
+    every problem as "<where>: <problem>". A line that could not be read comes as
+    ("line 3 is not valid JSON: ...", _UNREADABLE) and is reported as is."""
+    specs: list[PromptSpec] = []
+    problems: list[str] = []
+    for count, (where, item) in enumerate(items, start=1):
+        if count > MAX_PROMPTS:
+            problems.append(f"{where}: a suite holds at most {MAX_PROMPTS} prompts")
+            break
+        if item is _UNREADABLE:
+            problems.append(where)
+        else:
+            spec, found = check_item(item)
+            problems.extend(f"{where}: {p}" for p in found)
+            if spec:
+                specs.append(spec)
+        if len(problems) >= MAX_PROBLEMS:
+            problems = [*problems[:MAX_PROBLEMS], f"stopped after {MAX_PROBLEMS} problems"]
+            break
+    if not problems and not specs:
+        problems.append("there are no prompts: a suite holds at least one")
+    if problems:
+        raise SuiteError(problems)
+    return specs
+
+
+def api_items(prompts: Any) -> list[PromptSpec]:
+    """The API body's "prompts" list, each item named by its index."""
+    if not isinstance(prompts, list) or not prompts:
+        raise SuiteError([f"prompts must be a list of 1 to {MAX_PROMPTS} prompt objects"])
+    return check_items((f"prompts[{i}]", item) for i, item in enumerate(prompts))
+
+
+# --- files -----------------------------------------------------------------------------
+def _decode(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise SuiteError([f"line {line}: the file is not UTF-8 text ({exc.reason})"]) from None
+
+
+def _jsonl_items(text: str) -> Iterator[tuple[str, Any]]:
+    # split on "\n" only: str.splitlines would also cut at U+2028 and others, legal inside a JSON string
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield f"line {number}", jsonbody.parse(line, f"line {number}")
+        except ValueError as exc:  # "line 3 is not valid JSON: ..."
+            yield str(exc), _UNREADABLE
+
+
+def parse_jsonl(data: bytes) -> list[PromptSpec]:
+    """One JSON prompt object a line; blank lines skipped."""
+    return check_items(_jsonl_items(_decode(data)))
+
+
+def _csv_header(row: list[str]) -> list[str]:
+    columns = [c.strip().lower() for c in row]
+    problems = []
+    if unknown := [c for c in columns if c not in FIELDS]:
+        problems.append(f"unknown column(s) {', '.join(map(repr, unknown))} (known: {', '.join(FIELDS)})")
+    if "prompt" not in columns:
+        problems.append("the header row has no 'prompt' column")
+    if len(set(columns)) != len(columns):
+        problems.append("a column is named twice")
+    if problems:
+        raise SuiteError([f"line 1: {p}" for p in problems])
+    return columns
+
+
+def _csv_cell(column: str, cell: str) -> Any:
+    """A cell's value: JSON for json_schema (ValueError naming it), else the text."""
+    return jsonbody.parse(cell, "json_schema") if column == "json_schema" else cell
+
+
+def _csv_row(columns: list[str], row: list[str], where: str) -> tuple[str, Any]:
+    if len(row) > len(columns):
+        return f"{where}: {len(row)} cells, but the header names {len(columns)} columns", _UNREADABLE
+    try:
+        return where, {col: _csv_cell(col, cell) for col, cell in zip(columns, row, strict=False) if cell != ""}
+    except ValueError as exc:
+        return f"{where}: {exc}", _UNREADABLE
+
+
+def _csv_items(text: str) -> Iterator[tuple[str, Any]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            return
+        columns = _csv_header(header)
+        start = reader.line_num + 1
+        for row in reader:  # a quoted cell may span lines: a row is named by its first line
+            if any(cell.strip() for cell in row):
+                yield _csv_row(columns, row, f"line {start}")
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        yield f"line {reader.line_num}: not valid CSV: {exc}", _UNREADABLE
+
+
+def parse_csv(data: bytes) -> list[PromptSpec]:
+    """A header row naming the columns, then one prompt a row."""
+    return check_items(_csv_items(_decode(data)))
+
+
+def parse_file(name: str, data: bytes) -> list[PromptSpec]:
+    """An uploaded file, by its extension (.jsonl, or .csv)."""
+    if len(data) > max_upload_bytes():
+        raise SuiteError([f"the file is {len(data)} bytes, at most {max_upload_bytes()} allowed"])
+    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if extension not in FORMATS:
+        raise SuiteError(["upload a .jsonl file (one JSON object a line) or a .csv file (a header row first)"])
+    return parse_jsonl(data) if extension == "jsonl" else parse_csv(data)
+
