@@ -24,6 +24,7 @@ urlpatterns = [
     path("b/<uuid:battle_id>/swap", battles.battle_swap, name="battle-swap"),
     path("b/<uuid:battle_id>/continue", battles.battle_continue, name="battle-continue"),
     path("", include("arena.tournaments.urls")),
+    path("", include("arena.suites.urls")),
     path("", include("arena.history.urls")),
     path("v1/", include("arena.openai_compat.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -9,6 +9,7 @@ from arena.generations.models import Generation
 from arena.generations.services import start_generation
 from arena.history.openapi import OPENAPI_PATHS as EXPORT_PATHS
 from arena.playground.forms import GenerationForm
+from arena.suites.openapi import OPENAPI_PATHS as SUITE_PATHS
 from arena.tournaments.openapi import OPENAPI_PATHS as TOURNAMENT_PATHS
 from arena.workers.status import for_viewer as workers_for_viewer
 from inference.protocol import ParamError, SamplingParams
@@ -17,7 +18,7 @@ from .auth import error, form_error, json_body, token_required
 from .catalogue_openapi import CATALOGUE_PATHS
 from .openapi import SPEC
 
-FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **EXPORT_PATHS, **CATALOGUE_PATHS}}
+FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **SUITE_PATHS, **EXPORT_PATHS, **CATALOGUE_PATHS}}
 
 
 @require_GET

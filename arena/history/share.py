@@ -9,6 +9,7 @@ from django.http import Http404
 
 from arena.battles.models import Battle
 from arena.generations.models import Generation
+from arena.suites.models import Suite
 from arena.tournaments import display
 from arena.tournaments.models import Tournament
 
@@ -16,13 +17,15 @@ from .models import ShareLink
 
 
 def owned(user, kind: str, object_id):
-    """The user's own generation, battle or tournament; 404 for anything else."""
+    """The user's own generation, battle, tournament or suite; 404 for anything else."""
     if kind == ShareLink.Kind.GENERATION:
         qs = Generation.objects.visible()
     elif kind == ShareLink.Kind.BATTLE:
         qs = Battle.objects.all()
     elif kind == ShareLink.Kind.TOURNAMENT:
         qs = Tournament.objects.all()
+    elif kind == ShareLink.Kind.SUITE:
+        qs = Suite.objects.all()
     else:
         raise Http404("Nothing of that kind can be shared.")
     obj = qs.filter(id=object_id, owner=user).first()
@@ -41,6 +44,8 @@ def page(link: ShareLink) -> tuple[str, dict]:
         return "history/share_generation.html", {"gen": target, "still_running": not target.finished}
     if kind == ShareLink.Kind.BATTLE:
         return "history/share_battle.html", {"battle": target, "still_running": not target.finished}
+    if kind == ShareLink.Kind.SUITE:
+        return "history/share_suite.html", {"suite": target, "prompts": target.ordered_prompts()}
     return "history/share_tournament.html", {**tournament_context(target),
                                              "still_running": target.state == Tournament.State.RUNNING}
 

@@ -8,6 +8,7 @@ Only its owner opens it; a read-only share link (arena.history) shows it to anyo
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.conf import settings
@@ -22,12 +23,20 @@ from .parsing import PromptSpec
 NAME_MAX_LENGTH = 200
 
 
+class SuiteQuerySet(models.QuerySet):
+    def owned_by(self, user):
+        """The user's suites, newest first, each with `prompt_count`."""
+        return self.filter(owner=user).annotate(prompt_count=models.Count("prompts")).order_by("-created_at")
+
+
 class Suite(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suites")
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     tag = tags.model_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = SuiteQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -77,3 +86,7 @@ class SuitePrompt(models.Model):
         if self.json_schema is not None:
             return "json_schema"
         return "regex" if self.regex else ""
+
+    @property
+    def json_schema_text(self) -> str:
+        return json.dumps(self.json_schema, indent=2, ensure_ascii=False) if self.json_schema is not None else ""

@@ -205,7 +205,7 @@ def parse_jsonl(data: bytes) -> list[PromptSpec]:
     return check_items(_jsonl_items(_decode(data)))
 
 
-def _csv_header(row: list[str]) -> list[str]:
+def _csv_header(row: list[str], where: str) -> list[str]:
     columns = [c.strip().lower() for c in row]
     problems = []
     if unknown := [c for c in columns if c not in FIELDS]:
@@ -215,7 +215,7 @@ def _csv_header(row: list[str]) -> list[str]:
     if len(set(columns)) != len(columns):
         problems.append("a column is named twice")
     if problems:
-        raise SuiteError([f"line 1: {p}" for p in problems])
+        raise SuiteError([f"{where}: {p}" for p in problems])
     return columns
 
 
@@ -234,19 +234,19 @@ def _csv_row(columns: list[str], row: list[str], where: str) -> tuple[str, Any]:
 
 
 def _csv_items(text: str) -> Iterator[tuple[str, Any]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+    # strict: a stray quote is an error to report, not a cell silently read another way
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    columns, start = None, 1
     try:
-        header = next(reader, None)
-        if header is None:
-            return
-        columns = _csv_header(header)
-        start = reader.line_num + 1
         for row in reader:  # a quoted cell may span lines: a row is named by its first line
             if any(cell.strip() for cell in row):
-                yield _csv_row(columns, row, f"line {start}")
+                if columns is None:
+                    columns = _csv_header(row, f"line {start}")
+                else:
+                    yield _csv_row(columns, row, f"line {start}")
             start = reader.line_num + 1
     except csv.Error as exc:
-        yield f"line {reader.line_num}: not valid CSV: {exc}", _UNREADABLE
+        yield f"line {start}: not valid CSV: {exc}", _UNREADABLE
 
 
 def parse_csv(data: bytes) -> list[PromptSpec]:
@@ -257,9 +257,29 @@ def parse_csv(data: bytes) -> list[PromptSpec]:
 def parse_file(name: str, data: bytes) -> list[PromptSpec]:
     """An uploaded file, by its extension (.jsonl, or .csv)."""
     if len(data) > max_upload_bytes():
-        raise SuiteError([f"the file is {len(data)} bytes, at most {max_upload_bytes()} allowed"])
+        raise SuiteError([f"the file is larger than {max_upload_bytes()} bytes"])
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     if extension not in FORMATS:
         raise SuiteError(["upload a .jsonl file (one JSON object a line) or a .csv file (a header row first)"])
     return parse_jsonl(data) if extension == "jsonl" else parse_csv(data)
 
+
+
+# --- the create page's text --------------------------------------------------------------
+SEPARATOR = "---"
+
+
+def parse_blocks(text: str) -> list[PromptSpec]:
+    """Prompts typed in one text box, separated by lines holding only SEPARATOR; each
+    named by its number ("prompt 3: ..."). Blank blocks (a trailing separator) are skipped."""
+    blocks: list[str] = []
+    current: list[str] = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if line.strip() == SEPARATOR:
+            blocks.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    blocks.append("\n".join(current))
+    prompts = [block.strip("\n") for block in blocks if block.strip()]
+    return check_items((f"prompt {i}", {"prompt": p}) for i, p in enumerate(prompts, start=1))

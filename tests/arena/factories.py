@@ -74,3 +74,14 @@ def identifiers(models) -> list[str]:
     for m in models:
         found += [m.slug, m.name, m.source, m.gguf_file]
     return [s for s in found if s]
+
+
+def suite(owner, *prompts: str | dict, name: str = "Capitals", tag: str = ""):
+    """A prompt suite saved as the pages and the API save one (each prompt checked); a prompt
+    is its text or a prompt object. Default: two prompts, the second with a regex."""
+    from arena.suites.models import Suite
+    from arena.suites.parsing import check_items
+
+    items = prompts or ("Name a colour.", {"prompt": "Capital of France?", "regex": "^[A-Z][a-z]+$"})
+    specs = check_items((f"prompts[{i}]", p if isinstance(p, dict) else {"prompt": p}) for i, p in enumerate(items))
+    return Suite.create(owner, name=name, tag=tag, prompts=specs)

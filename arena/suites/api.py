@@ -1,0 +1,73 @@
+"""The suite endpoints of the JSON API: create, list mine, read one, delete one.
+
+A created suite's prompts go through the same checks as an upload's (arena.suites.parsing),
+each problem naming the item: "prompts[2]: 'prompt' is missing"."""
+
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.http import require_http_methods
+
+from arena.api.auth import error, form_error, json_body, token_required
+
+from . import parsing
+from .forms import SuiteForm
+from .models import Suite, SuitePrompt
+
+CREATE_FIELDS = {"name", "tag", "prompts"}
+
+
+def prompt_json(prompt: SuitePrompt) -> dict:
+    return {"position": prompt.position, "prompt": prompt.prompt, "system_prompt": prompt.system_prompt,
+            "reference": prompt.reference, "json_schema": prompt.json_schema, "regex": prompt.regex}
+
+
+def summary_json(suite: Suite, prompt_count: int) -> dict:
+    return {"id": str(suite.id), "name": suite.name, "tag": suite.tag, "prompt_count": prompt_count,
+            "created_at": suite.created_at.isoformat(), "url": suite.get_absolute_url()}
+
+
+def suite_json(suite: Suite) -> dict:
+    prompts = [prompt_json(p) for p in suite.ordered_prompts()]
+    return {**summary_json(suite, len(prompts)), "prompts": prompts}
+
+
+def _create(request):
+    try:
+        body = json_body(request)
+    except ValueError as exc:
+        return error(400, str(exc))
+    if unknown := sorted(set(body) - CREATE_FIELDS):
+        return error(400, f"Unknown field(s): {', '.join(unknown)}.")
+    strings = {"name": body.get("name", ""), "tag": body.get("tag", "")}
+    if not all(isinstance(v, str) for v in strings.values()):
+        return error(400, "name and tag must be strings.")
+    form = SuiteForm(strings)
+    if not form.is_valid():
+        return form_error(form)
+    try:
+        prompts = parsing.api_items(body.get("prompts"))
+    except parsing.SuiteError as exc:
+        return error(400, f"Invalid prompts: {exc}", {"prompts": str(exc)})
+    suite = Suite.create(request.user, name=form.cleaned_data["name"], tag=form.cleaned_data["tag"], prompts=prompts)
+    response = JsonResponse(suite_json(suite), status=201)
+    response["Location"] = f"/api/v1/suites/{suite.id}"
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@token_required
+def suites(request):
+    if request.method == "POST":
+        return _create(request)
+    return JsonResponse({"suites": [summary_json(s, s.prompt_count) for s in Suite.objects.owned_by(request.user)]})
+
+
+@require_http_methods(["GET", "DELETE"])
+@token_required
+def suite(request, suite_id):
+    found = Suite.objects.filter(id=suite_id, owner=request.user).first()
+    if found is None:
+        return error(404, "No such suite.")
+    if request.method == "DELETE":
+        found.delete()
+        return HttpResponse(status=204)
+    return JsonResponse(suite_json(found))

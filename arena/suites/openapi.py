@@ -1,0 +1,122 @@
+"""OpenAPI 3.1 path items of the suite endpoints, merged into arena.api.openapi.SPEC."""
+
+from arena.api.openapi import _BLANK, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, _err, _json
+
+from . import parsing
+from .models import NAME_MAX_LENGTH
+
+
+def _or_null(schema: dict) -> dict:
+    return {**schema, "type": [schema["type"], "null"]}
+
+
+NAME = {"type": "string", "minLength": 1, "maxLength": NAME_MAX_LENGTH,
+        "pattern": rf"^[^\u0000]*[^\u0000{_BLANK}][^\u0000]*$",
+        "description": f"Not blank, at most {NAME_MAX_LENGTH} characters; stored with blanks trimmed"}
+
+_CONSTRAINT = ("At most one of json_schema and regex: an answer constraint. json_schema must be a valid "
+               "JSON Schema (Draft 2020-12), regex a regex Python compiles; null or \"\" count as absent.")
+
+PROMPT_IN = {
+    "type": "object",
+    "required": ["prompt"],
+    "additionalProperties": False,
+    "description": _CONSTRAINT,
+    "properties": {
+        "prompt": PROMPT,
+        "system_prompt": _or_null({**SYSTEM_PROMPT, "description": "Empty: the model's own"}),
+        "reference": _or_null({**SYSTEM_PROMPT, "description": "A reference answer"}),
+        "json_schema": {"type": ["object", "null"], "description": "A JSON Schema the answer must satisfy"},
+        "regex": _or_null({**TEXT, "maxLength": parsing.MAX_REGEX_CHARS,
+                           "description": "A regex the answer must satisfy"}),
+    },
+}
+
+PROMPT_OUT = {
+    "type": "object",
+    "required": ["position", "prompt", "system_prompt", "reference", "json_schema", "regex"],
+    "properties": {
+        "position": {"type": "integer", "minimum": 1},
+        "prompt": {"type": "string"},
+        "system_prompt": {"type": "string"},
+        "reference": {"type": "string"},
+        "json_schema": {"type": ["object", "null"]},
+        "regex": {"type": "string"},
+    },
+}
+
+SUMMARY = {
+    "type": "object",
+    "required": ["id", "name", "tag", "prompt_count", "created_at", "url"],
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "name": {"type": "string"},
+        "tag": TAG,
+        "prompt_count": {"type": "integer", "minimum": 1},
+        "created_at": {"type": "string", "format": "date-time"},
+        "url": {"type": "string", "description": "The suite's page"},
+    },
+}
+
+SUITE = {**SUMMARY, "required": [*SUMMARY["required"], "prompts"],
+         "properties": {**SUMMARY["properties"], "prompts": {"type": "array", "items": PROMPT_OUT}}}
+
+_ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}]
+
+OPENAPI_PATHS = {
+    "/api/v1/suites": {
+        "post": {
+            "operationId": "createSuite",
+            "summary": "Save a prompt suite: a named, tagged list of prompts",
+            "requestBody": {"required": True, **_json({
+                "type": "object",
+                "required": ["name", "prompts"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": NAME,
+                    "tag": TAG,
+                    "prompts": {"type": "array", "minItems": 1, "maxItems": parsing.MAX_PROMPTS, "items": PROMPT_IN},
+                },
+            })},
+            "responses": {
+                "201": {"description": "Created", **_json(SUITE)},
+                "400": _err("Invalid request; every problem with the prompts is named by its index, "
+                            "e.g. \"prompts[2]: 'prompt' is missing\""),
+                "401": _err("Missing or invalid token"),
+                **TOO_LARGE,
+            },
+        },
+        "get": {
+            "operationId": "listSuites",
+            "summary": "Your prompt suites, newest first (without their prompts)",
+            "responses": {
+                "200": {"description": "Your suites", **_json({
+                    "type": "object", "required": ["suites"],
+                    "properties": {"suites": {"type": "array", "items": SUMMARY}}})},
+                "401": _err("Missing or invalid token"),
+            },
+        },
+    },
+    "/api/v1/suites/{id}": {
+        "get": {
+            "operationId": "getSuite",
+            "summary": "A prompt suite with its prompts",
+            "parameters": _ID,
+            "responses": {
+                "200": {"description": "The suite", **_json(SUITE)},
+                "401": _err("Missing or invalid token"),
+                "404": _err("No such suite (or not yours)"),
+            },
+        },
+        "delete": {
+            "operationId": "deleteSuite",
+            "summary": "Delete one of your prompt suites",
+            "parameters": _ID,
+            "responses": {
+                "204": {"description": "Deleted"},
+                "401": _err("Missing or invalid token"),
+                "404": _err("No such suite (or not yours)"),
+            },
+        },
+    },
+}
