@@ -13,9 +13,10 @@ from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.history.models import ShareLink
+from arena.suites.models import Suite
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
-from tests.arena.factories import generation
+from tests.arena.factories import generation, suite
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +26,8 @@ def things(owner, catalogue):
     battle = Battle.objects.create(owner=owner, left=generation(owner, catalogue[0], text="Blue."),
                                    right=generation(owner, catalogue[3], text="Blue."))
     tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", seeding="given")
-    return {"generation": generation(owner, catalogue[0], text="Blue."), "comparison": battle, "tournament": tournament}
+    return {"generation": generation(owner, catalogue[0], text="Blue."), "comparison": battle, "tournament": tournament,
+            "suite": suite(owner, "Name a colour.")}
 
 
 @pytest.fixture
@@ -48,7 +50,8 @@ def pages(things) -> dict[str, str]:
 def api_urls(things) -> dict[str, str]:
     return {"generation": f"/api/v1/generations/{things['generation'].id}",
             "comparison": f"/api/v1/comparisons/{things['comparison'].id}",
-            "tournament": f"/api/v1/tournaments/{things['tournament'].id}"}
+            "tournament": f"/api/v1/tournaments/{things['tournament'].id}",
+            "suite": f"/api/v1/suites/{things['suite'].id}"}
 
 
 EXPECTED_PAGE = {"owner": 200, "outsider": 404, "anonymous": 302}
@@ -77,7 +80,7 @@ def state(things) -> tuple:
     tournament = Tournament.objects.get(id=things["tournament"].id)
     matches = tuple(tournament.matches.values_list("winner_id", "battle_id").order_by("number"))
     return (battle.outcome, Battle.objects.count(), Generation.objects.count(), tournament.state, matches,
-            ShareLink.objects.count())
+            ShareLink.objects.count(), Suite.objects.count())
 
 
 def actions(things) -> list[tuple[str, dict]]:
@@ -96,6 +99,8 @@ def actions(things) -> list[tuple[str, dict]]:
         (f"/history/share/generation/{things['generation'].id}", {}),
         (f"/history/share/battle/{b.id}", {}),
         (f"/history/share/tournament/{t.id}", {}),
+        (f"/history/share/suite/{things['suite'].id}", {}),
+        (f"/suites/{things['suite'].id}/delete", {}),
     ]
 
 
@@ -124,8 +129,9 @@ def test_nobody_but_the_owner_changes_anything_by_api(things, tokens, who, clien
     match = t.current_match()
     for url, body in [(f"/api/v1/comparisons/{b.id}/vote", {"outcome": "left"}),
                       (f"/api/v1/tournaments/{t.id}/winner", {"match": match.id, "winner": "left"}),
-                      (f"/api/v1/tournaments/{t.id}/rerun", {"match": match.id})]:
-        response = api(client, "post", url, tokens[who], body)
+                      (f"/api/v1/tournaments/{t.id}/rerun", {"match": match.id}),
+                      (f"/api/v1/suites/{things['suite'].id}", None)]:
+        response = api(client, "delete" if url.startswith("/api/v1/suites/") else "post", url, tokens[who], body)
         assert response.status_code == (404 if who == "outsider" else 401), (url, response.status_code)
     assert state(things) == before
 
@@ -133,13 +139,17 @@ def test_nobody_but_the_owner_changes_anything_by_api(things, tokens, who, clien
 def test_exports_and_history_hold_only_the_askers_own(things, clients, tokens, client, outsider, catalogue):
     generation(outsider, catalogue[0], "Name a fruit.", text="the outsider's own answer")
     for url in ("/history/", "/history/comparisons/", "/history/tournaments/", "/history/export/generations.json",
-                "/history/export/battles.csv"):
+                "/history/export/battles.csv", "/suites/"):
         response = clients["outsider"].get(url)
         body = (response.getvalue() if response.streaming else response.content).decode()
         assert "Name a colour." not in body, url
     exported = api(client, "get", "/api/v1/export/generations?format=json", tokens["outsider"]).getvalue().decode()
     assert "the outsider's own answer" in exported and "Name a colour." not in exported
     assert api(client, "get", "/api/v1/export/battles", None).status_code == 401
+    assert api(client, "get", "/api/v1/suites", tokens["outsider"]).json() == {"suites": []}
+    assert clients["anonymous"].get("/suites/")["Location"].startswith("/accounts/login/")
+    assert api(client, "get", "/api/v1/suites", None).status_code == 401
+    assert api(client, "post", "/api/v1/suites", None, {"name": "S", "prompts": [{"prompt": "Hi"}]}).status_code == 401
 
 
 def test_a_share_link_opens_read_only_for_anyone_until_revoked(things, clients, owner):
@@ -158,6 +168,16 @@ def test_a_share_link_opens_read_only_for_anyone_until_revoked(things, clients, 
     assert clients["owner"].post(f"/history/shared/{link.id}/revoke").status_code in (200, 302)
     for who in ("owner", "outsider", "anonymous"):
         assert clients[who].get(url).status_code == 404, who
+
+
+def test_a_suites_share_link_reads_and_opens_nothing_else(things, clients, owner):
+    link = ShareLink.share(owner, things["suite"])
+    for who in ("owner", "outsider", "anonymous"):
+        html = clients[who].get(f"/s/{link.token}/").content.decode()
+        assert "Name a colour." in html and "<form" not in html and "csrfmiddlewaretoken" not in html, who
+    assert clients["outsider"].get(things["suite"].get_absolute_url()).status_code == 404
+    assert clients["outsider"].post(f"/suites/{things['suite'].id}/delete").status_code == 404
+    assert Suite.objects.filter(id=things["suite"].id).exists()
 
 
 @pytest.fixture
