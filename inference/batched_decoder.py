@@ -25,6 +25,7 @@ from transformers.cache_utils import DynamicLayer
 
 from inference import protocol
 from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Failure, Finish, TokenChunk
+from inference.constrained import mask_logits
 from inference.decoding import StopText
 from inference.engine import Engine, IncrementalDetokenizer, TokenSampler, sampling_generator
 from inference.protocol import SamplingParams
@@ -45,6 +46,7 @@ class BatchRow:
         self.generator = None if params.greedy else sampling_generator(params, engine.device)
         self.detokenizer = IncrementalDetokenizer(engine.tokenizer)
         self.stop_text = StopText(params.stop)
+        self.constraint = engine.grammars.constraint(params)  # None: decoding is not constrained
         self.length = prompt_tokens  # real (unpadded) tokens in this row's cache: its next position id
         self.pending_token: int | None = None  # picked but not yet fed to the model
         self.generated = 0
@@ -116,7 +118,7 @@ class BatchedDecoder:
         prefill (their first tokens; survivors run from the next step on); finished rows leave."""
         out: list[tuple[BatchRow, Chunk]] = []
         if self.rows:
-            tokens = self.sampler.pick(self._decode())
+            tokens = self.sampler.pick(mask_logits(self._decode(), [row.constraint for row in self.rows]))
             for row, token_id in zip(self.rows, tokens, strict=True):
                 out.extend((row, chunk) for chunk in self._accept(row, token_id))
             self._drop({row for row, chunk in out if isinstance(chunk, Finish)})
@@ -152,6 +154,8 @@ class BatchedDecoder:
         chunks: list[Chunk] = [TokenChunk(token_id, row.stop_text.feed(row.detokenizer.add(token_id)))]
         if row.stop_text.stopped:
             chunks.append(row.finish(FINISH_STOP))
+        elif row.constraint is not None and row.constraint.accept(token_id):  # the grammar is complete
+            chunks.append(self._end(row, FINISH_STOP))
         elif row.generated >= row.max_new_tokens:
             chunks.append(self._end(row, FINISH_LENGTH))
         else:
@@ -195,8 +199,8 @@ class BatchedDecoder:
         A failure fails these rows alone (the running batch is untouched)."""
         try:
             logits, cache, mask = self._prefill(group)
-            tokens = TokenSampler([row.params for row in group], self.engine.device,
-                                  [row.generator for row in group]).pick(logits)
+            sampler = TokenSampler([row.params for row in group], self.engine.device, [row.generator for row in group])
+            tokens = sampler.pick(mask_logits(logits, [row.constraint for row in group]))
         except Exception as exc:
             log.exception("Prefill of %d requests failed", len(group))
             reason = f"The model failed while generating: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}"

@@ -31,6 +31,7 @@ from inference import protocol
 from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Failure, Finish, TokenChunk
 from inference.decoding import StopText, with_stop_sequences
 from inference.protocol import SamplingParams, plain_text
+from inference.structured import REGEX_UNSUPPORTED, lark_regex_grammar
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ class EndpointEngine:
     api_key_env: str = ""  # where the key came from: named in messages about it, never the key
     base: bool = False  # a base model: the conversation as plain text to /completions, no chat template
     max_concurrency: int = 0  # requests streamed at once (0: the worker's batch size)
+    llamacpp: bool = False  # our own llama.cpp server: its native json_schema and llguidance grammars
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0  # silence this long, before or between tokens, fails the request
 
@@ -75,9 +77,25 @@ class EndpointEngine:
             body["seed"] = params.seed
         if params.stop:
             body["stop"] = list(params.stop)
+        body.update(self.constraint(params))
         if self.base:
             return "/completions", {**body, "prompt": plain_text(messages)}
         return "/chat/completions", {**body, "messages": messages}
+
+    def constraint(self, params: SamplingParams) -> dict[str, Any]:
+        """The request fields that constrain decoding: llama.cpp's own `json_schema`, or a regex as
+        a `%llguidance` grammar (its wheel is built with llguidance); elsewhere OpenAI's strict
+        `response_format`, which takes no regex (refused before the job: inference.structured)."""
+        if params.json_schema is not None:
+            if self.llamacpp:
+                return {"json_schema": params.json_schema}
+            schema = {"name": "answer", "schema": params.json_schema, "strict": True}
+            return {"response_format": {"type": "json_schema", "json_schema": schema}}
+        if params.regex is not None:
+            if not self.llamacpp:
+                raise EndpointError(REGEX_UNSUPPORTED["openai"], protocol.BAD_JOB)
+            return {"grammar": lark_regex_grammar(params.regex)}
+        return {}
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -104,7 +122,11 @@ class EndpointError(Exception):
 def stream_request(client: httpx.Client, engine: EndpointEngine, messages: list[dict[str, str]],
                    params: SamplingParams, cancelled: threading.Event) -> Generator[Chunk, None, None]:
     """One request's chunks: TokenChunks, then a Finish or a Failure. Waits out short rate limits."""
-    path, body = engine.request(messages, params)
+    try:
+        path, body = engine.request(messages, params)
+    except EndpointError as exc:
+        yield exc.failure
+        return
     for attempt in range(RATE_LIMIT_RETRIES + 1):
         try:
             yield from _stream_once(client, engine, path, body)

@@ -16,6 +16,7 @@ from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
 from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Finish, PromptTooLong, TokenChunk
+from inference.constrained import Constraint, Grammars, mask_logits
 from inference.protocol import SamplingParams, plain_text
 
 
@@ -72,6 +73,7 @@ class Engine:
         config_max = getattr(self.config.get_text_config(), "max_position_embeddings", None)
         self.context_length = int(context_length or config_max or 2048)
         self.eos_ids = frozenset(_eos_ids(model, tokenizer))
+        self.grammars = Grammars(tokenizer, self.config.get_text_config().vocab_size)
 
     @property
     def supports_batching(self) -> bool:
@@ -123,7 +125,8 @@ class Engine:
             raise ValueError("The prompt is empty.")
         prompt_tokens = len(input_ids)
         max_new_tokens = self.check_context(prompt_tokens, params)
-        pick = make_token_picker(params, self.device)
+        constraint = self.grammars.constraint(params)
+        pick = make_token_picker(params, self.device, constraint)
         detokenizer = IncrementalDetokenizer(self.tokenizer)
         generated = 0
         first_time = last_time = None
@@ -142,6 +145,9 @@ class Engine:
             first_time = first_time or last_time
             generated += 1
             yield TokenChunk(token_id, detokenizer.add(token_id))
+            if constraint is not None and constraint.accept(token_id):
+                reason = FINISH_STOP
+                break
             step_input = [token_id]
         yield Finish(reason, generated, prompt_tokens, first_time, last_time, detokenizer.flush())
 
@@ -154,8 +160,11 @@ class Engine:
         return pick(logits[0, -1])
 
 
-def make_token_picker(params: SamplingParams, device: torch.device) -> Callable[[torch.Tensor], int]:
-    """Greedy at temperature 0; otherwise temperature + nucleus (top-p) sampling.
+def make_token_picker(
+    params: SamplingParams, device: torch.device, constraint: Constraint | None = None
+) -> Callable[[torch.Tensor], int]:
+    """Greedy at temperature 0; otherwise temperature + nucleus (top-p) sampling; among the
+    tokens `constraint` allows, if there is one (`inference.constrained`).
 
     Sampling draws from a torch.Generator seeded with `params.seed` when given, so
     a seeded request is reproducible on the same machine. It is `TokenSampler` over
@@ -163,7 +172,7 @@ def make_token_picker(params: SamplingParams, device: torch.device) -> Callable[
     (`inference.batched_decoder`), whose rows share one TokenSampler.
     """
     sampler = TokenSampler([params], device)
-    return lambda logits: sampler.pick(logits.unsqueeze(0))[0]
+    return lambda logits: sampler.pick(mask_logits(logits.unsqueeze(0), [constraint]))[0]
 
 
 class TokenSampler:

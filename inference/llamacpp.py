@@ -66,7 +66,7 @@ def start(spec: ModelSpec, *, parallel: int, threads: int) -> LlamaCppServer:
         raise LlamaCppError(f"llama.cpp could not load {path.name} (see the worker's log).")
     context = params.n_ctx
     engine = EndpointEngine(base_url=f"{address}/v1", model=path.name, api_key=key, base=spec.base,
-                            max_concurrency=parallel)
+                            max_concurrency=parallel, llamacpp=True)
     weight_bytes = path.stat().st_size + (_draft_size(spec) or 0)
     return LlamaCppServer(server, engine, context, time.perf_counter() - started, weight_bytes)
 

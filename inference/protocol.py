@@ -74,6 +74,10 @@ class SamplingParams:
     max_new_tokens: int = 256
     seed: int | None = None
     stop: tuple[str, ...] = ()  # the text ends before the first of these
+    # Structured output (inference.structured): decoding constrained to a JSON schema or a
+    # regex, at most one. Absent from to_dict() when unset, so unconstrained params keep their shape.
+    json_schema: dict[str, Any] | None = None
+    regex: str | None = None
 
     MAX_STOP_SEQUENCES = 4
     MAX_STOP_CHARS = 64
@@ -87,12 +91,16 @@ class SamplingParams:
     def greedy(self) -> bool:
         return self.temperature == 0.0
 
+    @property
+    def constrained(self) -> bool:
+        return self.json_schema is not None or self.regex is not None
+
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> SamplingParams:
         """Parse untrusted input; raise ParamError naming every wrong field."""
         data = dict(data or {})
         errors: dict[str, str] = {}
-        unknown = set(data) - {"temperature", "top_p", "max_new_tokens", "seed", "stop"}
+        unknown = set(data) - {"temperature", "top_p", "max_new_tokens", "seed", "stop", "json_schema", "regex"}
         for name in sorted(unknown):
             errors[name] = "unknown parameter"
         values: dict[str, Any] = {}
@@ -130,9 +138,23 @@ class SamplingParams:
                     f"must be a list of at most {cls.MAX_STOP_SEQUENCES} non-empty strings "
                     f"of at most {cls.MAX_STOP_CHARS} characters"
                 )
+        values.update(cls._constraint(data, errors))
         if errors:
             raise ParamError(errors)
         return cls(**values)
+
+    @staticmethod
+    def _constraint(data: dict[str, Any], errors: dict[str, str]) -> dict[str, Any]:
+        """The json_schema or regex, checked as the worker will compile it (inference.structured)."""
+        from inference.structured import constraint_problem  # llguidance and jsonschema: only when asked
+
+        given = {name: data[name] for name in ("json_schema", "regex") if data.get(name) is not None}
+        if not given:
+            return {}
+        problem = constraint_problem(given.get("json_schema"), given.get("regex"))
+        if problem:
+            errors["json_schema" if "json_schema" in given else "regex"] = problem
+        return given
 
     @classmethod
     def _valid_stop(cls, stop: Any) -> bool:
@@ -145,6 +167,9 @@ class SamplingParams:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["stop"] = list(self.stop)
+        for name in ("json_schema", "regex"):
+            if data[name] is None:
+                del data[name]
         return data
 
 

@@ -213,7 +213,14 @@ class SpeculativeEngine(Engine):
         params: SamplingParams,
         should_cancel: Callable[[], bool] = _never,
     ) -> Generator[Chunk, None, None]:
-        """As `Engine.stream`; `should_cancel` is asked before every token (so before every pass)."""
+        """As `Engine.stream`; `should_cancel` is asked before every token (so before every pass).
+
+        A constrained request (a JSON schema or regex) decodes without speculation, through
+        `Engine.stream`'s masked loop: proposals would have to be checked against the grammar
+        token by token, and the target's pass would need one mask per position."""
+        if params.constrained:
+            yield from super().stream(input_ids, params, should_cancel)
+            return
         if not input_ids:
             raise ValueError("The prompt is empty.")
         prompt_tokens = len(input_ids)
