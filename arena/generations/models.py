@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from arena import tags
 from inference.protocol import SamplingParams
+from inference.structured import answer_valid
 
 
 class GenerationQuerySet(models.QuerySet):
@@ -53,6 +54,8 @@ class Generation(models.Model):
     tokens_per_s = models.FloatField(null=True, blank=True, help_text="Decode rate after the first token.")
     load_wait_s = models.FloatField(null=True, blank=True, help_text="Time spent waiting for a worker to load.")
     metrics = models.JSONField(default=dict, blank=True)
+    output_valid = models.BooleanField(
+        null=True, blank=True, help_text="Whether the answer follows its JSON schema or regex (empty: none given).")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -106,6 +109,8 @@ class Generation(models.Model):
             "tokens_per_s": metrics.get("decode_tokens_per_s"),
             "finished_at": timezone.now(),
         }
+        if status == self.Status.DONE:
+            fields["output_valid"] = self.verdict(text)
         ttft = metrics.get("first_token_time")
         if ttft:
             fields["time_to_first_token_s"] = max(0.0, ttft - self.created_at.timestamp())
@@ -115,6 +120,13 @@ class Generation(models.Model):
             for name, value in fields.items():
                 setattr(self, name, value)
         return bool(updated)
+
+    def verdict(self, text: str) -> bool | None:
+        """Whether `text` follows this generation's constraint; None when it has none."""
+        schema, regex = self.params.get("json_schema"), self.params.get("regex")
+        if schema is None and regex is None:
+            return None
+        return answer_valid(text, schema, regex)
 
     @classmethod
     def live_statuses(cls):
