@@ -4,6 +4,13 @@ A comparison is a named battle the user set up; a tournament match is a blind on
 Every verdict stays here as the battle record the leaderboard reads: the two
 variants (through the generations), their positions, the prompt, the outcome and
 whether the user could see the names.
+
+A verdict comes from a person, or from a model judge (`judge` set: a catalogue entry, the
+judging template's version and both raw judgements, one per order shown). A suite run pairs
+its stored answers round robin and has them judged by a model and by people, so one
+Generation can take part in several battles (`left`/`right` are foreign keys, not one-to-one).
+A comparison's or a tournament's generation still has exactly one battle; where code asks for
+"the battle of this generation" it means the human (non-judged) one: `Battle.of_generation`.
 """
 
 import uuid
@@ -25,6 +32,7 @@ class Battle(models.Model):
     class Mode(models.TextChoices):
         COMPARISON = "comparison"
         TOURNAMENT = "tournament"
+        SUITE = "suite"  # a pair from a suite run: stored answers, judged by a model or by people
 
     class Outcome(models.TextChoices):
         LEFT = "left", "Left is better"
@@ -38,8 +46,8 @@ class Battle(models.Model):
     blind = models.BooleanField(default=False, help_text="The user judged without the names.")
     revealed = models.BooleanField(default=False,
                                    help_text="A blind battle's names may be shown (its tournament ended).")
-    left = models.OneToOneField(Generation, on_delete=models.CASCADE, related_name="battle_as_left")
-    right = models.OneToOneField(Generation, on_delete=models.CASCADE, related_name="battle_as_right")
+    left = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="battles_as_left")
+    right = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="battles_as_right")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children",
                                help_text="The battle this one re-runs, swaps or continues.")
     outcome = models.CharField(max_length=10, choices=Outcome.choices, blank=True)
@@ -47,6 +55,14 @@ class Battle(models.Model):
     tag = tags.model_field()
     self_identified = models.BooleanField(default=False, help_text="An answer named its own model.")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # A model judge's verdict (never mixed silently with people's: the leaderboard filters on it).
+    judge = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="judged_battles", help_text="Set: the verdict came from this model judge.")
+    judge_template_version = models.PositiveIntegerField(null=True, blank=True,
+                                                         help_text="The version of the judging prompt template.")
+    judgements = models.JSONField(default=list, blank=True, help_text=(
+        'Both raw judgements, one per order shown: [{"order": "left_first", "raw": "...", "verdict": "left"}, '
+        '{"order": "right_first", ...}], verdicts always in this battle\'s left/right terms.'))
 
     class Meta:
         ordering = ["-created_at"]
@@ -56,6 +72,17 @@ class Battle(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("battle-detail", args=[self.id])
+
+    @classmethod
+    def of_generation(cls, gen: Generation):
+        """The human (non-judged) battle `gen` is a side of, or None. A comparison's or a
+        tournament's generation has exactly one; a suite's answer may also have judged ones."""
+        return cls.objects.filter(Q(left_id=gen.id) | Q(right_id=gen.id), judge__isnull=True).first()
+
+    @property
+    def judged(self) -> bool:
+        """The verdict came from a model judge, not a person."""
+        return self.judge_id is not None
 
     @property
     def prompt(self) -> str:
@@ -129,8 +156,9 @@ class Battle(models.Model):
     def note_side_ended(cls, gen: Generation) -> None:
         """`gen` has just ended: if it is a battle's side, check that battle's answers again. Whoever
         ended it calls this (the sweeper, when the battle's own run was gone); the run itself checks
-        once both sides are over (BattleRun.after)."""
-        battle = (cls.objects.select_related("left__model", "right__model")
-                  .filter(Q(left_id=gen.id) | Q(right_id=gen.id)).first())
-        if battle is not None:
+        once both sides are over (BattleRun.after). Every battle sharing the answer is checked (a
+        comparison's or a tournament's answer has one; a suite's may have several)."""
+        battles = (cls.objects.select_related("left__model", "right__model")
+                   .filter(Q(left_id=gen.id) | Q(right_id=gen.id)))
+        for battle in battles:
             battle.note_self_identification()

@@ -15,9 +15,11 @@ from inference.structured import answer_valid
 class GenerationQuerySet(models.QuerySet):
     def visible(self):
         """Leaves out the answers of blind battles not yet revealed: their pages, API and
-        stream would name the contestant (the battle shows them under neutral labels)."""
-        return self.exclude(battle_as_left__blind=True, battle_as_left__revealed=False).exclude(
-            battle_as_right__blind=True, battle_as_right__revealed=False)
+        stream would name the contestant (the battle shows them under neutral labels). An answer
+        in several battles (a suite's) is hidden while any of them may be such a battle (across a
+        many-valued relation, exclude() errs towards hiding)."""
+        return self.exclude(battles_as_left__blind=True, battles_as_left__revealed=False).exclude(
+            battles_as_right__blind=True, battles_as_right__revealed=False)
 
 
 class Generation(models.Model):

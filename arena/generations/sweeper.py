@@ -182,7 +182,7 @@ class Sweeper:
 
         from .tasks import run_generation
 
-        battle = (Battle.objects.filter(Q(left_id=gen.id) | Q(right_id=gen.id))
+        battle = (Battle.objects.filter(Q(left_id=gen.id) | Q(right_id=gen.id), judge__isnull=True)  # its run's
                   .values("id", "left_id", "right_id").first())
         if battle is not None:
             run_battle.delay(str(battle["id"]))

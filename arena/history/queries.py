@@ -70,7 +70,7 @@ TOURNAMENT_TEXT = ["prompt", "system_prompt"]
 
 def generations(user, filters: Filters = Filters()) -> QuerySet:
     """Playground generations (web and API); a battle's answers are reached through it."""
-    qs = Generation.objects.visible().filter(owner=user, battle_as_left__isnull=True, battle_as_right__isnull=True)
+    qs = Generation.objects.visible().filter(owner=user, battles_as_left__isnull=True, battles_as_right__isnull=True)
     return filters.apply(qs.select_related("model"), GENERATION_TEXT).order_by("-created_at")
 
 

@@ -1,0 +1,15 @@
+from django.contrib import admin
+
+from .models import Battle
+
+
+@admin.register(Battle)
+class BattleAdmin(admin.ModelAdmin):
+    """Battle records, for looking up a verdict. A judge's fields are what the judge said:
+    read-only, never edited by hand."""
+
+    list_display = ("id", "mode", "outcome", "judge", "tag", "blind", "revealed", "created_at")
+    list_filter = ("mode", "outcome", "blind", ("judge", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("left__prompt", "tag")
+    raw_id_fields = ("owner", "left", "right", "parent")
+    readonly_fields = ("judge", "judge_template_version", "judgements", "created_at")
