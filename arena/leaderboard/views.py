@@ -1,34 +1,57 @@
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from . import ratings
-from .records import MODES, PERIODS, battle_records, flagged_count, names, tags
+from . import frontier, measures, ratings, records, style, validity
+from .agreement import agreement
+from .charts import scale
+from .records import MODES, PERIODS, SOURCES, battle_records, flagged_count, names, tags
 
 CHART_W, ROW_H, PAD = 520, 22, 8
 
 
 @login_required
 def leaderboard(request):
-    """Ratings of every model from the team's verdicts: table, interval chart, win-rate matrix."""
+    """Ratings of every model from the team's verdicts: table, interval chart, win-rate matrix,
+    quality against speed and memory; people's verdicts unless asked (source), with style
+    control on request (style=1: ratings with and without it, and the style coefficients)."""
     mode = request.GET.get("mode") if request.GET.get("mode") in MODES else "all"
     period = request.GET.get("days") if request.GET.get("days") in PERIODS else "all"
     tag_choices = tags()
     tag = request.GET.get("tag") if request.GET.get("tag") in tag_choices else ""
     flagged = request.GET.get("flagged") == "include"  # blind verdicts where an answer names a contestant
-    records = battle_records(mode, PERIODS[period], tag, flagged)
-    triples = [(left, right, score) for left, right, score, _t in records]
-    rows = ratings.leaderboard(triples)
-    from_tournaments = _tournament_counts(records)
+    source = request.GET.get("source") if request.GET.get("source") in SOURCES else "human"
+    controlled = request.GET.get("style") == "1"
+    verdicts = battle_records(mode, PERIODS[period], tag, flagged, source)
+    triples = [(left, right, score) for left, right, score, _t in verdicts]
+    plain = ratings.leaderboard(triples)
+    fit = _style_fit(mode, PERIODS[period], tag, flagged, source) if controlled else None
+    rows = fit.ratings if fit else plain
+    from_tournaments = _tournament_counts(verdicts)
     labels = names()
-    table = [{"row": r, "name": labels.get(r.model, r.model), "from_tournaments": from_tournaments.get(r.model, 0)}
-             for r in rows]
+    without = {r.model: r for r in plain}
+    table = [{"row": r, "name": labels.get(r.model, r.model), "from_tournaments": from_tournaments.get(r.model, 0),
+              "plain": without[r.model]} for r in rows]
     context = {
         "table": table, "modes": MODES, "mode": mode, "periods": PERIODS, "period": period,
-        "tags": tag_choices, "tag": tag, "flagged": flagged, "flagged_count": flagged_count(mode, PERIODS[period], tag),
-        "battles": len(records), "tournament_battles": sum(1 for *_x, t in records if t),
+        "tags": tag_choices, "tag": tag, "flagged": flagged,
+        "flagged_count": flagged_count(mode, PERIODS[period], tag, source),
+        "sources": SOURCES, "source": source, "source_label": SOURCES[source],
+        "agreement": agreement(records.agreement_records(mode, PERIODS[period], tag, flagged)),
+        "style": controlled, "coefficients": fit.coefficients if fit else [],
+        "battles": len(verdicts), "tournament_battles": sum(1 for *_x, t in verdicts if t),
         "chart": _chart(table), "matrix": _matrix(table, ratings.win_matrix(triples)),
+        "validity": validity.rates(),
+        "frontier": frontier.charts(measures.points(request.user, {r.model: r.rating for r in rows}, labels)),
     }
     return render(request, "leaderboard/leaderboard.html", context)
+
+
+def _style_fit(*filters) -> ratings.StyleFit:
+    """The filter's verdicts fitted with style covariates (length, Markdown elements)."""
+    rows = records.style_records(*filters)
+    x = style.design_matrix([(style.answer_style(*left), style.answer_style(*right)) for *_x, left, right in rows])
+    labels = [style.LABELS[f] for f in style.FEATURES]
+    return ratings.style_leaderboard([(left, right, score) for left, right, score, *_a in rows], x, labels)
 
 
 def _tournament_counts(records) -> dict[str, int]:
@@ -46,7 +69,7 @@ def _chart(table: list[dict]) -> dict:
         return {}
     low = min(t["row"].lower for t in table) - 10
     high = max(t["row"].upper for t in table) + 10
-    x = lambda v: round(PAD + (v - low) / (high - low) * (CHART_W - 2 * PAD), 1)  # noqa: E731
+    x = scale(low, high, PAD, CHART_W - PAD)
     bars = [{"name": t["name"], "y": PAD + i * ROW_H + ROW_H / 2, "x": x(t["row"].rating),
              "x1": x(t["row"].lower), "x2": x(t["row"].upper)} for i, t in enumerate(table)]
     return {"width": CHART_W, "height": 2 * PAD + len(table) * ROW_H, "bars": bars,

@@ -1,0 +1,55 @@
+"""What the quality-against-speed charts read besides ratings: each catalogue entry's measured
+decode speed and its memory.
+
+Speed: the median of Generation.tokens_per_s (the decode rate after the first token, as the
+worker measured it) over the entry's finished generations that may be named (an unrevealed
+blind battle's answers are left out). Memory: the resident memory a running worker of the
+entry reports (the orchestrator's status snapshot, as the status page shows it, without the
+viewer's secret models) where one is running, else the catalogue's estimate; an endpoint
+holds no memory on our machines and has none.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+from django.db.models import QuerySet
+
+from arena.catalogue.models import ModelEntry
+from arena.generations.models import Generation
+
+from .frontier import Point
+
+
+def median_speeds(generations: QuerySet | None = None) -> dict[str, float]:
+    """Entry slug -> median decode tokens/s over `generations` (default: every visible one) that finished."""
+    qs = Generation.objects.visible() if generations is None else generations
+    rates: dict[str, list[float]] = {}
+    rows = qs.filter(status=Generation.Status.DONE, tokens_per_s__gt=0).values_list("model__slug", "tokens_per_s")
+    for slug, rate in rows:
+        rates.setdefault(slug, []).append(rate)
+    return {slug: median(values) for slug, values in rates.items()}
+
+
+def memory_figures(user, slugs: list[str]) -> dict[str, tuple[float, bool]]:
+    """Entry slug -> (memory in MB, measured?) for the `slugs` that hold memory here."""
+    from arena.workers import status  # the status page's reader: it already hides secret models
+
+    measured: dict[str, float] = {}
+    for worker in status.for_viewer(user)["workers"]:
+        if worker.get("measured_mb"):
+            measured[worker["slug"]] = max(measured.get(worker["slug"], 0.0), float(worker["measured_mb"]))
+    figures = {}
+    for entry in ModelEntry.objects.filter(slug__in=slugs):
+        if entry.slug in measured:
+            figures[entry.slug] = (measured[entry.slug], True)
+        elif not entry.is_endpoint and entry.memory_estimate_mb:
+            figures[entry.slug] = (float(entry.memory_estimate_mb), False)
+    return figures
+
+
+def points(user, ratings: dict[str, float], labels: dict[str, str]) -> list[Point]:
+    """One point per rated entry (slug -> rating), for frontier.charts."""
+    speeds, memory = median_speeds(), memory_figures(user, list(ratings))
+    return [Point(labels.get(slug, slug), rating, speeds.get(slug), *memory.get(slug, (None, False)))
+            for slug, rating in ratings.items()]
