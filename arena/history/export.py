@@ -68,6 +68,7 @@ def battle_record(battle: Battle, absolute: Absolute) -> dict:
         "history": battle.left.history,
         "outcome": battle.outcome or None,
         "winner_model": winner.model.slug if winner else None,
+        "judge": battle.judge.slug if battle.judge_id else None,  # a model judge's verdict, never a person's
         "voted_at": _iso(battle.voted_at),
         "self_identified": battle.self_identified,
         "parent_id": str(battle.parent_id) if battle.parent_id else None,
@@ -99,7 +100,7 @@ _SIDE = ["model", "model_name", "system_prompt", "params", "status", "text", "fi
 
 COLUMNS = {
     "battles": ["id", "created_at", "mode", "blind", "tag", "prompt", "history",
-                "left_model", "right_model", "outcome", "winner_model", "voted_at",
+                "left_model", "right_model", "outcome", "winner_model", "judge", "voted_at",
                 *[f"{side}_{k}" for k in _SIDE[2:] for side in ("left", "right")],
                 "left_model_name", "right_model_name", "self_identified", "parent_id", "tournament_id", "permalink"],
     "generations": ["id", "created_at", "origin", "model", "model_name", "tag", "prompt", "system_prompt", "history",

@@ -36,13 +36,15 @@ BATTLE_ROW = {
     "properties": {
         "id": {"type": "string", "format": "uuid"},
         "created_at": {"type": "string", "format": "date-time"},
-        "mode": {"type": "string", "enum": ["comparison", "tournament"]},
+        "mode": {"type": "string", "enum": ["comparison", "tournament", "suite"]},
         "blind": {"type": "boolean"},
         "tag": {"type": "string", "description": "The prompt tag, or empty"},
         "prompt": {"type": "string"},
         "history": {"type": "array", "items": {"type": "object"}},
         "outcome": {"type": ["string", "null"], "enum": ["left", "right", "tie", "both_bad", None]},
         "winner_model": {"type": ["string", "null"], "description": "The slug of the side that won, if one did"},
+        "judge": {"type": ["string", "null"],
+                  "description": "The slug of the model judge whose verdict this is; null: a person's verdict"},
         "voted_at": {"type": ["string", "null"], "format": "date-time"},
         "self_identified": {"type": "boolean"},
         "parent_id": {"type": ["string", "null"]},
@@ -106,8 +108,9 @@ OPENAPI_PATHS = {
             "summary": "Your battles (comparisons, and tournament matches once their tournament revealed them) "
             "with both answers, metrics and verdicts. Blind battles not yet revealed are left out.",
             "parameters": [*_FILTERS, {"name": "mode", "in": "query", "required": False,
-                                       "description": "Only comparisons or only tournament matches; empty: both",
-                                       "schema": {"type": "string", "enum": ["comparison", "tournament", ""]}}],
+                                       "description": "Only comparisons, tournament matches or suite pairs; empty: all",
+                                       "schema": {"type": "string",
+                                                  "enum": ["comparison", "tournament", "suite", ""]}}],
             "responses": _responses("battles", BATTLE_ROW, _CSV.format("battle")),
         }
     },

@@ -85,7 +85,7 @@ def battles(user, filters: Filters = Filters(), mode: str | None = None) -> Quer
     qs = Battle.objects.filter(owner=user).exclude(blind=True, revealed=False)
     if mode:
         qs = qs.filter(mode=mode)
-    qs = qs.select_related("left__model", "right__model")
+    qs = qs.select_related("left__model", "right__model", "judge")
     return filters.apply(qs, BATTLE_TEXT).order_by("-created_at")
 
 

@@ -1,6 +1,9 @@
 """Judged verdicts: the order-swap rule (pure) and the battle record that stores a judge's
 verdict beside people's, sharing the stored answers a suite run pairs round robin."""
 
+import csv
+import io
+
 import pytest
 
 from arena.battles.judging import combine_orders, judgement, seen_as
@@ -68,3 +71,17 @@ def test_a_battle_answer_is_still_no_playground_generation_and_blind_ones_stay_h
     assert set(Generation.objects.visible()) == {alone}
     Battle.objects.filter(id=battle.id).update(revealed=True)
     assert set(Generation.objects.visible()) == {alone, battle.left, battle.right}
+
+
+@pytest.mark.django_db
+def test_the_export_says_which_verdicts_a_model_judge_gave(client, owner, catalogue):
+    human = comparison(owner, catalogue[0], catalogue[3])
+    assert human.vote("left")
+    Battle.objects.create(owner=owner, mode=Battle.Mode.SUITE, left=human.right, right=human.left, outcome="right",
+                          judge=catalogue[1], judge_template_version=1)
+    client.force_login(owner)
+    body = b"".join(client.get("/history/export/battles.csv").streaming_content).decode()
+    rows = {row["mode"]: row for row in csv.DictReader(io.StringIO(body))}
+    assert rows["comparison"]["judge"] == "" and rows["suite"]["judge"] == catalogue[1].slug
+    suites = client.get("/history/export/battles.csv?mode=suite")
+    assert len(list(csv.DictReader(io.StringIO(b"".join(suites.streaming_content).decode())))) == 1
