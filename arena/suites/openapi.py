@@ -1,6 +1,7 @@
 """OpenAPI 3.1 path items of the suite endpoints, merged into arena.api.openapi.SPEC."""
 
 from arena.api.openapi import _BLANK, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, _err, _json
+from inference.structured import MAX_REGEX_CHARS
 
 from . import parsing
 from .models import NAME_MAX_LENGTH
@@ -15,7 +16,8 @@ NAME = {"type": "string", "minLength": 1, "maxLength": NAME_MAX_LENGTH,
         "description": f"Not blank, at most {NAME_MAX_LENGTH} characters; stored with blanks trimmed"}
 
 _CONSTRAINT = ("At most one of json_schema and regex: an answer constraint. json_schema must be a valid "
-               "JSON Schema (Draft 2020-12), regex a regex Python compiles; null or \"\" count as absent.")
+               "JSON Schema, regex a regex Python compiles, and either one a grammar the decoder can enforce "
+               "(no look-arounds, no unsatisfiable schema); null or \"\" count as absent.")
 
 PROMPT_IN = {
     "type": "object",
@@ -27,7 +29,7 @@ PROMPT_IN = {
         "system_prompt": _or_null({**SYSTEM_PROMPT, "description": "Empty: the model's own"}),
         "reference": _or_null({**SYSTEM_PROMPT, "description": "A reference answer"}),
         "json_schema": {"type": ["object", "null"], "description": "A JSON Schema the answer must satisfy"},
-        "regex": _or_null({**TEXT, "maxLength": parsing.MAX_REGEX_CHARS,
+        "regex": _or_null({**TEXT, "maxLength": MAX_REGEX_CHARS,
                            "description": "A regex the answer must satisfy"}),
     },
 }

@@ -15,21 +15,19 @@ from __future__ import annotations
 
 import csv
 import io
-import re
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.conf import settings
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from arena import jsonbody
+from inference import structured
 
 FIELDS = ("prompt", "system_prompt", "reference", "json_schema", "regex")
 MAX_PROMPTS = 500
 MAX_PROBLEMS = 20  # then "... stopped": a wholly wrong file needs no thousand lines of errors
-MAX_REGEX_CHARS = 2000
 FORMATS = ("jsonl", "csv")
 
 
@@ -65,24 +63,16 @@ def max_upload_bytes() -> int:
 
 
 # --- the answer constraint -------------------------------------------------------------
-def constraint_problem(json_schema: dict | None, regex: str | None) -> str | None:
-    """Why this answer constraint cannot be used (None if it can): a JSON schema that is
-    not one (Draft 2020-12), a regex Python cannot compile, or both at once."""
-    if json_schema is not None and regex:
-        return "give a json_schema or a regex, not both"
-    if json_schema is not None:
-        try:
-            Draft202012Validator.check_schema(json_schema)
-        except SchemaError as exc:
-            return f"json_schema is not a valid JSON schema: {exc.message}"
-        except RecursionError:
-            return "json_schema is not a valid JSON schema: it is nested too deeply"
-    if regex:
-        try:
-            re.compile(regex)
-        except (re.error, RecursionError, OverflowError) as exc:
-            return f"regex does not compile: {exc}"
-    return None
+TOO_DEEP = "the json_schema is nested too deeply"
+
+
+def _constraint_problem(json_schema: dict | None, regex: str | None) -> str | None:
+    """inference.structured's judgement (the workers build their grammars from the same place),
+    with a schema nested too deeply for its checker refused rather than raised."""
+    try:
+        return structured.constraint_problem(json_schema, regex)
+    except RecursionError:
+        return TOO_DEEP
 
 
 # --- one prompt object -----------------------------------------------------------------
@@ -118,6 +108,14 @@ def _schema(item: dict, problems: list[str]) -> dict | None:
     if value is not None and not isinstance(value, dict):
         problems.append(f"'json_schema' must be a JSON object (a JSON Schema), not {_json_type(value)}")
         return None
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:  # Python's json reads NaN and 1e400 (inf); PostgreSQL's jsonb stores neither
+        problems.append("'json_schema' holds a number JSON cannot store (NaN or infinity)")
+        return None
+    except RecursionError:
+        problems.append(TOO_DEEP)
+        return None
     return value
 
 
@@ -134,9 +132,9 @@ def check_item(item: Any) -> tuple[PromptSpec | None, list[str]]:
     prompt = _prompt(item, problems)
     system_prompt = _text(item, "system_prompt", problems, limit=max_prompt_chars())
     reference = _text(item, "reference", problems, limit=max_prompt_chars())
-    regex = _text(item, "regex", problems, limit=MAX_REGEX_CHARS)
+    regex = _text(item, "regex", problems, limit=structured.MAX_REGEX_CHARS)
     schema = _schema(item, problems)
-    if not problems and (problem := constraint_problem(schema, regex or None)):
+    if not problems and (problem := _constraint_problem(schema, regex or None)):
         problems.append(problem)
     if problems:
         return None, problems

@@ -38,9 +38,9 @@ def test_jsonl_problems_each_name_their_line_and_all_are_listed():
     assert found[0].startswith("line 3: unknown field(s) 'promt'")
     assert found[1] == "line 3: 'prompt' is missing"
     assert found[2].startswith("line 4 is not valid JSON: ")
-    assert found[3].startswith("line 5: json_schema is not a valid JSON schema: ")
-    assert found[4].startswith("line 6: regex does not compile: ")
-    assert found[5] == "line 7: give a json_schema or a regex, not both"
+    assert found[3].startswith("line 5: Not a valid JSON schema (at type): ")
+    assert found[4].startswith("line 6: Not a valid regex: ")
+    assert found[5] == "line 7: Give a JSON schema or a regex, not both."
     assert found[6] == "line 8: 'prompt' is blank"
     assert found[7] == "line 9: must be a JSON object with a 'prompt', not a list"
     assert found[8:] == ["line 10: 'prompt' must be a string, not a number",
@@ -96,7 +96,7 @@ def test_csv_problems_name_the_line_a_row_starts_on():
     assert problems(parsing.parse_csv, data) == [
         ("line 2: json_schema is not valid JSON: Expecting property name enclosed in double quotes: "
         "line 1 column 2 (char 1)"),
-        "line 5: regex does not compile: missing ), unterminated subpattern at position 0",
+        "line 5: Not a valid regex: missing ), unterminated subpattern at position 0.",
         "line 6: 'prompt' is missing",
         "line 7: 4 cells, but the header names 3 columns",
     ]
@@ -140,11 +140,13 @@ def test_the_create_pages_text_splits_on_separator_lines():
     assert problems(parsing.parse_blocks, "---\n \n---") == ["there are no prompts: a suite holds at least one"]
 
 
-@pytest.mark.parametrize(("schema", "regex", "expected"), [
-    (None, None, None), ({}, None, None), (SCHEMA, "", None), (None, "^a+$", None),
-    ({"type": "object"}, "a", "give a json_schema or a regex, not both"),
-    ({"minLength": -1}, None, "json_schema is not a valid JSON schema: -1 is less than the minimum of 0"),
-    (None, "a{2,1}", "regex does not compile: min repeat greater than max repeat at position 2"),
-])
-def test_constraint_problem(schema, regex, expected):
-    assert parsing.constraint_problem(schema, regex) == expected
+def test_the_constraint_is_judged_by_inference_structured():
+    """The workers build their grammars from the same place; a schema too deep for its checker is refused."""
+    deep = '{"prompt": "x", "json_schema": ' + '{"not": ' * 900 + "{}" + "}" * 900 + "}"
+    assert problems(parsing.parse_jsonl, deep.encode()) == ["line 1: the json_schema is nested too deeply"]
+    found = problems(parsing.api_items, [{"prompt": "x", "json_schema": {"const": float("nan")}},
+                                         {"prompt": "x", "json_schema": {"const": float("inf")}},
+                                         {"prompt": "x", "regex": "(?<=a)b"}])
+    stored = "'json_schema' holds a number JSON cannot store (NaN or infinity)"
+    assert found[:2] == [f"prompts[0]: {stored}", f"prompts[1]: {stored}"]
+    assert found[2].startswith("prompts[2]: The regex cannot constrain decoding: ")

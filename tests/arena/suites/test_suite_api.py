@@ -55,10 +55,10 @@ def test_the_list_holds_only_the_callers_suites(client, token, owner, outsider):
     ({"name": "S"}, "Invalid prompts: prompts must be a list of 1 to 500 prompt objects"),
     ({"name": "S", "prompts": []}, "Invalid prompts: prompts must be a list of 1 to 500 prompt objects"),
     ({"name": "S", "prompts": [{"prompt": "Hi"}, {"system_prompt": "x"}, {"prompt": "x", "json_schema": {"type": 5}}]},
-     "Invalid prompts: prompts[1]: 'prompt' is missing; prompts[2]: json_schema is not a valid JSON schema"),
+     "Invalid prompts: prompts[1]: 'prompt' is missing; prompts[2]: Not a valid JSON schema"),
     ({"name": "S", "prompts": [{"prompt": "x", "regex": "a", "json_schema": {}}]},
-     "Invalid prompts: prompts[0]: give a json_schema or a regex, not both"),
-    ({"name": "S", "prompts": [{"prompt": "x", "regex": "("}]}, "Invalid prompts: prompts[0]: regex does not compile"),
+     "Invalid prompts: prompts[0]: Give a JSON schema or a regex, not both."),
+    ({"name": "S", "prompts": [{"prompt": "x", "regex": "("}]}, "Invalid prompts: prompts[0]: Not a valid regex"),
 ])
 def test_invalid_bodies_are_400_saying_what_is_wrong(client, token, body, message):
     response = api(client, "post", "/api/v1/suites", token, body)

@@ -65,7 +65,7 @@ def test_an_upload_with_errors_lists_each_line_and_saves_nothing(mine):
     html = response.content.decode()
     assert response.status_code == 400
     for expected in ("line 2: &#x27;prompt&#x27; is missing", "line 3 is not valid JSON",
-                     "line 4: json_schema is not a valid JSON schema"):
+                     "line 4: Not a valid JSON schema"):
         assert expected in html
     assert 'enctype="multipart/form-data"' in html and not Suite.objects.exists()
 
