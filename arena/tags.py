@@ -30,7 +30,9 @@ class TagField(forms.CharField):
     def __init__(self, **kwargs):
         kwargs.setdefault("required", False)
         kwargs.setdefault("help_text", HELP)
-        super().__init__(max_length=2 * MAX_LENGTH, **kwargs)
+        # The length of the raw input, blanks included (normalise trims them), as the API's
+        # description says (maxLength): the fuzzer found 41 blanks accepted where it refuses them.
+        super().__init__(max_length=MAX_LENGTH, strip=False, **kwargs)
         self.widget.attrs.update({"list": "tag-options", "autocomplete": "off", "placeholder": "e.g. coding"})
 
     def clean(self, value):
