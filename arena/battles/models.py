@@ -132,8 +132,9 @@ class Battle(models.Model):
         return stored and (views is None or all(v.state == Generation.Status.DONE for v in views))
 
     def vote(self, outcome: str) -> bool:
-        """Record the verdict once both answers are in; a later vote replaces it (a change of mind)."""
-        if outcome not in self.Outcome.values or not self.votable:
+        """Record the verdict once both answers are in; a later vote replaces it (a change of mind).
+        A model judge's record takes no person's vote: that would mix the two silently."""
+        if outcome not in self.Outcome.values or not self.votable or self.judged:
             return False
         self.outcome, self.voted_at = outcome, timezone.now()
         self.save(update_fields=["outcome", "voted_at"])

@@ -59,6 +59,7 @@ def test_one_answer_takes_part_in_a_human_battle_and_a_judged_one(owner, catalog
     assert set(human.left.battles_as_left.all()) == {human, judged}
     assert Battle.of_generation(human.left) == human and Battle.of_generation(human.right) == human
     assert list(catalogue[1].judged_battles.all()) == [judged]
+    assert not judged.vote("right") and Battle.objects.get(id=judged.id).outcome == "left"  # no person's vote
 
 
 @pytest.mark.django_db
