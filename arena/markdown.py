@@ -77,17 +77,3 @@ _MD = _parser()
 def render(text: str) -> SafeString:
     """The text as HTML, safe to put in a page as it is."""
     return mark_safe(_MD.render(text or ""))
-
-
-# What style control counts (arena/leaderboard/style.py), as LMArena does: headers, list items, bold.
-STYLE_ELEMENTS = {"headers": "heading_open", "list_items": "list_item_open", "bold": "strong_open"}
-
-
-def element_counts(text: str) -> dict[str, int]:
-    """How many headers, list items and bold spans the answer's Markdown has, by the same parser
-    that renders it (so `**` inside a code block, or a `#` without a space, is not counted)."""
-    found = []
-    for token in _MD.parse(text or ""):
-        found.append(token.type)
-        found += [child.type for child in token.children or []]  # inline tokens: bold is one
-    return {name: found.count(kind) for name, kind in STYLE_ELEMENTS.items()}

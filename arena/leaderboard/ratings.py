@@ -93,15 +93,13 @@ def _fit(n: int, a: np.ndarray, b: np.ndarray, s: np.ndarray, x: np.ndarray,
             + PRIOR_TIES * (0.5 - q),
             x.T @ residual - STYLE_PRIOR * beta])
         hessian = np.zeros((n + k, n + k))
-        hessian[:n, :n] = np.diag(-PRIOR_TIES * q * (1 - q) - np.bincount(a, weights=weight, minlength=n)
-                                  - np.bincount(b, weights=weight, minlength=n))
-        np.add.at(hessian, (a, b), weight)
-        np.add.at(hessian, (b, a), weight)
+        pairs = np.bincount(a * n + b, weights=weight, minlength=n * n).reshape(n, n)  # (bincount: fast sums)
+        hessian[:n, :n] = pairs + pairs.T + np.diag(-PRIOR_TIES * q * (1 - q) - np.bincount(
+            a, weights=weight, minlength=n) - np.bincount(b, weights=weight, minlength=n))
         cross = weight[:, None] * x  # d²/dθ_a dβ = -w·x, d²/dθ_b dβ = +w·x
-        for rows, sign in ((a, -1.0), (b, 1.0)):
-            block = np.zeros((n, k))
-            np.add.at(block, rows, sign * cross)
-            hessian[:n, n:] += block
+        for j in range(k):
+            hessian[:n, n + j] = (np.bincount(b, weights=cross[:, j], minlength=n)
+                                  - np.bincount(a, weights=cross[:, j], minlength=n))
         hessian[n:, :n] = hessian[:n, n:].T
         hessian[n:, n:] = -(x.T * weight) @ x - STYLE_PRIOR * np.eye(k)
         step = np.linalg.solve(hessian, gradient)

@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 
 from arena.leaderboard.ratings import PRIOR_TIES, STYLE_PRIOR, leaderboard, style_leaderboard
-from arena.leaderboard.style import FEATURES, answer_style, design_matrix, normalised_difference
-from arena.markdown import element_counts
+from arena.leaderboard.style import FEATURES, answer_style, design_matrix, element_counts, normalised_difference
 
 
-def test_markdown_elements_are_counted_as_the_renderer_parses_them():
-    text = "# Title\n\n## Part\n\n- a **b**\n- c\n1. d\n\n```\n**not bold** # not a header\n```\n#not-a-header __bold__"
-    assert element_counts(text) == {"headers": 2, "list_items": 3, "bold": 2}
+def test_markdown_elements_are_counted_outside_code_blocks():
+    text = ("# Title\n\n## Part\n\n- a **b**\n- c\n1. d\n2) e\n\n"
+            "```\n**not bold**\n# not a header\n- no\n```\n#not-a-header __bold__")
+    assert element_counts(text) == {"headers": 2, "list_items": 4, "bold": 2}
+    assert element_counts("~~~\n# open fence to the end\n") == {"headers": 0, "list_items": 0, "bold": 0}
+    assert element_counts("2 ** 3 ** 4, and -1 is not a list") == {"headers": 0, "list_items": 0, "bold": 0}
     assert element_counts("") == {"headers": 0, "list_items": 0, "bold": 0}
     assert answer_style("Plain.", 12) == {"length": 12, "headers": 0, "list_items": 0, "bold": 0}
 
