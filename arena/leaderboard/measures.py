@@ -48,8 +48,9 @@ def memory_figures(user, slugs: list[str]) -> dict[str, tuple[float, bool]]:
     return figures
 
 
-def points(user, ratings: dict[str, float], labels: dict[str, str]) -> list[Point]:
-    """One point per rated entry (slug -> rating), for frontier.charts."""
-    speeds, memory = median_speeds(), memory_figures(user, list(ratings))
+def points(user, ratings: dict[str, float], labels: dict[str, str], generations: QuerySet | None = None) -> list[Point]:
+    """One point per rated entry (slug -> rating), for frontier.charts; speeds measured over
+    `generations` (a suite run's answers, say), else over every visible one."""
+    speeds, memory = median_speeds(generations), memory_figures(user, list(ratings))
     return [Point(labels.get(slug, slug), rating, speeds.get(slug), *memory.get(slug, (None, False)))
             for slug, rating in ratings.items()]

@@ -11,7 +11,9 @@ from django.urls import reverse
 
 from arena import streams
 from arena.battles.models import Battle
-from tests.arena.factories import comparison, leaderboard_order, verdict
+from arena.generations.models import Generation
+from arena.leaderboard.measures import median_speeds
+from tests.arena.factories import PARAMS, comparison, finish, leaderboard_order, verdict
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +101,14 @@ def test_quality_charts_plot_measured_speed_and_memory_and_mark_the_front(client
         assert "321.0 MB (measured)" in page(client)
     finally:
         client_.delete(keys.orchestrator_status())
+
+
+def test_speeds_are_medians_over_finished_answers_that_may_be_named(owner, catalogue):
+    smollm, gemma = catalogue[0], catalogue[3]
+    fast = [finish(Generation.objects.create(owner=owner, model=smollm, prompt="Hi", params=PARAMS), rate=rate)
+            for rate in (10.0, 20.0, 60.0)]
+    finish(Generation.objects.create(owner=owner, model=smollm, prompt="Hi", params=PARAMS), rate=99.0,
+           status=Generation.Status.FAILED)  # a failed answer's rate says little
+    comparison(owner, gemma, smollm, mode=Battle.Mode.TOURNAMENT, blind=True)  # not revealed: left out
+    assert median_speeds() == {"smollm2-135m": 20.0}
+    assert median_speeds(Generation.objects.filter(id__in=[g.id for g in fast[:2]])) == {"smollm2-135m": 15.0}
