@@ -112,3 +112,10 @@ def test_speeds_are_medians_over_finished_answers_that_may_be_named(owner, catal
     comparison(owner, gemma, smollm, mode=Battle.Mode.TOURNAMENT, blind=True)  # not revealed: left out
     assert median_speeds() == {"smollm2-135m": 20.0}
     assert median_speeds(Generation.objects.filter(id__in=[g.id for g in fast[:2]])) == {"smollm2-135m": 15.0}
+
+
+def test_no_judge_verdicts_says_none_for_this_filter(client, owner, catalogue):
+    verdict(owner, catalogue[0], catalogue[3], "left")
+    client.force_login(owner)
+    assert "No verdicts yet for this filter" in page(client, "?source=judge")
+    assert "Judge–human agreement" not in page(client)
