@@ -52,10 +52,15 @@ def schema_problem(schema: Any) -> str | None:
         return f"The JSON schema is too long (at most {MAX_SCHEMA_CHARS} characters)."
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
+        grammar = grammar_for(schema, None)
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.path)
         return f"Not a valid JSON schema{f' (at {where})' if where else ''}: {exc.message}"
-    return _grammar_problem(grammar_for(schema, None), "The JSON schema cannot constrain decoding")
+    except RecursionError:  # a schema nested a few hundred deep: the checker recurses per level
+        return "The JSON schema is nested too deeply."
+    except ValueError as exc:  # llguidance refuses what it cannot read, e.g. an integer beyond 64 bits
+        return f"The JSON schema cannot constrain decoding: {exc}"
+    return _grammar_problem(grammar, "The JSON schema cannot constrain decoding")
 
 
 def regex_problem(regex: Any) -> str | None:

@@ -62,19 +62,6 @@ def max_upload_bytes() -> int:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-# --- the answer constraint -------------------------------------------------------------
-TOO_DEEP = "the json_schema is nested too deeply"
-
-
-def _constraint_problem(json_schema: dict | None, regex: str | None) -> str | None:
-    """inference.structured's judgement (the workers build their grammars from the same place),
-    with a schema nested too deeply for its checker refused rather than raised."""
-    try:
-        return structured.constraint_problem(json_schema, regex)
-    except RecursionError:
-        return TOO_DEEP
-
-
 # --- one prompt object -----------------------------------------------------------------
 def _json_type(value: Any) -> str:
     names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
@@ -114,7 +101,7 @@ def _schema(item: dict, problems: list[str]) -> dict | None:
         problems.append("'json_schema' holds a number JSON cannot store (NaN or infinity)")
         return None
     except RecursionError:
-        problems.append(TOO_DEEP)
+        problems.append("'json_schema' is nested too deeply")
         return None
     return value
 
@@ -134,7 +121,8 @@ def check_item(item: Any) -> tuple[PromptSpec | None, list[str]]:
     reference = _text(item, "reference", problems, limit=max_prompt_chars())
     regex = _text(item, "regex", problems, limit=structured.MAX_REGEX_CHARS)
     schema = _schema(item, problems)
-    if not problems and (problem := _constraint_problem(schema, regex or None)):
+    # the workers build their grammars from the same judgement
+    if not problems and (problem := structured.constraint_problem(schema, regex or None)):
         problems.append(problem)
     if problems:
         return None, problems
@@ -161,7 +149,7 @@ def check_items(items: Iterable[tuple[str, Any]]) -> list[PromptSpec]:
             problems.extend(f"{where}: {p}" for p in found)
             if spec:
                 specs.append(spec)
-        if len(problems) >= MAX_PROBLEMS:
+        if len(problems) > MAX_PROBLEMS:
             problems = [*problems[:MAX_PROBLEMS], f"stopped after {MAX_PROBLEMS} problems"]
             break
     if not problems and not specs:
