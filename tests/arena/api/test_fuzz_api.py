@@ -7,7 +7,7 @@ schema-invalid input refused, and schema-valid input naming real catalogue model
 
 So that the fuzzer gets past "no such model" and "no such id", half of the schema-valid
 bodies name real catalogue models, half of the ids are those of a real generation,
-comparison and tournament (and half of a body's `match` one of its matches), and before
+comparison, tournament and suite (and half of a body's `match` one of its matches), and before
 each call every unfinished generation is finished as a worker would, so votes and winner
 picks can succeed and tournaments advance. The per-user limits are off (429 is documented
 for the operations that start work; test_limits.py tests it).
@@ -36,8 +36,11 @@ from arena.battles.services import start_battle
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
+from arena.suites import parsing
 from arena.tournaments.models import Tournament
+from inference.structured import constraint_problem
 from tests.arena.api_client import api
+from tests.arena.factories import suite
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # The same cases every run (CI); ARENA_FUZZ_EXPLORE=1 with --hypothesis-seed=$(date +%Y%m%d) explores
@@ -83,7 +86,7 @@ def fuzz_world(owner, catalogue, settings):
     battle = start_battle(owner, prompt="Hi", sides=sides, mode=Battle.Mode.COMPARISON)
     tournament = Tournament.start(owner, contestants=entries[:4], prompt="Hi")
     REAL.update(generations=str(gen.id), comparisons=str(battle.id), tournaments=str(tournament.id),
-                matches=list(tournament.matches.values_list("id", flat=True)))
+                suites=str(suite(owner).id), matches=list(tournament.matches.values_list("id", flat=True)))
     yield
     REAL.clear()
     drop_queued_tasks()
@@ -111,6 +114,28 @@ def names_real_models(body) -> bool:
     if "contestants" in body:
         named += body["contestants"] if isinstance(body["contestants"], list) else [body["contestants"]]
     return all(name in SLUGS for name in named)
+
+
+def usable_suite_prompts(body) -> bool:
+    """Whether a suite's prompts pass the checks no schema states (else a schema-valid body is still
+    refused): each json_schema a valid JSON Schema, each regex one Python compiles, not both, no NUL."""
+    if not isinstance(body, dict) or "prompts" not in body:
+        return True
+    try:
+        parsing.api_items(body["prompts"])
+    except parsing.SuiteError:
+        return False
+    return True
+
+
+def usable_constraints(body) -> bool:
+    """Whether the params' json_schema and regex pass the checks no schema states (a valid JSON Schema
+    that llguidance can enforce, a regex Python and llguidance compile, not both): else still refused."""
+    objects = [body.get(key) for key in ("params", "left_params", "right_params")] if isinstance(body, dict) else []
+    if not all(o is None or isinstance(o, dict) for o in objects) or not objects:
+        return True
+    sides = [{**(objects[0] or {}), **(side or {})} for side in objects[1:]]
+    return all(constraint_problem(p.get("json_schema"), p.get("regex")) is None for p in sides)
 
 
 @schema.hook
@@ -147,7 +172,8 @@ def flatmap_case(context, case):
                                  HealthCheck.filter_too_much])
 def test_api_conforms(case, fuzz_world):
     finish_live_generations()
-    excluded = [] if names_real_models(case.body) else [positive_data_acceptance]
+    acceptable = names_real_models(case.body) and usable_suite_prompts(case.body) and usable_constraints(case.body)
+    excluded = [] if acceptable else [positive_data_acceptance]
     case.call_and_validate(excluded_checks=excluded)
 
 
