@@ -92,7 +92,10 @@ def live_generations(user) -> int:
     from arena.generations.models import Generation  # limits is imported by the apps' services
 
     since = timezone.now() - timedelta(seconds=stale_after_s())
-    return Generation.objects.filter(owner=user, status__in=Generation.live_statuses(), created_at__gte=since).count()
+    # A suite run's generations keep to the run's own window (ARENA_SUITE_IN_FLIGHT): a long run
+    # must not take the owner's every slot for the playground.
+    return Generation.objects.filter(owner=user, status__in=Generation.live_statuses(), created_at__gte=since).exclude(
+        origin=Generation.Origin.SUITE).count()
 
 
 def _check_concurrency(user, cost: int) -> None:

@@ -238,6 +238,8 @@ LOGGING = {
 ARENA_RATE_LIMIT_PER_MIN = int(os.environ.get("ARENA_RATE_LIMIT_PER_MIN", 30))
 ARENA_RATE_LIMIT_WINDOW_S = float(os.environ.get("ARENA_RATE_LIMIT_WINDOW_S", 60))
 ARENA_MAX_CONCURRENT_PER_USER = int(os.environ.get("ARENA_MAX_CONCURRENT_PER_USER", 4))
+# Generations one suite run keeps live at once (its own window, outside the per-user limit above).
+ARENA_SUITE_IN_FLIGHT = int(os.environ.get("ARENA_SUITE_IN_FLIGHT", 4))
 # A request body past this many bytes gets a 413 before anything reads it (arena.asgi) or
 # parses it. The default leaves room for a prompt and a system prompt at the prompt limit,
 # every character escaped in JSON.

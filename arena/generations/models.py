@@ -36,6 +36,7 @@ class Generation(models.Model):
     class Origin(models.TextChoices):
         WEB = "web"  # a browser watches it: leaving the page cancels it
         API = "api"  # a script polls it: it runs to the end
+        SUITE = "suite"  # a suite run's answer or judgement: runs to the end, within the run's own window
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="generations")

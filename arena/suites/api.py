@@ -68,6 +68,8 @@ def suite(request, suite_id):
     if found is None:
         return error(404, "No such suite.")
     if request.method == "DELETE":
+        if problem := found.delete_problem:
+            return error(409, problem)
         found.delete()
         return HttpResponse(status=204)
     return JsonResponse(suite_json(found))

@@ -56,6 +56,13 @@ class Suite(models.Model):
                                          for i, spec in enumerate(prompts, start=1)])
         return suite
 
+    @property
+    def delete_problem(self) -> str:
+        """Why the suite cannot be deleted now ("" if it can): its runs' answers and verdicts need it."""
+        if self.runs.exists():
+            return "This suite has runs; its answers and verdicts refer to it, so it cannot be deleted."
+        return ""
+
     def ordered_prompts(self):
         return self.prompts.order_by("position")
 
@@ -88,5 +95,116 @@ class SuitePrompt(models.Model):
         return "regex" if self.regex else ""
 
     @property
+    def constraint_params(self) -> dict:
+        """The sampling parameters of this prompt's constraint ({} when it has none)."""
+        if self.json_schema is not None:
+            return {"json_schema": self.json_schema}
+        return {"regex": self.regex} if self.regex else {}
+
+    @property
     def json_schema_text(self) -> str:
         return json.dumps(self.json_schema, indent=2, ensure_ascii=False) if self.json_schema is not None else ""
+
+
+class SuiteRun(models.Model):
+    """Contestants (2 to 8 catalogue entries) x a suite's prompts, judged by a model or by people.
+
+    A run is carried out by arena.suites.runner, one step at a time, from what the database
+    holds (arena.suites.plan): it survives a restart, and nothing that finished runs again."""
+
+    class Format(models.TextChoices):
+        ROUND_ROBIN = "round_robin", "Round robin: every pair on every prompt"
+        KNOCKOUT = "knockout", "Knockout: a bracket per prompt"
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        CANCELLED = "cancelled"
+
+    MIN_CONTESTANTS, MAX_CONTESTANTS = 2, 8
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suite_runs")
+    suite = models.ForeignKey(Suite, on_delete=models.PROTECT, related_name="runs")
+    format = models.CharField(max_length=12, choices=Format.choices, default=Format.ROUND_ROBIN)
+    judge = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="suite_runs_judged", help_text="Empty: people judge the pairs.")
+    judge_template = models.TextField(blank=True, help_text="The judge's prompt (arena.suites.judge).")
+    params = models.JSONField(default=dict, blank=True,
+                              help_text="Shared sampling parameters, over each contestant's defaults.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING, db_index=True)
+    seed = models.PositiveIntegerField(default=0, help_text="A knockout's coin for tied pairs.")
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    stepped_at = models.DateTimeField(default=timezone.now, help_text="When the runner last took a step.")
+    chain = models.CharField(max_length=16, blank=True, help_text="The token of the runner's current chain of steps.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.suite.name}: {self.get_format_display()}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("suite-run-detail", args=[self.id])
+
+    @property
+    def live(self) -> bool:
+        return self.state == self.State.RUNNING
+
+    @property
+    def contestants(self) -> list:
+        """The contestants' catalogue entries, in their order (a knockout's seeding)."""
+        return [entrant.model for entrant in self.entrants.select_related("model").order_by("position")]
+
+
+class SuiteContestant(models.Model):
+    run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="entrants")
+    model = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="suite_entries")
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "model"], name="suite_contestant_once"),
+                       models.UniqueConstraint(fields=["run", "position"], name="suite_contestant_position")]
+
+    def __str__(self) -> str:
+        return f"contestant {self.position} of run {self.run_id}"
+
+
+class SuiteAnswer(models.Model):
+    """A contestant's answer to one prompt of a run: its latest generation and how many were made."""
+
+    run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="answers")
+    prompt = models.ForeignKey(SuitePrompt, on_delete=models.CASCADE, related_name="+")
+    contestant = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
+    generation = models.ForeignKey("playground.Generation", on_delete=models.CASCADE, related_name="+")
+    attempts = models.PositiveSmallIntegerField(default=1)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "prompt", "contestant"], name="suite_answer_once")]
+
+    def __str__(self) -> str:
+        return f"answer of {self.contestant_id} to {self.prompt_id} in run {self.run_id}"
+
+
+class SuiteJudgement(models.Model):
+    """The model judge's reading of one pair in one order: its latest generation and how many were
+    made (its verdict is read from the generation's text: arena.suites.judge.verdict_for)."""
+
+    run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="judgements")
+    prompt = models.ForeignKey(SuitePrompt, on_delete=models.CASCADE, related_name="+")
+    left = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
+    right = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
+    order = models.CharField(max_length=12)
+    generation = models.ForeignKey("playground.Generation", on_delete=models.CASCADE, related_name="+")
+    attempts = models.PositiveSmallIntegerField(default=1)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "prompt", "left", "right", "order"],
+                                               name="suite_judgement_once")]
+
+    def __str__(self) -> str:
+        return f"judgement {self.order} of {self.left_id} vs {self.right_id} on {self.prompt_id} in run {self.run_id}"

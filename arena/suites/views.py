@@ -62,5 +62,9 @@ def suite_detail(request, suite_id):
 @login_required
 @require_POST
 def suite_delete(request, suite_id):
-    _get_suite_for_user(request, suite_id).delete()
+    suite = _get_suite_for_user(request, suite_id)
+    if problem := suite.delete_problem:
+        return render(request, "suites/suite.html", {"suite": suite, "prompts": suite.ordered_prompts(),
+                                                     "problem": problem}, status=409)
+    suite.delete()
     return redirect("suites")

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from arena.generations.sweeper import Sweeper
+from arena.suites.runner import Kicker
 from arena.workers.models import DatabaseRecorder
 from inference.protocol import Keys
 from orchestration.policy import Config
@@ -43,6 +44,13 @@ class Command(BaseCommand):
             recorder=DatabaseRecorder(),
         )
         self.stdout.write(f"Orchestrator running ({settings.ARENA_ORCHESTRATOR_BACKEND} backend)")
-        # This process always runs, once: it also ends generations whose Celery task has gone.
-        orchestrator.run(should_stop=lambda: bool(stopping), on_tick=Sweeper(client).maybe_sweep)
+        # This process always runs, once: it also ends generations whose Celery task has gone, and
+        # restarts the steps of suite runs whose Celery worker went.
+        sweeper, kicker = Sweeper(client), Kicker()
+
+        def on_tick() -> None:
+            sweeper.maybe_sweep()
+            kicker.maybe_kick()
+
+        orchestrator.run(should_stop=lambda: bool(stopping), on_tick=on_tick)
         self.stdout.write("Orchestrator stopped; all workers stopped")

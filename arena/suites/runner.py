@@ -1,0 +1,207 @@
+"""Carrying out suite runs, a step at a time, each step from what the database holds.
+
+A step reads the run's answers, judgements and verdicts, asks arena.suites.plan what to do
+next, and does it in one transaction: it creates the generations to start (ordinary
+`Generation`s with origin "suite", run by arena.generations' own task, followed, swept and
+stored like any other), records the verdicts of pairs both of whose judgements are in (a
+judged `Battle`: mode "suite", the judge, its template's version and both raw judgements),
+and the progress. A step holds no Celery thread while generations run: it queues the next
+step a couple of seconds later (`step_run`), and a chain of steps carries a token (`chain`)
+so only the newest chain goes on. If the chain dies with its Celery worker, the orchestrator's
+loop (where the generation sweeper runs too) starts a new one for any running run that has not
+stepped for `STALLED_AFTER_S`: the run resumes where the database says it is, nothing that
+finished runs again, and a generation the killed worker was following is failed by the
+sweeper and tried again (at most plan.MAX_ATTEMPTS generations per answer).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from arena import streams
+from arena.battles.judging import judgement
+from arena.battles.models import Battle
+from arena.generations.models import Generation
+from arena.generations.tasks import run_generation
+from inference import protocol as p
+
+from . import judge, plan
+from .models import SuiteAnswer, SuiteJudgement, SuitePrompt, SuiteRun
+
+log = logging.getLogger(__name__)
+STEP_EVERY_S = 2
+STALLED_AFTER_S = 30
+LOCK_TTL_S = 60
+
+_SLOT_STATE = {Generation.Status.DONE: plan.DONE, Generation.Status.FAILED: plan.FAILED,
+               Generation.Status.CANCELLED: plan.FAILED}
+
+
+def start_chain(run: SuiteRun) -> None:
+    """A new chain of steps for `run` (any older chain stops at its next step)."""
+    run.chain = secrets.token_hex(8)
+    run.save(update_fields=["chain"])
+    step_run.delay_on_commit(str(run.id), run.chain)
+
+
+@shared_task(ignore_result=True, soft_time_limit=60, time_limit=90)
+def step_run(run_id: str, chain: str) -> None:
+    client = streams.client()
+    lock = f"{settings.ARENA_REDIS_PREFIX}:suite-run-lock:{run_id}"
+    if not client.set(lock, chain, nx=True, ex=LOCK_TTL_S):
+        return  # another step of this run is under way; its chain goes on
+    try:
+        run = SuiteRun.objects.select_related("suite", "judge", "owner").filter(id=run_id, chain=chain).first()
+        if run is None or not run.live:
+            return
+        step(run)
+        if run.live:
+            step_run.apply_async((run_id, chain), countdown=STEP_EVERY_S)
+    finally:
+        client.delete(lock)
+
+
+def step(run: SuiteRun) -> plan.Plan:
+    """One step of `run`: start what the plan says, record verdicts, note the progress."""
+    prompts = {prompt.id: prompt for prompt in run.suite.ordered_prompts()}
+    contestants = {model.id: model for model in run.contestants}
+    state, generations = load_state(run, list(prompts), list(contestants))
+    todo = plan.plan(state, settings.ARENA_SUITE_IN_FLIGHT)
+    with transaction.atomic():
+        for prompt_id, model_id in todo.start_answers:
+            _start_answer(run, prompts[prompt_id], contestants[model_id])
+        for prompt_id, left, right, order in todo.start_judgements:
+            _start_judgement(run, prompts[prompt_id], (contestants[left], contestants[right]), order,
+                             generations)
+        for pair, outcome in todo.record:
+            _record(run, pair, outcome, generations)
+        run.done, run.total, run.stepped_at = todo.done, todo.total, timezone.now()
+        if todo.finished:
+            run.state, run.finished_at = SuiteRun.State.DONE, timezone.now()
+        run.save(update_fields=["done", "total", "stepped_at", "state", "finished_at"])
+    return todo
+
+
+def load_state(run: SuiteRun, prompts: list[int], contestants: list[int]) -> tuple[plan.RunState, dict]:
+    """The planner's view of `run`, and the generations it names: {("answer", prompt, model) or
+    ("judgement", prompt, left, right, order): Generation}."""
+    generations: dict[tuple, Generation] = {}
+    state = plan.RunState(prompts=prompts, contestants=contestants, format=run.format,
+                          judged=run.judge_id is not None, seed=run.seed)
+    for answer in SuiteAnswer.objects.filter(run=run).select_related("generation"):
+        key = (answer.prompt_id, answer.contestant_id)
+        generations[("answer", *key)] = answer.generation
+        state.answers[key] = plan.Slot(_slot_state(answer.generation), answer.attempts)
+    for row in SuiteJudgement.objects.filter(run=run).select_related("generation"):
+        key = (row.prompt_id, row.left_id, row.right_id, row.order)
+        gen = row.generation
+        generations[("judgement", *key)] = gen
+        slot_state = _slot_state(gen)
+        verdict = judge.verdict_for(row.order, gen.text) if slot_state == plan.DONE else ""
+        state.judgements[key] = plan.Slot(slot_state, row.attempts, verdict)
+    answer_of = {gen.id: key[1:] for key, gen in generations.items() if key[0] == "answer"}
+    recorded = Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=False, left_id__in=list(answer_of))
+    for left_id, right_id, outcome in recorded.values_list("left_id", "right_id", "outcome"):
+        (prompt, left), (_, right) = answer_of[left_id], answer_of[right_id]
+        state.verdicts[(prompt, left, right)] = outcome
+    return state, generations
+
+
+def _slot_state(gen: Generation) -> str:
+    return _SLOT_STATE.get(gen.status, plan.LIVE)
+
+
+def _start_answer(run: SuiteRun, prompt: SuitePrompt, model) -> None:
+    params = model.params_with_defaults({**run.params, **prompt.constraint_params}).to_dict()
+    gen = _generation(run, model, prompt.prompt, params, system_prompt=prompt.system_prompt)
+    row, created = SuiteAnswer.objects.get_or_create(run=run, prompt=prompt, contestant=model,
+                                                     defaults={"generation": gen})
+    if not created:
+        row.generation, row.attempts = gen, row.attempts + 1
+        row.save(update_fields=["generation", "attempts"])
+
+
+def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, order: str, generations: dict) -> None:
+    left, right = (generations[("answer", prompt.id, m.id)] for m in models)
+    first, second = (left, right) if order == "left_first" else (right, left)
+    text = judge.render(run.judge_template, question=prompt.prompt, first=first.text, second=second.text,
+                        reference=prompt.reference)
+    params = run.judge.params_with_defaults(judge.JUDGE_PARAMS).to_dict()
+    gen = _generation(run, run.judge, text, params)
+    row, created = SuiteJudgement.objects.get_or_create(run=run, prompt=prompt, left=models[0], right=models[1],
+                                                        order=order, defaults={"generation": gen})
+    if not created:
+        row.generation, row.attempts = gen, row.attempts + 1
+        row.save(update_fields=["generation", "attempts"])
+
+
+def _generation(run: SuiteRun, model, prompt: str, params: dict, system_prompt: str = "") -> Generation:
+    gen = Generation.objects.create(owner=run.owner, model=model, origin=Generation.Origin.SUITE, prompt=prompt,
+                                    system_prompt=system_prompt, params=params, tag=run.suite.tag)
+    run_generation.delay_on_commit(str(gen.id))
+    return gen
+
+
+def _record(run: SuiteRun, pair: plan.Pair, outcome: str, generations: dict) -> None:
+    """The judged verdict of a pair: a battle record of the two stored answers."""
+    prompt, left, right = pair
+    readings = []
+    for order in ("left_first", "right_first"):
+        gen = generations.get(("judgement", prompt, left, right, order))
+        text = gen.text if gen is not None and gen.status == Generation.Status.DONE else ""
+        readings.append(judgement(order, text, judge.verdict_for(order, text) if text else "tie"))
+    Battle.objects.create(owner=run.owner, mode=Battle.Mode.SUITE, left=generations[("answer", prompt, left)],
+                          right=generations[("answer", prompt, right)], outcome=outcome, voted_at=timezone.now(),
+                          tag=run.suite.tag, judge=run.judge,
+                          judge_template_version=judge.template_version(run.judge_template), judgements=readings)
+
+
+def cancel(run: SuiteRun) -> None:
+    """Stop `run`: no new step starts anything, and its live generations are cancelled."""
+    with transaction.atomic():
+        run.state, run.finished_at = SuiteRun.State.CANCELLED, timezone.now()
+        run.save(update_fields=["state", "finished_at"])
+    live = [str(gen_id) for gen_id in _live_generation_ids(run)]
+    if live:
+        client, keys = streams.client(), streams.keys()
+        pipe = client.pipeline(transaction=False)
+        for gen_id in live:
+            pipe.set(keys.cancel(gen_id), "user", ex=p.STREAM_TTL_S)
+        pipe.execute()
+
+
+def _live_generation_ids(run: SuiteRun) -> list:
+    live = {"run": run, "generation__status__in": Generation.live_statuses()}
+    return [*SuiteAnswer.objects.filter(**live).values_list("generation_id", flat=True),
+            *SuiteJudgement.objects.filter(**live).values_list("generation_id", flat=True)]
+
+
+class Kicker:
+    """In the orchestrator's loop: a new chain of steps for each running run that stopped stepping
+    (its Celery worker was killed, or Redis lost the queued step)."""
+
+    def __init__(self, clock=time.monotonic, every_s: float = 5.0):
+        self.clock, self.every_s, self.last = clock, every_s, float("-inf")
+
+    def maybe_kick(self) -> None:
+        if self.clock() - self.last >= self.every_s:
+            self.last = self.clock()
+            close_old_connections()
+            self.kick()
+
+    def kick(self) -> int:
+        cutoff = timezone.now() - timedelta(seconds=STALLED_AFTER_S)
+        stalled = list(SuiteRun.objects.filter(state=SuiteRun.State.RUNNING, stepped_at__lt=cutoff))
+        for run in stalled:
+            log.info("Suite run %s has not stepped since %s: starting a new chain", run.id, run.stepped_at)
+            with transaction.atomic():
+                start_chain(run)
+        return len(stalled)

@@ -1,0 +1,175 @@
+"""The suite runner's steps on a real database. The generations it starts are ended here as their
+run would end them (tests/arena/factories.finish): the engines and the Celery path are the same
+as every other generation's, tested elsewhere, and end to end in tests/live/test_suite_runs.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from arena.battles.models import Battle
+from arena.generations.models import Generation
+from arena.suites import judge, runner
+from arena.suites.models import SuiteAnswer, SuiteJudgement, SuiteRun
+from arena.suites.services import RunError, start_run
+from tests.arena.factories import finish, suite
+
+pytestmark = pytest.mark.django_db
+
+
+def live(run: SuiteRun) -> list[Generation]:
+    return list(Generation.objects.filter(origin=Generation.Origin.SUITE, status__in=Generation.live_statuses())
+                .order_by("created_at"))
+
+
+def end_all(run: SuiteRun, *, answer: str = "Paris", verdict: str = "A", fail=lambda gen: False) -> int:
+    """End every live generation of the run; how many."""
+    gens = live(run)
+    judge_ids = set(SuiteJudgement.objects.filter(run=run).values_list("generation_id", flat=True))
+    for gen in gens:
+        if fail(gen):
+            finish(gen, "", status=Generation.Status.FAILED)
+        else:
+            finish(gen, f'{{"verdict": "{verdict}"}}' if gen.id in judge_ids else f"{answer} ({gen.model.slug})")
+    return len(gens)
+
+
+def run_to_end(run: SuiteRun, **kwargs) -> int:
+    steps = 0
+    while run.live:
+        runner.step(run)
+        end_all(run, **kwargs)
+        steps += 1
+        assert steps < 200
+    return steps
+
+
+@pytest.fixture
+def three(catalogue):
+    return catalogue[:3]
+
+
+def test_round_robin_judged_by_a_model_records_every_pair_once(owner, three, settings):
+    settings.ARENA_SUITE_IN_FLIGHT = 3
+    s = suite(owner, "One?", "Two?", tag="maths")
+    run = start_run(owner, suite=s, contestants=three, judge_model=three[0])
+    assert run.total == 0 and run.state == "running"
+    runner.step(run)
+    assert len(live(run)) == 3  # the window
+    assert run.total == 2 * 3 + 2 * 3 * 2
+    run_to_end(run)
+    run.refresh_from_db()
+    assert run.state == SuiteRun.State.DONE and run.done == run.total and run.finished_at
+    battles = Battle.objects.filter(mode=Battle.Mode.SUITE)
+    assert battles.count() == 6
+    battle = battles.first()
+    # "A" in both orders: the left answer first, then the right one first: the orders disagree.
+    assert battle.outcome == "tie" and battle.judge == three[0] and battle.tag == "maths"
+    assert [j["order"] for j in battle.judgements] == ["left_first", "right_first"]
+    assert [j["verdict"] for j in battle.judgements] == ["left", "right"]
+    assert battle.judge_template_version == judge.template_version(judge.DEFAULT_TEMPLATE)
+    assert SuiteAnswer.objects.filter(run=run).count() == 6
+    assert SuiteJudgement.objects.filter(run=run).count() == 12
+
+
+def test_the_judge_sees_both_answers_in_each_order_and_is_constrained(owner, three):
+    s = suite(owner, {"prompt": "Capital of France?", "reference": "Paris"})
+    run = start_run(owner, suite=s, contestants=three[:2], judge_model=three[2])
+    runner.step(run)
+    end_all(run)
+    runner.step(run)
+    prompts = {row.order: row.generation for row in SuiteJudgement.objects.filter(run=run)}
+    first, second = prompts["left_first"].prompt, prompts["right_first"].prompt
+    left, right = (a.generation.text for a in SuiteAnswer.objects.filter(run=run).order_by("contestant__id"))
+    assert first.index(left) < first.index(right) and second.index(right) < second.index(left)
+    assert "Paris" in first.split("[Reference answer]")[1]
+    assert prompts["left_first"].params["json_schema"] == judge.VERDICT_SCHEMA
+    assert prompts["left_first"].params["temperature"] == 0.0
+
+
+def test_answers_carry_the_prompt_constraint_and_system_prompt(owner, three):
+    s = suite(owner, {"prompt": "A word?", "regex": "[a-z]+", "system_prompt": "Be brief."})
+    run = start_run(owner, suite=s, contestants=three[:2], params={"max_new_tokens": 9})
+    runner.step(run)
+    gen = live(run)[0]
+    assert gen.params["regex"] == "[a-z]+" and gen.params["max_new_tokens"] == 9
+    assert gen.system_prompt == "Be brief." and gen.origin == Generation.Origin.SUITE
+
+
+def test_a_failed_answer_is_tried_again_and_nothing_done_runs_twice(owner, three):
+    s = suite(owner, "One?")
+    run = start_run(owner, suite=s, contestants=three[:2])
+    runner.step(run)
+    first, second = live(run)
+    finish(first, "ok")
+    finish(second, "", status=Generation.Status.FAILED)  # its worker died
+    runner.step(run)
+    again = live(run)
+    assert [g.model_id for g in again] == [second.model_id]
+    row = SuiteAnswer.objects.get(run=run, contestant=second.model)
+    assert row.attempts == 2 and row.generation == again[0]
+    finish(again[0], "ok too")
+    runner.step(run)
+    run.refresh_from_db()
+    assert run.state == SuiteRun.State.DONE  # no judge: the answers are the run
+    assert Generation.objects.filter(origin=Generation.Origin.SUITE).count() == 3
+
+
+def test_knockout_judges_a_bracket_per_prompt(owner, catalogue):
+    s = suite(owner, "One?")
+    run = start_run(owner, suite=s, contestants=catalogue[:4], format="knockout", judge_model=catalogue[0])
+    run_to_end(run, verdict="A")  # always the first shown: every pair a tie, settled by the run's coin
+    assert Battle.objects.filter(mode=Battle.Mode.SUITE).count() == 3
+
+
+def test_cancel_stops_the_run_and_its_live_generations(owner, three):
+    from arena import streams
+
+    run = start_run(owner, suite=suite(owner, "One?"), contestants=three[:2])
+    runner.step(run)
+    runner.cancel(run)
+    run.refresh_from_db()
+    assert run.state == SuiteRun.State.CANCELLED
+    assert all(streams.client().exists(streams.keys().cancel(str(g.id))) for g in live(run))
+    before = Generation.objects.count()
+    runner.step_run(str(run.id), run.chain)  # a step still queued does nothing
+    assert Generation.objects.count() == before
+
+
+def test_only_the_newest_chain_goes_on(owner, three):
+    run = start_run(owner, suite=suite(owner, "One?"), contestants=three[:2])
+    old = run.chain
+    runner.start_chain(run)
+    runner.step_run(str(run.id), old)
+    assert not live(run)  # the old chain's step did nothing
+
+
+def test_the_kicker_restarts_a_run_that_stopped_stepping(owner, three, django_capture_on_commit_callbacks):
+    run = start_run(owner, suite=suite(owner, "One?"), contestants=three[:2])
+    fresh = start_run(owner, suite=suite(owner, "Two?"), contestants=three[:2])
+    SuiteRun.objects.filter(id=run.id).update(stepped_at=timezone.now() - timedelta(seconds=runner.STALLED_AFTER_S + 1))
+    chain = SuiteRun.objects.get(id=run.id).chain
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert runner.Kicker().kick() == 1
+    assert len(callbacks) == 1
+    assert SuiteRun.objects.get(id=run.id).chain != chain
+    assert SuiteRun.objects.get(id=fresh.id).chain == fresh.chain
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"contestants": 1}, "Pick 2 to 8 contestants"),
+    ({"format": "swiss"}, "round_robin or knockout"),
+    ({"judge_template": "Judge {question} {answer_a}"}, "{answer_b}"),
+    ({"judge_template": "Judge {question} {answer_a} {answer_b} {name}"}, "unknown placeholders"),
+    ({"params": {"temperature": 9}}, "temperature"),
+])
+def test_a_run_that_cannot_start_says_why(owner, three, change, message):
+    kwargs = {"suite": suite(owner, "One?"), "contestants": three[:2], "judge_model": three[2]}
+    if "contestants" in change:
+        kwargs["contestants"] = three[: change.pop("contestants")]
+    kwargs.update(change)
+    with pytest.raises(RunError, match=message.replace("{", r"\{").replace("}", r"\}")):
+        start_run(owner, **kwargs)
+    assert not SuiteRun.objects.exists()
