@@ -86,3 +86,18 @@ def test_the_export_says_which_verdicts_a_model_judge_gave(client, owner, catalo
     assert rows["comparison"]["judge"] == "" and rows["suite"]["judge"] == catalogue[1].slug
     suites = client.get("/history/export/battles.csv?mode=suite")
     assert len(list(csv.DictReader(io.StringIO(b"".join(suites.streaming_content).decode())))) == 1
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_a_judges_fields_read_only(client, owner, catalogue):
+    from django.contrib.auth import get_user_model
+
+    human = comparison(owner, catalogue[0], catalogue[3])
+    judged = Battle.objects.create(owner=owner, mode=Battle.Mode.SUITE, left=human.left, right=human.right,
+                                   outcome="tie", judge=catalogue[1], judge_template_version=3,
+                                   judgements=[judgement("left_first", "First is better", "left"),
+                                               judgement("right_first", "First is better", "right")])
+    client.force_login(get_user_model().objects.create_superuser("staff", password="staff-pass-123"))
+    html = client.get(f"/admin/battles/battle/{judged.id}/change/").content.decode()
+    assert "First is better" in html and 'name="judge"' not in html and 'name="judgements"' not in html
+    assert client.get("/admin/battles/battle/?mode=suite").status_code == 200
