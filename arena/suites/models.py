@@ -19,6 +19,7 @@ from django.utils import timezone
 from arena import tags
 
 from .parsing import PromptSpec
+from .plan import MAX_ATTEMPTS
 
 NAME_MAX_LENGTH = 200
 
@@ -154,6 +155,35 @@ class SuiteRun(models.Model):
     def live(self) -> bool:
         return self.state == self.State.RUNNING
 
+    def verdicts(self):
+        """The model judge's verdicts on this run's pairs (battles of its stored answers)."""
+        from arena.battles.models import Battle
+
+        answers = SuiteAnswer.objects.filter(run=self).values("generation_id")
+        return Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=False, judge_id=self.judge_id,
+                                     left_id__in=answers)
+
+    def results(self) -> list[dict]:
+        """Per contestant, in order: wins, losses, ties (the judge's verdicts), answers done and
+        failed for good, and how many constrained answers followed their schema or regex
+        (`validity_rate`, None without any)."""
+        rows = list(_tally(self).values())
+        for row in rows:
+            row["validity_rate"] = row["valid"] / row["constrained"] if row["constrained"] else None
+        return rows
+
+    @property
+    def eta_s(self) -> float | None:
+        """About how long the rest will take, at the pace so far (None before any progress)."""
+        if not self.live or not self.done or self.total <= self.done:
+            return None
+        elapsed = (timezone.now() - self.created_at).total_seconds()
+        return elapsed / self.done * (self.total - self.done)
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.done / self.total) if self.total else 0
+
     @property
     def contestants(self) -> list:
         """The contestants' catalogue entries, in their order (a knockout's seeding)."""
@@ -208,3 +238,30 @@ class SuiteJudgement(models.Model):
 
     def __str__(self) -> str:
         return f"judgement {self.order} of {self.left_id} vs {self.right_id} on {self.prompt_id} in run {self.run_id}"
+
+
+def _tally(run: SuiteRun) -> dict[int, dict]:
+    """Per contestant id: its answers (done, failed for good), constraint validity, and verdicts."""
+    rows = {model.id: {"model": model, "wins": 0, "losses": 0, "ties": 0, "answered": 0, "failed": 0,
+                       "constrained": 0, "valid": 0} for model in run.contestants}
+    answers = SuiteAnswer.objects.filter(run=run).select_related("generation")
+    for answer in answers:
+        row, gen = rows[answer.contestant_id], answer.generation
+        if gen.status == "done":
+            row["answered"] += 1
+            if gen.output_valid is not None:
+                row["constrained"] += 1
+                row["valid"] += gen.output_valid
+        elif gen.finished and answer.attempts >= MAX_ATTEMPTS:
+            row["failed"] += 1
+    answer_of = {a.generation_id: a.contestant_id for a in answers}
+    for left, right, outcome in run.verdicts().values_list("left_id", "right_id", "outcome"):
+        left, right = answer_of[left], answer_of[right]
+        if outcome in ("left", "right"):
+            winner, loser = (left, right) if outcome == "left" else (right, left)
+            rows[winner]["wins"] += 1
+            rows[loser]["losses"] += 1
+        else:
+            rows[left]["ties"] += 1
+            rows[right]["ties"] += 1
+    return rows

@@ -72,6 +72,28 @@ def test_round_robin_judged_by_a_model_records_every_pair_once(owner, three, set
     assert battle.judge_template_version == judge.template_version(judge.DEFAULT_TEMPLATE)
     assert SuiteAnswer.objects.filter(run=run).count() == 6
     assert SuiteJudgement.objects.filter(run=run).count() == 12
+    results = run.results()
+    assert [r["model"] for r in results] == list(three)
+    assert all((r["wins"], r["losses"], r["ties"], r["answered"], r["failed"]) == (0, 0, 4, 2, 0) for r in results)
+
+
+def test_results_count_wins_failures_and_validity(owner, three):
+    s = suite(owner, {"prompt": "A word?", "regex": "[a-z]+"})
+    run = start_run(owner, suite=s, contestants=three, judge_model=three[0])
+    fail_third = lambda gen: gen.model_id == three[2].id and gen.prompt == "A word?"  # noqa: E731
+    runner.step(run)
+    for gen in live(run):
+        if fail_third(gen):
+            finish(gen, "", status=Generation.Status.FAILED)
+        else:
+            finish(gen, "yes" if gen.model_id == three[0].id else "No!")
+            Generation.objects.filter(id=gen.id).update(output_valid=gen.model_id == three[0].id)
+    run_to_end(run, verdict="B", fail=fail_third)  # "B" in both orders: they disagree, a tie
+    by_model = {r["model"]: r for r in run.results()}
+    assert by_model[three[2]]["failed"] == 1 and by_model[three[2]]["answered"] == 0
+    assert by_model[three[0]]["validity_rate"] == 1.0 and by_model[three[1]]["validity_rate"] == 0.0
+    assert by_model[three[2]]["validity_rate"] is None
+    assert sum(r["wins"] + r["losses"] + r["ties"] for r in by_model.values()) == 2  # one pair judged
 
 
 def test_the_judge_sees_both_answers_in_each_order_and_is_constrained(owner, three):
