@@ -3,6 +3,7 @@
 from django.conf import settings
 
 from inference.protocol import SamplingParams
+from inference.structured import MAX_REGEX_CHARS
 
 _L = SamplingParams.LIMITS
 
@@ -35,6 +36,18 @@ PARAMS = {
             "type": ["array", "null"], "maxItems": SamplingParams.MAX_STOP_SEQUENCES,
             "items": {"type": "string", "minLength": 1, "maxLength": SamplingParams.MAX_STOP_CHARS,
                       "pattern": r"^[^\u0000]*$"},
+        },
+        "json_schema": {
+            "type": ["object", "null"],
+            "description": "Structured output: decoding is constrained to JSON valid for this JSON Schema, and the "
+                           "answer is checked against it (`output_valid`). Refused (400) when it is not a valid "
+                           "schema or one the constrained decoder cannot enforce. Not with `regex`.",
+        },
+        "regex": {
+            "type": ["string", "null"], "minLength": 1, "maxLength": MAX_REGEX_CHARS,
+            "description": "Structured output: the whole answer is constrained to match this regex (Python syntax, "
+                           "no look-arounds or backreferences). Refused (400) when invalid, or for a model served by "
+                           "an OpenAI-compatible endpoint. Not with `json_schema`.",
         },
     },
 }
@@ -76,6 +89,10 @@ TAG = {"type": "string", "maxLength": 40, "pattern": rf"^[{_BLANK}]*(?:\w[\w{_BL
                       "lower case with blanks trimmed and inner runs of blanks as '-'. The leaderboard and history "
                       "filter by it"}
 
+OUTPUT_VALID = {"type": ["boolean", "null"],
+                "description": "Whether the finished answer follows params.json_schema or params.regex; null when "
+                               "it had neither or has not finished"}
+
 GENERATION = {
     "type": "object",
     "properties": {
@@ -89,6 +106,7 @@ GENERATION = {
         "text": {"type": "string"},
         "finish_reason": {"type": "string"},
         "failure_reason": {"type": "string"},
+        "output_valid": OUTPUT_VALID,
         "metrics": {"type": "object"},
         "request_metrics": {"type": "object"},
         "created_at": {"type": "string", "format": "date-time"},
@@ -106,6 +124,7 @@ SIDE = {
         "status": GENERATION["properties"]["status"],
         "text": {"type": "string"},
         "failure_reason": {"type": "string"},
+        "output_valid": OUTPUT_VALID,
         "model": {"type": "string"},
         "system_prompt": {"type": "string"},
         "params": PARAMS,

@@ -57,6 +57,7 @@ def generation_json(gen: Generation) -> dict:
         "text": gen.text,
         "finish_reason": gen.finish_reason,
         "failure_reason": gen.failure_reason,
+        "output_valid": gen.output_valid,
         "metrics": {
             "prompt_tokens": gen.prompt_tokens,
             "generated_tokens": gen.generated_tokens,
@@ -102,7 +103,11 @@ def create_generation(request):
                            "system_prompt": body.get("system_prompt", ""), "tag": body.get("tag", "")})
     if not form.is_valid():
         return form_error(form)
-    cleaned = {**form.cleaned_data, "params": form.cleaned_data["model"].params_with_defaults(params).to_dict()}
+    try:  # the entry's defaults, and what its engine can do (a regex needs our own decoding)
+        merged = form.cleaned_data["model"].params_with_defaults(params)
+    except ParamError as exc:
+        return error(400, f"Invalid parameters: {exc}", exc.errors)
+    cleaned = {**form.cleaned_data, "params": merged.to_dict()}
     gen = start_generation(request.user, cleaned, origin=Generation.Origin.API)
     response = JsonResponse(generation_json(gen), status=202)
     response["Location"] = f"/api/v1/generations/{gen.id}"

@@ -3,6 +3,7 @@ from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
 from arena.catalogue.models import ModelEntry
+from arena.generations.constraint_fields import add_constraint_fields, constraint
 from arena.playground.forms import require_text
 from arena.tags import TagField
 from inference.protocol import ParamError, SamplingParams
@@ -50,6 +51,7 @@ class ComparisonForm(forms.Form):
     def __init__(self, *args, side_params: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.side_params = side_params or {}  # the API's {"left": {...}, "right": {...}}
+        add_constraint_fields(self)  # both sides: their answers are judged by the same rule
         for name in ("prompt", "left_system_prompt", "right_system_prompt"):
             self.fields[name].validators.append(MaxLengthValidator(settings.ARENA_MAX_PROMPT_CHARS))
         self.fields["top_p"].widget.attrs["step"] = "0.01"
@@ -61,7 +63,7 @@ class ComparisonForm(forms.Form):
         cleaned = super().clean()
         if self.errors:
             return cleaned
-        shared = {name: cleaned.get(name) for name in self.SHARED}
+        shared = {**{name: cleaned.get(name) for name in self.SHARED}, **constraint(cleaned)}
         for side in SIDES:
             overrides = dict(shared)
             if cleaned.get(f"{side}_temperature") is not None:

@@ -6,8 +6,9 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from inference.managed import check_template
-from inference.protocol import ENGINE_KINDS, ModelSpec, SamplingParams
+from inference.protocol import ENGINE_KINDS, ModelSpec, ParamError, SamplingParams
 from inference.sources import ModelSourceError, resolve_source
+from inference.structured import engine_problem
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MAX_ALIASES = 30
@@ -230,5 +231,10 @@ class ModelEntry(models.Model):
         )
 
     def params_with_defaults(self, overrides: dict | None = None) -> SamplingParams:
+        """The entry's defaults with `overrides`; ParamError for what its engine cannot do (a regex
+        on an OpenAI-compatible endpoint), so every path refuses it before anything is queued."""
         merged = {**(self.default_params or {}), **{k: v for k, v in (overrides or {}).items() if v is not None}}
-        return SamplingParams.from_dict(merged)
+        params = SamplingParams.from_dict(merged)
+        if problem := engine_problem(self.engine, params.json_schema, params.regex):
+            raise ParamError({"regex": f"{self.name}: {problem}"})
+        return params

@@ -14,9 +14,12 @@ What is accepted:
   4 strings), n (1 only), stream, stream_options.include_usage.
 - Ignored (they do not change the answer): user, metadata, store, service_tier,
   safety_identifier, prompt_cache_key, parallel_tool_calls, stream_options.include_obfuscation.
+- response_format: {"type": "text"}, {"type": "json_object"} (an answer that is a JSON object) or
+  {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}: decoding constrained to the
+  schema (structured output, inference.structured); other types are refused.
 - Accepted only at their no-op value (400 otherwise): logprobs false, top_logprobs 0,
   presence_penalty 0, frequency_penalty 0, logit_bias {}, tools [], tool_choice "none",
-  response_format {"type": "text"}, modalities ["text"].
+  modalities ["text"].
 - Anything else: 400 "Unrecognized request argument supplied: X". `null` counts as absent
   for every optional argument.
 """
@@ -31,7 +34,8 @@ from inference.protocol import ParamError, SamplingParams
 from .errors import OpenAIError, invalid
 
 SAMPLING = {"temperature": "temperature", "top_p": "top_p", "seed": "seed", "stop": "stop"}
-HANDLED = {"model", "messages", "n", "stream", "stream_options", "max_tokens", "max_completion_tokens", *SAMPLING}
+HANDLED = {"model", "messages", "n", "stream", "stream_options", "max_tokens", "max_completion_tokens",
+           "response_format", *SAMPLING}
 IGNORED = {"user", "metadata", "store", "service_tier", "safety_identifier", "prompt_cache_key",
            "parallel_tool_calls"}
 NO_OP_VALUES: dict[str, tuple] = {
@@ -42,7 +46,6 @@ NO_OP_VALUES: dict[str, tuple] = {
     "logit_bias": ({},),
     "tools": ([],),
     "tool_choice": ("none",),
-    "response_format": ({"type": "text"},),
     "modalities": (["text"],),
 }
 SYSTEM_ROLES = ("system", "developer")
@@ -229,11 +232,33 @@ def sampling_overrides(body: dict) -> tuple[dict[str, Any], dict[str, str]]:
         params["max_new_tokens"], names["max_new_tokens"] = body[given[0]], given[0]
     if isinstance(params.get("stop"), str):
         params["stop"] = [params["stop"]]
+    if (schema := response_schema(body.get("response_format"))) is not None:
+        params["json_schema"], names["json_schema"] = schema, "response_format.json_schema.schema"
     try:
         SamplingParams.from_dict(params)
     except ParamError as exc:
         raise param_error(exc, names) from exc
     return params, names
+
+
+def response_schema(response_format: Any) -> dict | None:
+    """The JSON schema a response_format asks for (None: plain text); its shape checked here, the
+    schema itself by SamplingParams as the other APIs check theirs."""
+    if response_format is None:
+        return None
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "object"}
+    if kind != "json_schema":
+        raise invalid("Invalid 'response_format.type': expected 'text', 'json_object' or 'json_schema'.",
+                      "response_format.type", "invalid_value")
+    spec = response_format.get("json_schema")
+    if not isinstance(spec, dict) or not isinstance(spec.get("schema"), dict):
+        raise invalid("Invalid 'response_format.json_schema': expected an object with a 'schema' object.",
+                      "response_format.json_schema", "invalid_type")
+    return spec["schema"]
 
 
 def param_error(exc: ParamError, names: dict[str, str]) -> OpenAIError:

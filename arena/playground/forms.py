@@ -3,6 +3,8 @@ from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
 from arena.catalogue.models import ModelEntry
+from arena.generations.constraint_fields import NAMES as CONSTRAINT_FIELDS
+from arena.generations.constraint_fields import add_constraint_fields
 from arena.tags import TagField
 from inference.protocol import ParamError, SamplingParams
 
@@ -38,10 +40,11 @@ class GenerationForm(forms.Form):
         help_text=r"One per line; write \n for a line break. The answer ends before the first one.",
     )
 
-    PARAM_FIELDS = ("temperature", "top_p", "max_new_tokens", "seed", "stop")
+    PARAM_FIELDS = ("temperature", "top_p", "max_new_tokens", "seed", "stop", *CONSTRAINT_FIELDS)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        add_constraint_fields(self)
         limit = settings.ARENA_MAX_PROMPT_CHARS
         for name in ("prompt", "system_prompt"):  # each is sent to the model whole
             self.fields[name].validators.append(MaxLengthValidator(limit))

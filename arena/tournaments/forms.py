@@ -3,8 +3,10 @@ from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
 from arena.catalogue.models import ModelEntry
+from arena.generations.constraint_fields import add_constraint_fields, constraint
 from arena.tags import TagField
 from inference.protocol import ParamError, SamplingParams
+from inference.structured import engine_problem
 
 from . import bracket
 from .models import BLIND_MIN_TEMPERATURE, BLIND_MIN_TOP_P, Tournament, blind_params_problem
@@ -46,6 +48,7 @@ class ParamsMixin:
 
     def _params(self, cleaned: dict) -> dict:
         params = {name: cleaned.get(name) for name in PARAM_FIELDS if cleaned.get(name) is not None}
+        params.update(constraint(cleaned))
         params.update(self.extra_params or {})
         try:
             SamplingParams.from_dict(params)
@@ -79,6 +82,7 @@ class TournamentForm(ParamsMixin, forms.Form):
                 error_messages={"invalid_choice": "No enabled catalogue model has that slug."},
             )
         self._add_param_fields()
+        add_constraint_fields(self)
         self.fields["temperature"].initial = 0.7
         self.fields["max_new_tokens"].initial = 128
 
@@ -102,7 +106,10 @@ class TournamentForm(ParamsMixin, forms.Form):
         elif len({m.id for m in picked}) != len(picked):
             self.add_error(None, "Each contestant may appear only once.")
         cleaned["contestants"] = picked
-        cleaned["params"] = self._params(cleaned)
+        cleaned["params"] = params = self._params(cleaned)
+        for model in picked:  # a regex where a contestant's engine cannot enforce one
+            if problem := engine_problem(model.engine, params.get("json_schema"), params.get("regex")):
+                self.add_error(None, f"{model.name}: {problem}")
         return cleaned
 
 

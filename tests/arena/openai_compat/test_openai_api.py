@@ -125,8 +125,7 @@ def test_unknown_arguments_are_refused_harmless_ones_ignored_and_no_ops_accepted
     err = raises(check_arguments, {"model": "m", "best_of": 2})
     assert err.message == "Unrecognized request argument supplied: best_of" and err.param == "best_of"
     for body, param in [({"logprobs": True}, "logprobs"), ({"presence_penalty": 0.5}, "presence_penalty"),
-                        ({"tools": [{"type": "function"}]}, "tools"), ({"logprobs": 0}, "logprobs"),
-                        ({"response_format": {"type": "json_object"}}, "response_format")]:
+                        ({"tools": [{"type": "function"}]}, "tools"), ({"logprobs": 0}, "logprobs")]:
         err = raises(check_arguments, body)
         assert err.param == param and err.code == "unsupported_value"
 

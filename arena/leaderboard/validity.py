@@ -1,0 +1,18 @@
+"""Structured output on the leaderboard: per model, how often its finished answers followed
+the JSON schema or regex they were asked for (Generation.output_valid)."""
+
+from django.db.models import Count, Q
+
+from arena.generations.models import Generation
+
+
+def rates() -> list[dict]:
+    """Each model with constrained answers: valid, total and the rate, best first. Unrevealed blind
+    answers are left out, as everywhere (a tally per model would name them)."""
+    rows = (Generation.objects.visible()
+            .filter(status=Generation.Status.DONE, output_valid__isnull=False)
+            .values("model__slug", "model__name")
+            .annotate(total=Count("id"), valid=Count("id", filter=Q(output_valid=True))))
+    table = [{"model": r["model__slug"], "name": r["model__name"], "valid": r["valid"], "total": r["total"],
+              "rate": r["valid"] / r["total"]} for r in rows]
+    return sorted(table, key=lambda r: (-r["rate"], -r["total"], r["name"]))
