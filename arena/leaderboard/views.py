@@ -1,7 +1,7 @@
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from . import frontier, measures, ratings, records, style
+from . import frontier, measures, ratings, records, style, validity
 from .agreement import agreement
 from .charts import scale
 from .records import MODES, PERIODS, SOURCES, battle_records, flagged_count, names, tags
@@ -40,6 +40,7 @@ def leaderboard(request):
         "style": controlled, "coefficients": fit.coefficients if fit else [],
         "battles": len(verdicts), "tournament_battles": sum(1 for *_x, t in verdicts if t),
         "chart": _chart(table), "matrix": _matrix(table, ratings.win_matrix(triples)),
+        "validity": validity.rates(),
         "frontier": frontier.charts(measures.points(request.user, {r.model: r.rating for r in rows}, labels)),
     }
     return render(request, "leaderboard/leaderboard.html", context)
