@@ -57,7 +57,10 @@ def step_run(run_id: str, chain: str) -> None:
     client = streams.client()
     lock = f"{settings.ARENA_REDIS_PREFIX}:suite-run-lock:{run_id}"
     if not client.set(lock, chain, nx=True, ex=LOCK_TTL_S):
-        return  # another step of this run is under way; its chain goes on
+        # Another step holds the run (or a killed worker's step left its lock to expire): try
+        # again shortly; a chain that is no longer the run's stops once it gets in.
+        step_run.apply_async((run_id, chain), countdown=STEP_EVERY_S)
+        return
     try:
         run = SuiteRun.objects.select_related("suite", "judge", "owner").filter(id=run_id, chain=chain).first()
         if run is None or not run.live:

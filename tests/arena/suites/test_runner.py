@@ -195,3 +195,20 @@ def test_a_run_that_cannot_start_says_why(owner, three, change, message):
     with pytest.raises(RunError, match=message.replace("{", r"\{").replace("}", r"\}")):
         start_run(owner, **kwargs)
     assert not SuiteRun.objects.exists()
+
+
+def test_a_step_finding_the_run_locked_tries_again_later(owner, three, monkeypatch, settings):
+    from arena import streams
+
+    run = start_run(owner, suite=suite(owner, "One?"), contestants=three[:2])
+    later = []
+    monkeypatch.setattr(runner.step_run, "apply_async", lambda args, countdown: later.append((args, countdown)))
+    lock = f"{settings.ARENA_REDIS_PREFIX}:suite-run-lock:{run.id}"
+    streams.client().set(lock, "someone", ex=5)
+    try:
+        runner.step_run(str(run.id), run.chain)
+    finally:
+        streams.client().delete(lock)
+    assert not live(run) and later == [((str(run.id), run.chain), runner.STEP_EVERY_S)]
+    runner.step_run(str(run.id), run.chain)
+    assert len(live(run)) == 2 and len(later) == 2  # it stepped, and queued its next step
