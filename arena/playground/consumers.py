@@ -71,7 +71,7 @@ class GenerationConsumer(StreamSocket):
                 parts.append(fragments.for_event(ev, self.created_at))
                 state = ev["type"]
             elif ev["type"] in p.TERMINAL_EVENTS:
-                parts.append(fragments.final(ev, self.created_at))
+                parts.append(self._final(ev))
                 state = ev["type"]
         if state == "queued":
             parts.append(fragments.status("queued"))
@@ -85,9 +85,15 @@ class GenerationConsumer(StreamSocket):
                 await self.send(text_data=json.dumps(ev))
         else:
             html = "".join(token_html(ev.get("text", ""), ev.get("n", 0)) if ev["type"] == p.TOKEN
+                           else self._final(ev) if ev["type"] in p.TERMINAL_EVENTS
                            else fragments.for_event(ev, self.created_at) for ev in events)
             if html:
                 await self.send(text_data=html)
+
+    def _final(self, ev: dict) -> str:
+        """The outcome's fragments, with whether a finished answer follows its schema or regex."""
+        verdict = self.subject.verdict(ev.get("text", "")) if ev["type"] == p.DONE else None
+        return fragments.final(ev, self.created_at) + fragments.validity(self.subject.params, verdict)
 
     async def send_stored(self, stream: str, gen: Generation) -> None:
         self.ended = True

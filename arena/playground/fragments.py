@@ -6,6 +6,7 @@ escaped text; the final frame and any finished answer show it as Markdown."""
 
 from django.template.loader import render_to_string
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from arena import markdown
 from inference import protocol as p
@@ -94,6 +95,12 @@ def final(ev: dict, created_at: float) -> str:
     if kind in (p.DONE, p.CANCELLED) and "text" in ev:
         parts.append(output_replace(ev["text"], rendered=True))
     return "".join(parts)
+
+
+def validity(params: dict, verdict: bool | None) -> str:
+    """Whether the answer follows its JSON schema or regex (empty without one), swapped in by its id."""
+    inner = render_to_string("generations/_validity.html", {"gen": {"params": params, "output_valid": verdict}})
+    return format_html('<div id="gen-validity">{}</div>', mark_safe(inner.strip()))  # the template escaped it
 
 
 def stored(gen) -> str:
