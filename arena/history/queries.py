@@ -69,8 +69,10 @@ TOURNAMENT_TEXT = ["prompt", "system_prompt"]
 
 
 def generations(user, filters: Filters = Filters()) -> QuerySet:
-    """Playground generations (web and API); a battle's answers are reached through it."""
+    """Playground generations (web and API); a battle's answers are reached through it, a suite
+    run's answers and judgements through the run."""
     qs = Generation.objects.visible().filter(owner=user, battles_as_left__isnull=True, battles_as_right__isnull=True)
+    qs = qs.exclude(origin=Generation.Origin.SUITE)
     return filters.apply(qs.select_related("model"), GENERATION_TEXT).order_by("-created_at")
 
 
