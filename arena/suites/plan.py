@@ -30,6 +30,7 @@ FORMATS = (ROUND_ROBIN, KNOCKOUT)
 MAX_ATTEMPTS = 3
 
 MISSING, LIVE, DONE, FAILED = "missing", "live", "done", "failed"
+JUDGE = -1  # upcoming(): the judge's model (catalogue ids are positive)
 
 Answer = tuple[int, int]  # (prompt, contestant)
 Pair = tuple[int, int, int]  # (prompt, left contestant, right contestant)
@@ -111,6 +112,19 @@ def plan(state: RunState, in_flight: int) -> Plan:
         if outcome and pair not in state.verdicts:
             out.record.append((pair, outcome))
     return out
+
+
+def upcoming(state: RunState) -> int | None:
+    """Whose model is needed next, after the answers under way (to warm it while they run): the
+    next contestant with answers to start, or `JUDGE` once every answer has started (in a
+    judged run); None when nothing is under way or nothing follows."""
+    busy = {contestant for (_, contestant), slot in state.answers.items() if slot.state == LIVE}
+    if not busy:
+        return None
+    for contestant in state.contestants:
+        if contestant not in busy and any(state.answer((p, contestant)).wants_start for p in state.prompts):
+            return contestant
+    return JUDGE if state.judged else None
 
 
 def pairs(state: RunState) -> tuple[list[Pair], int]:

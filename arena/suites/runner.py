@@ -32,6 +32,7 @@ from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.generations.tasks import run_generation
 from inference import protocol as p
+from orchestration import client as orch
 
 from . import judge, plan
 from .models import SuiteAnswer, SuiteJudgement, SuitePrompt, SuiteRun
@@ -90,7 +91,21 @@ def step(run: SuiteRun) -> plan.Plan:
         if todo.finished:
             run.state, run.finished_at = SuiteRun.State.DONE, timezone.now()
         run.save(update_fields=["done", "total", "stepped_at", "state", "finished_at"])
+    _prewarm(run, state, contestants, todo)
     return todo
+
+
+def _prewarm(run: SuiteRun, state: plan.RunState, contestants: dict, todo: plan.Plan) -> None:
+    """Warm the next contestant's model (or the judge's, once the last answers run) in free
+    memory while the current ones answer, as a tournament warms its next match."""
+    if not run.live:
+        return
+    for key in todo.start_answers:  # what this step started is under way too
+        state.answers[key] = plan.Slot(plan.LIVE, state.answer(key).attempts + 1)
+    following = plan.upcoming(state)
+    model = run.judge if following == plan.JUDGE else contestants.get(following)
+    if model is not None:
+        orch.request_lease(streams.client(), streams.keys(), f"prewarm:suite:{run.id}", [model.spec()], prewarm=True)
 
 
 def load_state(run: SuiteRun, prompts: list[int], contestants: list[int]) -> tuple[plan.RunState, dict]:

@@ -146,3 +146,14 @@ def test_every_run_finishes_never_repeats_work_and_never_exceeds_its_window(
     assert live_max <= window
     assert step.done == step.total
     assert all(slot.attempts <= P.MAX_ATTEMPTS for slot in {**state.answers, **state.judgements}.values())
+
+
+def test_upcoming_names_the_next_contestant_then_the_judge():
+    state = P.RunState(prompts=[1, 2], contestants=[10, 20])
+    assert P.upcoming(state) is None  # nothing under way: the next request loads it anyway
+    state.answers[(1, 10)] = state.answers[(2, 10)] = P.Slot(P.LIVE, 1)
+    assert P.upcoming(state) == 20
+    state.answers[(1, 20)] = state.answers[(2, 20)] = P.Slot(P.LIVE, 1)
+    assert P.upcoming(state) == P.JUDGE
+    state.judged = False
+    assert P.upcoming(state) is None

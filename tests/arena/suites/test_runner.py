@@ -212,3 +212,18 @@ def test_a_step_finding_the_run_locked_tries_again_later(owner, three, monkeypat
     assert not live(run) and later == [((str(run.id), run.chain), runner.STEP_EVERY_S)]
     runner.step_run(str(run.id), run.chain)
     assert len(live(run)) == 2 and len(later) == 2  # it stepped, and queued its next step
+
+
+def test_the_next_contestants_model_is_warmed_while_the_first_answers(owner, three, settings):
+    import json
+
+    from arena import streams
+
+    settings.ARENA_SUITE_IN_FLIGHT = 2
+    inbox = streams.keys().orchestrator_inbox()
+    streams.client().delete(inbox)
+    run = start_run(owner, suite=suite(owner, "One?", "Two?"), contestants=three[:2], judge_model=three[2])
+    runner.step(run)
+    messages = [json.loads(m) for m in streams.client().lrange(inbox, 0, -1)]
+    assert [(m["prewarm"], [s["slug"] for s in m["specs"]]) for m in messages] == [(True, [three[1].slug])]
+    streams.client().delete(inbox)
