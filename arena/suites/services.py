@@ -6,6 +6,7 @@ import secrets
 
 from django.db import transaction
 
+from arena import limits
 from arena.catalogue.models import ModelEntry
 from inference.protocol import ParamError
 
@@ -14,7 +15,12 @@ from .models import Suite, SuiteContestant, SuiteRun
 
 
 class RunError(Exception):
-    """A run that cannot start; the message is fit for the user."""
+    """A run that cannot start; the message is fit for the user, `field` names what is wrong
+    (as the API's request calls it: contestants, format, judge, judge_template, params, suite)."""
+
+    def __init__(self, message: str, field: str = ""):
+        super().__init__(message)
+        self.field = field
 
 
 @transaction.atomic
@@ -24,6 +30,7 @@ def start_run(owner, *, suite: Suite, contestants: list[ModelEntry], format: str
     params = dict(params or {})
     judge_template = judge_template or (judge.DEFAULT_TEMPLATE if judge_model else "")
     _check(suite, contestants, format, judge_model, judge_template, params)
+    limits.check_start(owner, cost=0)  # the rate of requests; its generations keep to the run's window
     run = SuiteRun.objects.create(owner=owner, suite=suite, format=format, judge=judge_model,
                                   judge_template=judge_template, params=params, seed=secrets.randbelow(2**31))
     SuiteContestant.objects.bulk_create([SuiteContestant(run=run, model=m, position=i)
@@ -36,23 +43,30 @@ def _check(suite: Suite, contestants: list[ModelEntry], format: str, judge_model
            params: dict) -> None:
     if not SuiteRun.MIN_CONTESTANTS <= len(contestants) <= SuiteRun.MAX_CONTESTANTS:
         raise RunError(f"Pick {SuiteRun.MIN_CONTESTANTS} to {SuiteRun.MAX_CONTESTANTS} contestants, "
-                       f"not {len(contestants)}.")
+                       f"not {len(contestants)}.", "contestants")
     if len({m.id for m in contestants}) != len(contestants):
-        raise RunError("Each contestant may appear only once.")
+        raise RunError("Each contestant may appear only once.", "contestants")
     if format not in SuiteRun.Format.values:
-        raise RunError("The format is round_robin or knockout.")
-    if any(not m.enabled for m in [*contestants, *([judge_model] if judge_model else [])]):
-        raise RunError("Every contestant and the judge must be enabled catalogue models.")
+        raise RunError("The format is round_robin or knockout.", "format")
+    if any(not m.enabled for m in contestants):
+        raise RunError("Every contestant must be an enabled catalogue model.", "contestants")
+    if judge_model is not None and not judge_model.enabled:
+        raise RunError("The judge must be an enabled catalogue model.", "judge")
     if judge_model is not None and (problem := judge.template_problem(judge_template)):
-        raise RunError(problem)
+        raise RunError(problem, "judge_template")
     if not suite.prompts.exists():
-        raise RunError("The suite has no prompts.")
+        raise RunError("The suite has no prompts.", "suite")
     constraints = [prompt.constraint_params for prompt in suite.prompts.all() if prompt.constraint]
+    _check_params(contestants, [{}], params, "params")  # the run's parameters...
+    _check_params(contestants, constraints, params, "contestants")  # ...and each prompt's constraint under them
+    if judge_model is not None:
+        _check_params([judge_model], [{}], judge.JUDGE_PARAMS, "judge")
+
+
+def _check_params(models: list[ModelEntry], constraints: list[dict], params: dict, field: str) -> None:
     try:
-        for model in contestants:
-            for constraint in [{}, *constraints]:  # the run's parameters, and each prompt's constraint under them
+        for model in models:
+            for constraint in constraints:
                 model.params_with_defaults({**params, **constraint})
-        if judge_model is not None:
-            judge_model.params_with_defaults(judge.JUDGE_PARAMS)
     except ParamError as exc:
-        raise RunError(str(exc)) from exc
+        raise RunError(str(exc), field) from exc

@@ -1,0 +1,170 @@
+"""The suite-run endpoints of the JSON API: start a run, list mine, read one, cancel it.
+
+The request's shape (types, slugs, the caller's suite) is read here; whether the run can
+start is arena.suites.services.start_run's to say, as for the page: its RunError names the
+field. Only the owner reads or cancels a run (anyone else: 404)."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from arena.api.auth import error, json_body, token_required
+from arena.catalogue.models import ModelEntry
+
+from . import runner
+from .models import Suite, SuiteRun
+from .services import RunError, start_run
+
+CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judge_template", "params"}
+PARAM_FIELDS = {"temperature", "top_p", "max_new_tokens"}
+
+
+class Refused(Exception):
+    """A request the API refuses: `status`, a message and the field it names."""
+
+    def __init__(self, field: str, message: str, status: int = 400):
+        super().__init__(message)
+        self.field, self.status = field, status
+
+    def response(self) -> JsonResponse:
+        return error(self.status, str(self), {self.field: str(self)})
+
+
+# --- the JSON of a run ----------------------------------------------------------------------
+def summary_json(run: SuiteRun) -> dict:
+    return {"id": str(run.id), "suite": str(run.suite_id), "format": run.format,
+            "judge": run.judge.slug if run.judge else None, "state": run.state,
+            "progress": {"done": run.done, "total": run.total, "percent": run.percent, "eta_s": run.eta_s},
+            "created_at": run.created_at.isoformat(),
+            "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+            "url": run.get_absolute_url()}
+
+
+def result_json(row: dict) -> dict:
+    return {**row, "model": row["model"].slug}
+
+
+def run_json(run: SuiteRun) -> dict:
+    return {**summary_json(run), "results": [result_json(row) for row in run.results()]}
+
+
+# --- reading a request ----------------------------------------------------------------------
+def _suite(user, value) -> Suite:
+    if value is None:
+        raise Refused("suite", "suite is required: the id of one of your prompt suites.")
+    try:
+        suite_id = uuid.UUID(value) if isinstance(value, str) else None
+    except ValueError:
+        suite_id = None
+    found = Suite.objects.filter(id=suite_id, owner=user).first() if suite_id else None
+    if found is None:
+        raise Refused("suite", "No such suite.", status=404)
+    return found
+
+
+def _model(field: str, slug) -> ModelEntry:
+    found = ModelEntry.objects.enabled().filter(slug=slug).first() if isinstance(slug, str) else None
+    if found is None:
+        raise Refused(field, f"{field}: no enabled catalogue model has the slug {slug!r}.")
+    return found
+
+
+def _contestants(value) -> list[ModelEntry]:
+    if not isinstance(value, list) or len(value) > SuiteRun.MAX_CONTESTANTS:
+        raise Refused("contestants", f"contestants must be a list of {SuiteRun.MIN_CONTESTANTS} to "
+                                     f"{SuiteRun.MAX_CONTESTANTS} catalogue slugs, in order.")
+    return [_model("contestants", slug) for slug in value]
+
+
+def _params(value) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Refused("params", "params must be an object.")
+    if unknown := sorted(set(value) - PARAM_FIELDS):
+        raise Refused("params", f"params: unknown parameter(s) {', '.join(unknown)}; a run takes "
+                                f"{', '.join(sorted(PARAM_FIELDS))}.")
+    return {name: v for name, v in value.items() if v is not None}  # its ranges: start_run, per contestant
+
+
+def _text(body: dict, field: str, default: str) -> str:
+    value = body.get(field)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise Refused(field, f"{field} must be a string.")
+    return value
+
+
+def _start(request) -> SuiteRun:
+    try:
+        body = json_body(request)
+    except ValueError as exc:
+        raise Refused("body", str(exc)) from None
+    if unknown := sorted(set(body) - CREATE_FIELDS):
+        raise Refused(unknown[0], f"Unknown field(s): {', '.join(unknown)}.")
+    suite = _suite(request.user, body.get("suite"))
+    contestants = _contestants(body.get("contestants"))
+    judge = None if body.get("judge") is None else _model("judge", body["judge"])
+    try:
+        return start_run(request.user, suite=suite, contestants=contestants, judge_model=judge,
+                         format=_text(body, "format", SuiteRun.Format.ROUND_ROBIN),
+                         judge_template=_text(body, "judge_template", ""), params=_params(body.get("params")))
+    except RunError as exc:
+        raise Refused(exc.field, str(exc)) from None
+
+
+def _run_for_user(request, run_id) -> SuiteRun:
+    found = SuiteRun.objects.select_related("judge").filter(id=run_id, owner=request.user).first()
+    if found is None:
+        raise Refused("id", "No such suite run.", status=404)
+    return found
+
+
+def refusing(view):
+    """`view`, with a Refused request answered by its error response."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except Refused as exc:
+            return exc.response()
+
+    return wrapper
+
+
+# --- the endpoints --------------------------------------------------------------------------
+@require_http_methods(["GET", "POST"])
+@token_required
+@refusing
+def suite_runs(request):
+    if request.method == "POST":
+        run = _start(request)
+        response = JsonResponse(run_json(run), status=201)
+        response["Location"] = f"/api/v1/suite-runs/{run.id}"
+        return response
+    runs = SuiteRun.objects.filter(owner=request.user).select_related("judge").order_by("-created_at")
+    return JsonResponse({"suite_runs": [summary_json(run) for run in runs]})
+
+
+@require_GET
+@token_required
+@refusing
+def suite_run(request, run_id):
+    return JsonResponse(run_json(_run_for_user(request, run_id)))
+
+
+@require_POST
+@token_required
+@refusing
+def cancel(request, run_id):
+    run = _run_for_user(request, run_id)
+    if not run.live:
+        raise Refused("id", f"This run has already ended ({run.state}).", status=409)
+    runner.cancel(run)
+    return JsonResponse(run_json(run))
