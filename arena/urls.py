@@ -25,6 +25,7 @@ urlpatterns = [
     path("b/<uuid:battle_id>/continue", battles.battle_continue, name="battle-continue"),
     path("", include("arena.tournaments.urls")),
     path("", include("arena.suites.urls")),
+    path("", include("arena.suites.run_urls")),  # the run pages (the runs' API is in arena.suites.urls)
     path("", include("arena.history.urls")),
     path("v1/", include("arena.openai_compat.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

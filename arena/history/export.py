@@ -177,13 +177,19 @@ def filename(dataset: str, fmt: str) -> str:
 def response(request, dataset: str, fmt: str, queryset, filters: dict) -> StreamingHttpResponse:
     """The export as a download, streamed: rows are read CHUNK at a time and written as they come."""
     rows = records(dataset, queryset, request.build_absolute_uri)
-    if fmt == "csv":
-        chunks, content_type = csv_lines(COLUMNS[dataset], rows), "text/csv; charset=utf-8"
-    else:
-        chunks, content_type = json_chunks(dataset, filters, rows), "application/json"
+    chunks = csv_lines(COLUMNS[dataset], rows) if fmt == "csv" else json_chunks(dataset, filters, rows)
+    return download(request, chunks, fmt, filename(dataset, fmt))
+
+
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json",
+                 "jsonl": "application/x-ndjson"}
+
+
+def download(request, chunks: Iterator[str], fmt: str, name: str) -> StreamingHttpResponse:
+    """Streamed `chunks` as a private download named `name` (other exports use it too: a suite run's)."""
     body = _async(chunks) if isinstance(request, ASGIRequest) else chunks
-    resp = StreamingHttpResponse(body, content_type=content_type)
-    resp["Content-Disposition"] = f'attachment; filename="{filename(dataset, fmt)}"'
+    resp = StreamingHttpResponse(body, content_type=CONTENT_TYPES[fmt])
+    resp["Content-Disposition"] = f'attachment; filename="{name}"'
     resp["Cache-Control"] = "private, no-store"
     return resp
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from itertools import combinations
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import models, transaction
@@ -188,6 +190,83 @@ class SuiteRun(models.Model):
     def contestants(self) -> list:
         """The contestants' catalogue entries, in their order (a knockout's seeding)."""
         return [entrant.model for entrant in self.entrants.select_related("model").order_by("position")]
+
+    # --- people judging, blind (arena.suites.run_views.judge) ---------------------------------
+    @property
+    def people_follow_judge(self) -> bool:
+        """People judge the pairs the model judge judged (a knockout's bracket); else every pair."""
+        return self.format == self.Format.KNOCKOUT and self.judge_id is not None
+
+    def people_pairs(self) -> list[Pair]:
+        """The pairs people may judge now, both answers done, in prompt then contestant order: a
+        round robin's every pair on every prompt (also a judgeless knockout's, which has no
+        bracket to follow), or the pairs a knockout's judge judged."""
+        answers = SuiteAnswer.objects.filter(run=self, generation__status="done").select_related(
+            "prompt", "generation__model")
+        by_key = {(a.prompt_id, a.contestant_id): a for a in answers}
+        if self.people_follow_judge:
+            wanted = [(a.prompt, a.generation, right) for a, right in self._judged_pairs(answers)]
+        else:
+            order = [m.id for m in self.contestants]
+            wanted = [(by_key[(p.id, a)].prompt, by_key[(p.id, a)].generation, by_key[(p.id, b)].generation)
+                      for p in self.suite.ordered_prompts() for a, b in combinations(order, 2)
+                      if (p.id, a) in by_key and (p.id, b) in by_key]
+        return [Pair(prompt, left, right) for prompt, left, right in wanted]
+
+    def _judged_pairs(self, answers) -> list:
+        by_gen = {a.generation_id: a for a in answers}
+        rows = self.verdicts().order_by("created_at").values_list("left_id", "right_id")
+        return [(by_gen[left], by_gen[right].generation) for left, right in rows
+                if left in by_gen and right in by_gen]
+
+    def people_verdicts(self, user):
+        """`user`'s own blind verdicts on this run's pairs (battles of its stored answers)."""
+        from arena.battles.models import Battle
+
+        answers = SuiteAnswer.objects.filter(run=self).values("generation_id")
+        return Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=True, owner=user, left_id__in=answers)
+
+    def next_pair_for(self, user) -> Pair | None:
+        """The first pair ready to judge that `user` has not judged yet (None: none now)."""
+        judged = set(self.people_verdicts(user).values_list("left_id", "right_id"))
+        return next((pair for pair in self.people_pairs() if (pair.left.id, pair.right.id) not in judged), None)
+
+    @transaction.atomic
+    def record_human_verdict(self, user, left_id, right_id, outcome: str):
+        """`user`'s blind verdict on the pair of answers (`left_id`, `right_id`, in the pair's own
+        left/right terms) as a suite battle; VerdictError if it is not a pair of this run ready to
+        judge, or `user` already judged it."""
+        from arena.battles.models import Battle
+
+        wanted = (str(left_id), str(right_id))
+        pair = next((p for p in self.people_pairs() if (str(p.left.id), str(p.right.id)) == wanted), None)
+        if pair is None:
+            raise VerdictError("That is not a pair of this run ready to judge.")
+        if outcome not in Battle.Outcome.values:
+            raise VerdictError("Choose A, B, a tie or both bad.")
+        # Serialise one user's votes on this run, so a double submit cannot store the pair twice.
+        SuiteRun.objects.select_for_update().filter(id=self.id).first()
+        if self.people_verdicts(user).filter(left_id=pair.left.id, right_id=pair.right.id).exists():
+            raise VerdictError("You have already judged this pair.")
+        return Battle.objects.create(owner=user, mode=Battle.Mode.SUITE, blind=True, left=pair.left,
+                                     right=pair.right, outcome=outcome, voted_at=timezone.now(),
+                                     tag=self.suite.tag)
+
+    def reveal_for(self, user) -> int:
+        """Show `user` the names behind their blind verdicts on this run; how many were hidden."""
+        return self.people_verdicts(user).filter(revealed=False).update(revealed=True)
+
+
+class Pair(NamedTuple):
+    """Two answers to one prompt of a run, in the pair's stored left/right order."""
+
+    prompt: SuitePrompt
+    left: Any  # a Generation (the suites app does not import the generations app's models here)
+    right: Any
+
+
+class VerdictError(Exception):
+    """A person's verdict that cannot be stored; the message is fit for the user."""
 
 
 class SuiteContestant(models.Model):

@@ -32,19 +32,39 @@ def _clean_prompt(value: str) -> str:
     return value
 
 
+def add_contestant_fields(form: forms.Form, count: int) -> None:
+    """contestant_1 .. contestant_<count>: enabled catalogue entries by slug, each optional."""
+    for i in range(1, count + 1):
+        form.fields[f"contestant_{i}"] = forms.ModelChoiceField(
+            queryset=ModelEntry.objects.enabled(), to_field_name="slug", required=False,
+            label=f"Contestant {i}", empty_label="—",
+            error_messages={"invalid_choice": "No enabled catalogue model has that slug."},
+        )
+
+
 class ParamsMixin:
-    """The shared sampling parameters: only what the user set, checked as the workers will and
-    as a blind match needs (no seed, no near-greedy sampling: `blind_params_problem`)."""
+    """The shared sampling parameters: only what the user set, checked as the workers will and,
+    where `blind_who` names the thing, as a blind match needs (no seed, no near-greedy sampling:
+    `blind_params_problem`). A form whose answers are not judged blind sets it to ""."""
+
+    blind_who = "A tournament"
+    extra_params: dict | None = None
 
     def _add_param_fields(self):
-        self.fields["temperature"] = forms.FloatField(required=False, min_value=BLIND_MIN_TEMPERATURE,
-                                                      max_value=LIMITS["temperature"][1])
+        blind = bool(self.blind_who)
+        self.fields["temperature"] = forms.FloatField(
+            required=False, min_value=BLIND_MIN_TEMPERATURE if blind else LIMITS["temperature"][0],
+            max_value=LIMITS["temperature"][1])
         self.fields["temperature"].widget.attrs["step"] = "0.05"
-        self.fields["top_p"] = forms.FloatField(required=False, min_value=BLIND_MIN_TOP_P,
+        self.fields["top_p"] = forms.FloatField(required=False,
+                                                min_value=BLIND_MIN_TOP_P if blind else LIMITS["top_p"][0],
                                                 max_value=LIMITS["top_p"][1])
         self.fields["top_p"].widget.attrs["step"] = "0.01"
         self.fields["max_new_tokens"] = forms.IntegerField(required=False, min_value=LIMITS["max_new_tokens"][0],
                                                            max_value=LIMITS["max_new_tokens"][1])
+
+    def param_fields(self):
+        return [self[name] for name in PARAM_FIELDS]
 
     def _params(self, cleaned: dict) -> dict:
         params = {name: cleaned.get(name) for name in PARAM_FIELDS if cleaned.get(name) is not None}
@@ -55,7 +75,7 @@ class ParamsMixin:
         except ParamError as exc:
             for name, message in exc.errors.items():
                 self.add_error(None, f"{name}: {message}")
-        if problem := blind_params_problem(params, "A tournament"):
+        if self.blind_who and (problem := blind_params_problem(params, self.blind_who)):
             self.add_error(None, problem)
         return params
 
@@ -75,12 +95,7 @@ class TournamentForm(ParamsMixin, forms.Form):
         super().__init__(*args, **kwargs)
         self.extra_params = extra_params  # the API's whole params object (stop sequences too)
         _limit_size(self, "prompt", "system_prompt")
-        for i in range(1, MAX_CONTESTANTS + 1):
-            self.fields[f"contestant_{i}"] = forms.ModelChoiceField(
-                queryset=ModelEntry.objects.enabled(), to_field_name="slug", required=False,
-                label=f"Contestant {i}", empty_label="—",
-                error_messages={"invalid_choice": "No enabled catalogue model has that slug."},
-            )
+        add_contestant_fields(self, MAX_CONTESTANTS)
         self._add_param_fields()
         add_constraint_fields(self)
         self.fields["temperature"].initial = 0.7
@@ -88,9 +103,6 @@ class TournamentForm(ParamsMixin, forms.Form):
 
     def contestant_fields(self):
         return [self[f"contestant_{i}"] for i in range(1, MAX_CONTESTANTS + 1)]
-
-    def param_fields(self):
-        return [self[name] for name in PARAM_FIELDS]
 
     def clean_prompt(self):
         return _clean_prompt(self.cleaned_data["prompt"])

@@ -1,0 +1,122 @@
+"""A suite run's answers and verdicts as CSV or JSON (arena.history.export's conventions: the
+same side fields, formula cells escaped in CSV, a private streamed download), and its verdicts
+between two contestants as the JSON file LLM Comparator (github.com/PAIR-code/llm-comparator)
+loads.
+
+CSV: one row per answer (prompt x contestant). JSON: {"dataset", "exported_at", "filters",
+"run", "answers", "verdicts"}, each verdict a history battle record plus the prompt's place
+and both raw judgements. Verdicts are the model judge's and the owner's revealed blind ones
+(an unrevealed one would name the contestants before the reveal, as in the history export).
+
+LLM Comparator compares two models: it reads one JSON object {"metadata", "models" (two
+names), "examples": [{"input_text", "tags", "output_text_a", "output_text_b", "score",
+"individual_rater_scores", "custom_fields"}]}, score from +1 (A better) to -1 (B better),
+0 a tie. The issue asked for JSONL; the tool reads no JSONL, so the file is that one object,
+written on one line (a one-line JSONL file too)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import Q
+from django.utils import timezone
+
+from arena.battles.models import Battle
+from arena.history.export import battle_record, csv_lines, side_record
+
+from .models import SuiteAnswer, SuiteRun
+
+ANSWER_COLUMNS = ["run_id", "prompt_position", "prompt", "reference", "contestant", "attempts", "model",
+                  "model_name", "system_prompt", "params", "status", "text", "output_valid", "finish_reason",
+                  "failure_reason", "prompt_tokens", "generated_tokens", "time_to_first_token_s",
+                  "tokens_per_s", "generation_id"]
+SCORE = {"left": 1.0, "right": -1.0, "tie": 0.0, "both_bad": 0.0}  # the left side's, in LLM Comparator's terms
+LABEL = {1.0: "A is better", -1.0: "B is better", 0.0: "Same"}
+
+
+def filename(run: SuiteRun, what: str, fmt: str) -> str:
+    return f"llm-arena-suite-run-{str(run.id)[:8]}-{what}-{timezone.localdate().isoformat()}.{fmt}"
+
+
+def answer_record(answer: SuiteAnswer) -> dict:
+    gen = answer.generation
+    return {"run_id": str(answer.run_id), "prompt_position": answer.prompt.position, "prompt": answer.prompt.prompt,
+            "reference": answer.prompt.reference, "contestant": answer.contestant.slug, "attempts": answer.attempts,
+            **side_record(gen), "output_valid": gen.output_valid}
+
+
+def answers(run: SuiteRun) -> Iterator[dict]:
+    place = {m.id: i for i, m in enumerate(run.contestants)}
+    rows = SuiteAnswer.objects.filter(run=run).select_related("prompt", "contestant", "generation__model")
+    for answer in sorted(rows, key=lambda a: (a.prompt.position, place[a.contestant_id])):
+        yield answer_record(answer)
+
+
+def verdicts(run: SuiteRun):
+    """The judge's verdicts and the owner's revealed blind ones, oldest first."""
+    mine = Q(judge__isnull=True, owner=run.owner, revealed=True)
+    people = run.people_verdicts(run.owner).filter(mine)
+    return (run.verdicts() | people).select_related("left__model", "right__model", "judge").prefetch_related(
+        "tournament_matches").order_by("created_at")
+
+
+def verdict_record(battle: Battle, positions: dict, absolute) -> dict:
+    return {**battle_record(battle, absolute), "prompt_position": positions.get(battle.left_id),
+            "judgements": battle.judgements}
+
+
+def csv_chunks(run: SuiteRun) -> Iterator[str]:
+    return csv_lines(ANSWER_COLUMNS, answers(run))
+
+
+def json_document(run: SuiteRun, absolute) -> Iterator[str]:
+    positions = dict(SuiteAnswer.objects.filter(run=run).values_list("generation_id", "prompt__position"))
+    document = {
+        "dataset": "suite_run", "exported_at": timezone.now().isoformat(), "filters": {"run": str(run.id)},
+        "run": {"id": str(run.id), "suite": run.suite.name, "suite_id": str(run.suite_id), "tag": run.suite.tag,
+                "format": run.format, "judge": run.judge.slug if run.judge_id else None,
+                "judge_template": run.judge_template, "params": run.params, "state": run.state,
+                "done": run.done, "total": run.total, "contestants": [m.slug for m in run.contestants],
+                "permalink": absolute(run.get_absolute_url())},
+        "answers": list(answers(run)),
+        "verdicts": [verdict_record(b, positions, absolute) for b in verdicts(run)],
+    }
+    yield json.dumps(document, cls=DjangoJSONEncoder, ensure_ascii=False) + "\n"
+
+
+# --- LLM Comparator ----------------------------------------------------------------------------
+def comparator_models(run: SuiteRun, a_slug: str | None, b_slug: str | None) -> tuple[Any, Any] | None:
+    """The two contestants compared (default: the first two), or None if they are not two of the run's."""
+    by_slug = {m.slug: m for m in run.contestants}
+    order = list(by_slug)
+    a, b = by_slug.get(a_slug or order[0]), by_slug.get(b_slug or order[1])
+    return (a, b) if a and b and a != b else None
+
+
+def comparator_document(run: SuiteRun, a, b, absolute) -> Iterator[str]:
+    examples = [_example(battle, a) for battle in verdicts(run)
+                if {battle.left.model_id, battle.right.model_id} == {a.id, b.id}]
+    document = {"metadata": {"source_path": absolute(run.get_absolute_url()), "custom_fields_schema": []},
+                "models": [{"name": a.name}, {"name": b.name}], "examples": examples}
+    yield json.dumps(document, ensure_ascii=False) + "\n"
+
+
+def _example(battle: Battle, a) -> dict:
+    """One verdict as an example, A being model `a` whichever side of the pair it took."""
+    sign = 1.0 if battle.left.model_id == a.id else -1.0
+    texts = (battle.left.text, battle.right.text)
+    text_a, text_b = texts if sign > 0 else texts[::-1]
+    readings = battle.judgements or [{"order": "person", "raw": "", "verdict": battle.outcome}]
+    return {"input_text": battle.prompt, "tags": [battle.tag] if battle.tag else [],
+            "output_text_a": text_a, "output_text_b": text_b, "score": sign * SCORE[battle.outcome] + 0.0,
+            "individual_rater_scores": [_rating(r, sign) for r in readings],
+            "custom_fields": {}}
+
+
+def _rating(reading: dict, sign: float) -> dict:
+    score = sign * SCORE.get(str(reading.get("verdict")), 0.0) + 0.0  # + 0.0: no -0.0
+    return {"score": score, "rating_label": LABEL[score], "is_flipped": reading.get("order") == "right_first",
+            "rationale": reading.get("raw", ""), "custom_fields": {}}

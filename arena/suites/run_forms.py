@@ -1,0 +1,85 @@
+"""The forms of suite runs: a new run (the tournament form's contestant and parameter fields,
+arena.tournaments.forms) and a person's blind vote on a pair.
+
+A vote's pair and the order it was shown in travel in a signed token the server made when it
+showed the pair: the client cannot say which answer was "A", only which label it prefers."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core import signing
+
+from arena.catalogue.models import ModelEntry
+from arena.tournaments.forms import ParamsMixin, add_contestant_fields
+
+from . import judge as judging  # `judge` is a field's name below
+from .models import Suite, SuiteRun
+
+SALT = "arena.suites.blind-pair"
+
+
+class SuiteRunForm(ParamsMixin, forms.Form):
+    """A suite of the user's, 2 to 8 contestants in order, a format, an optional judge and its
+    template, and shared parameters (arena.suites.services.start_run checks the rest)."""
+
+    blind_who = ""  # a model judge may want greedy answers; people see the names on the run page anyway
+    suite = forms.ModelChoiceField(queryset=Suite.objects.none(), empty_label=None)
+    format = forms.ChoiceField(choices=SuiteRun.Format.choices, initial=SuiteRun.Format.ROUND_ROBIN,
+                               widget=forms.RadioSelect)
+    judge = forms.ModelChoiceField(queryset=ModelEntry.objects.enabled(), to_field_name="slug", required=False,
+                                   empty_label="People judge", label="Judge",
+                                   error_messages={"invalid_choice": "No enabled catalogue model has that slug."})
+    judge_template = forms.CharField(
+        required=False, strip=False, initial=judging.DEFAULT_TEMPLATE, label="Judge template",
+        max_length=judging.MAX_TEMPLATE_CHARS, widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}))
+
+    def __init__(self, *args, owner, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["suite"].queryset = Suite.objects.filter(owner=owner)
+        add_contestant_fields(self, SuiteRun.MAX_CONTESTANTS)
+        self._add_param_fields()
+
+    def contestant_fields(self):
+        return [self[f"contestant_{i}"] for i in range(1, SuiteRun.MAX_CONTESTANTS + 1)]
+
+    def clean(self):
+        cleaned = super().clean()
+        picked = [cleaned.get(f"contestant_{i}") for i in range(1, SuiteRun.MAX_CONTESTANTS + 1)]
+        cleaned["contestants"] = [m for m in picked if m is not None]
+        cleaned["params"] = self._params(cleaned)
+        return cleaned
+
+
+def pair_token(run: SuiteRun, left_id, right_id, a_side: str) -> str:
+    """A signed note of the pair shown and which of its sides was labelled "A"."""
+    return signing.dumps({"run": str(run.id), "left": str(left_id), "right": str(right_id), "a": a_side}, salt=SALT)
+
+
+class VoteForm(forms.Form):
+    """A's or B's win, a tie or both bad, on the pair the token names."""
+
+    CHOICES = {"a": None, "b": None, "tie": "tie", "both_bad": "both_bad"}
+    token = forms.CharField()
+    choice = forms.ChoiceField(choices=[(c, c) for c in CHOICES])
+
+    def __init__(self, *args, run: SuiteRun, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.run = run
+
+    def clean_token(self) -> dict:
+        try:
+            shown = signing.loads(self.cleaned_data["token"], salt=SALT)
+        except signing.BadSignature:
+            raise forms.ValidationError("That pair was not shown by this page.") from None
+        if shown.get("run") != str(self.run.id) or shown.get("a") not in ("left", "right"):
+            raise forms.ValidationError("That pair was not shown by this page.")
+        return shown
+
+    def verdict(self) -> tuple[str, str, str]:
+        """(left generation id, right generation id, outcome in the pair's left/right terms)."""
+        shown, choice = self.cleaned_data["token"], self.cleaned_data["choice"]
+        outcome = self.CHOICES[choice]
+        if outcome is None:  # "a" or "b": whichever side carried that label
+            b_side = "right" if shown["a"] == "left" else "left"
+            outcome = shown["a"] if choice == "a" else b_side
+        return shown["left"], shown["right"], outcome

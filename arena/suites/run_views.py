@@ -1,0 +1,135 @@
+"""The suite run pages: my runs, a new run, a run (with its live progress fragment, cancel and
+exports) and people judging its pairs blind. Only the owner opens a run; anyone else gets a
+404. The behaviour lives on SuiteRun (arena.suites.models) and in arena.suites.report."""
+
+from __future__ import annotations
+
+import random
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from arena.history.export import download
+
+from . import report, run_export, runner
+from .models import SuiteRun, VerdictError
+from .run_forms import SuiteRunForm, VoteForm, pair_token
+from .services import RunError, start_run
+
+
+def _get_run_for_user(request, run_id) -> SuiteRun:
+    run = SuiteRun.objects.select_related("suite", "judge").filter(id=run_id, owner=request.user).first()
+    if run is None:
+        raise Http404("No such run.")
+    return run
+
+
+@login_required
+@require_GET
+def run_list(request):
+    runs = SuiteRun.objects.filter(owner=request.user).select_related("suite", "judge")[:100]
+    return render(request, "suite_runs/list.html", {"runs": runs})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_new(request):
+    form = SuiteRunForm(request.POST or None, owner=request.user, initial={"suite": request.GET.get("suite")})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            run = start_run(request.user, suite=data["suite"], contestants=data["contestants"], format=data["format"],
+                            judge_model=data["judge"], judge_template=data["judge_template"], params=data["params"])
+        except RunError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect(run)
+    return render(request, "suite_runs/new.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+@require_GET
+def run_detail(request, run_id):
+    run = _get_run_for_user(request, run_id)
+    return render(request, "suite_runs/run.html", {
+        "run": run, "results": run.results(), "contestants": run.contestants, "grid": report.grid(run),
+        "failures": report.failures(run), "judged": report.judged_pairs(run),
+        "charts": report.charts(run, request.user),
+    })
+
+
+@login_required
+@require_GET
+def run_progress(request, run_id):
+    """The progress fragment the run page polls every 2 s while the run is live."""
+    run = _get_run_for_user(request, run_id)
+    return render(request, "suite_runs/_progress.html", {"run": run, "results": run.results()})
+
+
+@login_required
+@require_POST
+def run_cancel(request, run_id):
+    run = _get_run_for_user(request, run_id)
+    if run.live:
+        runner.cancel(run)
+    return redirect(run)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_judge(request, run_id):
+    """The next pair this user has not judged, blind; a vote stores it and shows the next. With
+    none left (and the run over), or on "finish", the user's verdicts are revealed."""
+    run = _get_run_for_user(request, run_id)
+    error = ""
+    if request.method == "POST" and "finish" in request.POST:
+        run.reveal_for(request.user)
+        return redirect("suite-run-judge", run.id)
+    if request.method == "POST":
+        form = VoteForm(request.POST, run=run)
+        try:
+            if not form.is_valid():
+                raise VerdictError(" ".join(e for errs in form.errors.values() for e in errs))
+            run.record_human_verdict(request.user, *form.verdict())
+        except VerdictError as exc:
+            error = str(exc)
+        else:
+            return redirect("suite-run-judge", run.id)
+    pair = run.next_pair_for(request.user)
+    if pair is None and not run.live:
+        run.reveal_for(request.user)
+    context = {"run": run, "pair": pair, "error": error, "revealed": _revealed(run, request.user)}
+    if pair is not None:
+        a_side = random.choice(("left", "right"))
+        a, b = (pair.left, pair.right) if a_side == "left" else (pair.right, pair.left)
+        context.update(a=a, b=b, token=pair_token(run, pair.left.id, pair.right.id, a_side))
+    return render(request, "suite_runs/judge.html", context, status=409 if error else 200)
+
+
+def _revealed(run: SuiteRun, user):
+    return run.people_verdicts(user).filter(revealed=True).select_related("left__model", "right__model").order_by(
+        "voted_at")
+
+
+@login_required
+@require_GET
+def run_export_file(request, run_id, fmt):
+    run = _get_run_for_user(request, run_id)
+    if fmt == "csv":
+        return download(request, run_export.csv_chunks(run), "csv", run_export.filename(run, "answers", "csv"))
+    chunks = run_export.json_document(run, request.build_absolute_uri)
+    return download(request, chunks, "json", run_export.filename(run, "answers-verdicts", "json"))
+
+
+@login_required
+@require_GET
+def run_export_comparator(request, run_id):
+    """?a=<slug>&b=<slug>: the two contestants LLM Comparator compares (default: the first two)."""
+    run = _get_run_for_user(request, run_id)
+    models = run_export.comparator_models(run, request.GET.get("a"), request.GET.get("b"))
+    if models is None:
+        raise Http404("Name two different contestants of this run as a and b.")
+    chunks = run_export.comparator_document(run, *models, request.build_absolute_uri)
+    return download(request, chunks, "json", run_export.filename(run, "llm-comparator", "json"))
