@@ -13,7 +13,8 @@ from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.history.models import ShareLink
-from arena.suites.models import Suite
+from arena.suites.models import Suite, SuiteRun
+from arena.suites.services import start_run
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
 from tests.arena.factories import generation, suite
@@ -26,8 +27,9 @@ def things(owner, catalogue):
     battle = Battle.objects.create(owner=owner, left=generation(owner, catalogue[0], text="Blue."),
                                    right=generation(owner, catalogue[3], text="Blue."))
     tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", seeding="given")
+    run = start_run(owner, suite=suite(owner, "Name a colour."), contestants=catalogue[:2])
     return {"generation": generation(owner, catalogue[0], text="Blue."), "comparison": battle, "tournament": tournament,
-            "suite": suite(owner, "Name a colour.")}
+            "suite": suite(owner, "Name a colour."), "suite_run": run}
 
 
 @pytest.fixture
@@ -44,7 +46,10 @@ def tokens(owner, outsider):
 
 
 def pages(things) -> dict[str, str]:
-    return {kind: obj.get_absolute_url() for kind, obj in things.items()}
+    run = things["suite_run"].id
+    return {**{kind: obj.get_absolute_url() for kind, obj in things.items()},
+            **{f"suite_run {page}": f"/suite-runs/{run}/{page}"
+               for page in ("progress", "judge", "export.csv", "export.json", "export.jsonl")}}
 
 
 def api_urls(things) -> dict[str, str]:
@@ -80,7 +85,8 @@ def state(things) -> tuple:
     tournament = Tournament.objects.get(id=things["tournament"].id)
     matches = tuple(tournament.matches.values_list("winner_id", "battle_id").order_by("number"))
     return (battle.outcome, Battle.objects.count(), Generation.objects.count(), tournament.state, matches,
-            ShareLink.objects.count(), Suite.objects.count())
+            ShareLink.objects.count(), Suite.objects.count(), SuiteRun.objects.get(id=things["suite_run"].id).state,
+            SuiteRun.objects.count())
 
 
 def actions(things) -> list[tuple[str, dict]]:
@@ -101,6 +107,8 @@ def actions(things) -> list[tuple[str, dict]]:
         (f"/history/share/tournament/{t.id}", {}),
         (f"/history/share/suite/{things['suite'].id}", {}),
         (f"/suites/{things['suite'].id}/delete", {}),
+        (f"/suite-runs/{things['suite_run'].id}/cancel", {}),
+        (f"/suite-runs/{things['suite_run'].id}/judge", {"finish": "1"}),
     ]
 
 
@@ -139,7 +147,7 @@ def test_nobody_but_the_owner_changes_anything_by_api(things, tokens, who, clien
 def test_exports_and_history_hold_only_the_askers_own(things, clients, tokens, client, outsider, catalogue):
     generation(outsider, catalogue[0], "Name a fruit.", text="the outsider's own answer")
     for url in ("/history/", "/history/comparisons/", "/history/tournaments/", "/history/export/generations.json",
-                "/history/export/battles.csv", "/suites/"):
+                "/history/export/battles.csv", "/suites/", "/suite-runs/"):
         response = clients["outsider"].get(url)
         body = (response.getvalue() if response.streaming else response.content).decode()
         assert "Name a colour." not in body, url
@@ -178,6 +186,15 @@ def test_a_suites_share_link_reads_and_opens_nothing_else(things, clients, owner
     assert clients["outsider"].get(things["suite"].get_absolute_url()).status_code == 404
     assert clients["outsider"].post(f"/suites/{things['suite'].id}/delete").status_code == 404
     assert Suite.objects.filter(id=things["suite"].id).exists()
+
+
+def test_nobody_runs_another_users_suite(things, clients):
+    response = clients["outsider"].post("/suite-runs/new/", {"suite": things["suite"].id, "format": "round_robin",
+                                                             "contestant_1": "smollm2-135m",
+                                                             "contestant_2": "smollm2-135m-spec"})
+    assert response.status_code == 400 and SuiteRun.objects.count() == 1
+    assert str(things["suite_run"].id) not in clients["outsider"].get("/suite-runs/").content.decode()
+    assert clients["anonymous"].get("/suite-runs/new/")["Location"].startswith("/accounts/login/")
 
 
 @pytest.fixture
