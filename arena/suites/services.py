@@ -52,7 +52,7 @@ def _check(suite: Suite, contestants: list[ModelEntry], format: str, judge_model
         raise RunError("Every contestant must be an enabled catalogue model.", "contestants")
     if judge_model is not None and not judge_model.enabled:
         raise RunError("The judge must be an enabled catalogue model.", "judge")
-    if judge_model is not None and (problem := judge.template_problem(judge_template)):
+    if judge_template and (problem := judge.template_problem(judge_template)):  # a judge's, or any given
         raise RunError(problem, "judge_template")
     if not suite.prompts.exists():
         raise RunError("The suite has no prompts.", "suite")

@@ -73,6 +73,7 @@ def disabled(catalogue):
     ({"judge": "smollm2-135m", "judge_template": "Judge {question} {answer_a}"}, "judge_template", "{answer_b}"),
     ({"judge": "smollm2-135m", "judge_template": "{oops"}, "judge_template", "broken placeholder"),
     ({"judge_template": ["x"]}, "judge_template", "judge_template must be a string."),
+    ({"judge_template": "{oops"}, "judge_template", "broken placeholder"),  # checked even without a judge
     ({"params": [1]}, "params", "params must be an object."),
     ({"params": {"seed": 1, "stop": ["x"]}}, "params", "unknown parameter(s) seed, stop"),
     ({"params": {"temperature": 9}}, "params", "temperature: must be between 0.0 and 2.0"),
@@ -145,6 +146,14 @@ def test_results_once_the_run_is_driven_to_the_end(client, token, mine, catalogu
                                 "constrained": 1, "valid": 0, "validity_rate": 0.0} for m in catalogue[:3]]
     cancel = api(client, "post", f"/api/v1/suite-runs/{run_id}/cancel", token)
     assert cancel.status_code == 409 and "already ended (done)" in cancel.json()["error"]["message"]
+
+
+def test_a_run_counts_against_the_request_rate(client, token, mine, catalogue, settings, redis_prefix):
+    settings.ARENA_REDIS_PREFIX, settings.ARENA_RATE_LIMIT_PER_MIN = redis_prefix, 1
+    assert start(client, token, body(mine, catalogue)).status_code == 201
+    refused = start(client, token, body(mine, catalogue))
+    assert refused.status_code == 429 and refused.json()["error"]["limit"] == "requests_per_minute"
+    assert SuiteRun.objects.count() == 1
 
 
 def test_anonymous_callers_get_401(client, mine, catalogue):
