@@ -56,7 +56,8 @@ def api_urls(things) -> dict[str, str]:
     return {"generation": f"/api/v1/generations/{things['generation'].id}",
             "comparison": f"/api/v1/comparisons/{things['comparison'].id}",
             "tournament": f"/api/v1/tournaments/{things['tournament'].id}",
-            "suite": f"/api/v1/suites/{things['suite'].id}"}
+            "suite": f"/api/v1/suites/{things['suite'].id}",
+            "suite_run": f"/api/v1/suite-runs/{things['suite_run'].id}"}
 
 
 EXPECTED_PAGE = {"owner": 200, "outsider": 404, "anonymous": 302}
@@ -138,7 +139,10 @@ def test_nobody_but_the_owner_changes_anything_by_api(things, tokens, who, clien
     for url, body in [(f"/api/v1/comparisons/{b.id}/vote", {"outcome": "left"}),
                       (f"/api/v1/tournaments/{t.id}/winner", {"match": match.id, "winner": "left"}),
                       (f"/api/v1/tournaments/{t.id}/rerun", {"match": match.id}),
-                      (f"/api/v1/suites/{things['suite'].id}", None)]:
+                      (f"/api/v1/suites/{things['suite'].id}", None),
+                      (f"/api/v1/suite-runs/{things['suite_run'].id}/cancel", None),
+                      ("/api/v1/suite-runs", {"suite": str(things["suite"].id),
+                                              "contestants": ["smollm2-135m", "gemma-3-270m"]})]:
         response = api(client, "delete" if url.startswith("/api/v1/suites/") else "post", url, tokens[who], body)
         assert response.status_code == (404 if who == "outsider" else 401), (url, response.status_code)
     assert state(things) == before
@@ -158,6 +162,8 @@ def test_exports_and_history_hold_only_the_askers_own(things, clients, tokens, c
     assert clients["anonymous"].get("/suites/")["Location"].startswith("/accounts/login/")
     assert api(client, "get", "/api/v1/suites", None).status_code == 401
     assert api(client, "post", "/api/v1/suites", None, {"name": "S", "prompts": [{"prompt": "Hi"}]}).status_code == 401
+    assert api(client, "get", "/api/v1/suite-runs", tokens["outsider"]).json() == {"suite_runs": []}
+    assert api(client, "get", "/api/v1/suite-runs", None).status_code == 401
 
 
 def test_a_share_link_opens_read_only_for_anyone_until_revoked(things, clients, owner):
