@@ -1,5 +1,5 @@
-"""Read-only share links: an unguessable URL to one generation, battle, tournament or
-prompt suite.
+"""Read-only share links: an unguessable URL to one generation, battle, tournament, prompt
+suite or suite run.
 
 The owner creates a link from the object's permalink page and may revoke it; a revoked
 link stays revoked (a new one gets a new token). Anyone holding an active link sees the
@@ -17,7 +17,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 TOKEN_BYTES = 32  # 43 URL-safe characters, 256 bits
-KINDS = ("generation", "battle", "tournament", "suite")  # a link's target: one foreign key each
+KINDS = ("generation", "battle", "tournament", "suite", "suite_run")  # a link's target: one foreign key each
+_KIND_OF_MODEL = {"suiterun": "suite_run"}  # a model's name -> its kind, where they differ
 
 
 def new_token() -> str:
@@ -25,10 +26,11 @@ def new_token() -> str:
 
 
 def noun(obj) -> str:
-    """What a user calls the object: generation, comparison, tournament match, tournament or prompt suite."""
+    """What a user calls the object: generation, comparison, tournament match, tournament, prompt suite
+    or suite run."""
     if obj._meta.model_name == "battle":
         return "comparison" if obj.mode == "comparison" else "tournament match"
-    return "prompt suite" if obj._meta.model_name == "suite" else obj._meta.model_name
+    return {"suite": "prompt suite", "suiterun": "suite run"}.get(obj._meta.model_name, obj._meta.model_name)
 
 
 def _exactly_one_target() -> Q:
@@ -50,8 +52,9 @@ class ShareLinkQuerySet(models.QuerySet):
         """The active link with this exact token, or None (unknown and revoked alike)."""
         if not token or len(token) > 100 or "\x00" in token:  # PostgreSQL refuses a NUL in a query: a 500
             return None
-        return self.active().select_related("generation__model", "battle__left__model", "battle__right__model",
-                                            "tournament__winner", "suite").filter(token=token).first()
+        related = ("generation__model", "battle__left__model", "battle__right__model", "tournament__winner", "suite",
+                   "suite_run__suite")
+        return self.active().select_related(*related).filter(token=token).first()
 
 
 class ShareLink(models.Model):
@@ -60,6 +63,7 @@ class ShareLink(models.Model):
         BATTLE = "battle"
         TOURNAMENT = "tournament"
         SUITE = "suite"
+        SUITE_RUN = "suite_run"
 
     token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links")
@@ -71,6 +75,8 @@ class ShareLink(models.Model):
                                    related_name="share_links")
     suite = models.ForeignKey("suites.Suite", null=True, blank=True, on_delete=models.CASCADE,
                               related_name="share_links")
+    suite_run = models.ForeignKey("suites.SuiteRun", null=True, blank=True, on_delete=models.CASCADE,
+                                  related_name="share_links")
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
     views = models.PositiveIntegerField(default=0, help_text="How many times the shared page was opened.")
@@ -96,8 +102,8 @@ class ShareLink(models.Model):
 
     @staticmethod
     def kind_of(obj) -> str:
-        """The field an object goes in: 'generation', 'battle', 'tournament' or 'suite'."""
-        kind = obj._meta.model_name
+        """The field an object goes in: 'generation', 'battle', 'tournament', 'suite' or 'suite_run'."""
+        kind = _KIND_OF_MODEL.get(obj._meta.model_name, obj._meta.model_name)
         if kind not in ShareLink.Kind.values:
             raise TypeError(f"{type(obj).__name__} cannot be shared.")
         return kind

@@ -9,7 +9,8 @@ from django.http import Http404
 
 from arena.battles.models import Battle
 from arena.generations.models import Generation
-from arena.suites.models import Suite
+from arena.suites import report
+from arena.suites.models import Suite, SuiteRun
 from arena.tournaments import display
 from arena.tournaments.models import Tournament
 
@@ -17,7 +18,7 @@ from .models import ShareLink
 
 
 def owned(user, kind: str, object_id):
-    """The user's own generation, battle, tournament or suite; 404 for anything else."""
+    """The user's own generation, battle, tournament, suite or suite run; 404 for anything else."""
     if kind == ShareLink.Kind.GENERATION:
         qs = Generation.objects.visible()
     elif kind == ShareLink.Kind.BATTLE:
@@ -26,6 +27,8 @@ def owned(user, kind: str, object_id):
         qs = Tournament.objects.all()
     elif kind == ShareLink.Kind.SUITE:
         qs = Suite.objects.all()
+    elif kind == ShareLink.Kind.SUITE_RUN:
+        qs = SuiteRun.objects.all()
     else:
         raise Http404("Nothing of that kind can be shared.")
     obj = qs.filter(id=object_id, owner=user).first()
@@ -46,6 +49,8 @@ def page(link: ShareLink) -> tuple[str, dict]:
         return "history/share_battle.html", {"battle": target, "still_running": not target.finished}
     if kind == ShareLink.Kind.SUITE:
         return "history/share_suite.html", {"suite": target, "prompts": target.ordered_prompts()}
+    if kind == ShareLink.Kind.SUITE_RUN:
+        return "history/share_suite_run.html", {**report.page(target), "still_running": target.live}
     return "history/share_tournament.html", {**tournament_context(target),
                                              "still_running": target.state == Tournament.State.RUNNING}
 

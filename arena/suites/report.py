@@ -57,3 +57,9 @@ def charts(run: SuiteRun, user) -> list[dict]:
     labels = {m.slug: m.name for m in contestants}
     answers = Generation.objects.filter(id__in=SuiteAnswer.objects.filter(run=run).values("generation_id"))
     return frontier.charts(measures.points(user, fitted, labels, generations=answers))
+
+
+def page(run: SuiteRun) -> dict:
+    """What the run's page and its read-only shared page both show."""
+    return {"run": run, "results": run.results(), "contestants": run.contestants, "grid": grid(run),
+            "failures": failures(run), "judged": judged_pairs(run)}

@@ -53,11 +53,7 @@ def run_new(request):
 @require_GET
 def run_detail(request, run_id):
     run = _get_run_for_user(request, run_id)
-    return render(request, "suite_runs/run.html", {
-        "run": run, "results": run.results(), "contestants": run.contestants, "grid": report.grid(run),
-        "failures": report.failures(run), "judged": report.judged_pairs(run),
-        "charts": report.charts(run, request.user),
-    })
+    return render(request, "suite_runs/run.html", {**report.page(run), "charts": report.charts(run, request.user)})
 
 
 @login_required

@@ -107,6 +107,7 @@ def actions(things) -> list[tuple[str, dict]]:
         (f"/history/share/battle/{b.id}", {}),
         (f"/history/share/tournament/{t.id}", {}),
         (f"/history/share/suite/{things['suite'].id}", {}),
+        (f"/history/share/suite_run/{things['suite_run'].id}", {}),
         (f"/suites/{things['suite'].id}/delete", {}),
         (f"/suite-runs/{things['suite_run'].id}/cancel", {}),
         (f"/suite-runs/{things['suite_run'].id}/judge", {"finish": "1"}),
@@ -192,6 +193,17 @@ def test_a_suites_share_link_reads_and_opens_nothing_else(things, clients, owner
     assert clients["outsider"].get(things["suite"].get_absolute_url()).status_code == 404
     assert clients["outsider"].post(f"/suites/{things['suite'].id}/delete").status_code == 404
     assert Suite.objects.filter(id=things["suite"].id).exists()
+
+
+def test_a_suite_runs_share_link_reads_and_opens_nothing_else(things, clients, owner):
+    run = things["suite_run"]
+    assert clients["owner"].post(f"/history/share/suite_run/{run.id}").status_code in (200, 302)
+    link = ShareLink.objects.active().get(suite_run=run)
+    for who in ("owner", "outsider", "anonymous"):
+        html = clients[who].get(f"/s/{link.token}/").content.decode()
+        assert "Run of Capitals" in html and 'id="suite-run-progress"' in html, who
+        assert "<form" not in html and "csrfmiddlewaretoken" not in html and "hx-get" not in html, who
+    assert clients["outsider"].get(run.get_absolute_url()).status_code == 404
 
 
 def test_nobody_runs_another_users_suite(things, clients):
