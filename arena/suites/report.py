@@ -38,11 +38,15 @@ def judged_pairs(run: SuiteRun):
     return run.verdicts().select_related("left__model", "right__model").order_by("created_at")
 
 
+def rated_verdicts(run: SuiteRun, user):
+    """The verdicts a run is rated by: the judge's, or, for a run that people judge, `user`'s
+    revealed ones (never both: the two are not mixed silently)."""
+    return run.verdicts() if run.judge_id else run.people_verdicts(user).filter(revealed=True)
+
+
 def verdict_triples(run: SuiteRun, user) -> list[tuple[str, str, float]]:
-    """(left slug, right slug, score of left) of the judge's verdicts, or, for a run that people
-    judge, of `user`'s revealed ones (never both: the two are not mixed silently)."""
-    battles = run.verdicts() if run.judge_id else run.people_verdicts(user).filter(revealed=True)
-    rows = battles.values_list("left__model__slug", "right__model__slug", "outcome")
+    """(left slug, right slug, score of left) of the run's rated verdicts."""
+    rows = rated_verdicts(run, user).values_list("left__model__slug", "right__model__slug", "outcome")
     return [(left, right, SCORES[outcome]) for left, right, outcome in rows]
 
 

@@ -8,10 +8,11 @@ CSV: one row per answer (prompt x contestant). JSON: {"dataset", "exported_at", 
 and both raw judgements. Verdicts are the model judge's and the owner's revealed blind ones
 (an unrevealed one would name the contestants before the reveal, as in the history export).
 
-LLM Comparator compares two models: it reads one JSON object {"metadata", "models" (two
-names), "examples": [{"input_text", "tags", "output_text_a", "output_text_b", "score",
-"individual_rater_scores", "custom_fields"}]}, score from +1 (A better) to -1 (B better),
-0 a tie. The issue asked for JSONL; the tool reads no JSONL, so the file is that one object,
+LLM Comparator compares two models by one rater (the run's judge, or for a run people judge,
+the owner's revealed verdicts: arena.suites.report.rated_verdicts). It reads one JSON object
+{"metadata", "models" (two names), "examples": [{"input_text", "tags", "output_text_a",
+"output_text_b", "score", "individual_rater_scores", "custom_fields"}]}, score from +1 (A
+better) to -1 (B better), 0 a tie. The issue asked for JSONL; the tool reads no JSONL, so the file is that one object,
 written on one line (a one-line JSONL file too)."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from arena.battles.models import Battle
 from arena.history.export import battle_record, csv_lines, side_record
 
 from .models import SuiteAnswer, SuiteRun
+from .report import rated_verdicts
 
 ANSWER_COLUMNS = ["run_id", "prompt_position", "prompt", "reference", "contestant", "attempts", "model",
                   "model_name", "system_prompt", "params", "status", "text", "output_valid", "finish_reason",
@@ -97,7 +99,8 @@ def comparator_models(run: SuiteRun, a_slug: str | None, b_slug: str | None) -> 
 
 
 def comparator_document(run: SuiteRun, a, b, absolute) -> Iterator[str]:
-    examples = [_example(battle, a) for battle in verdicts(run)
+    rated = rated_verdicts(run, run.owner).select_related("left__model", "right__model").order_by("created_at")
+    examples = [_example(battle, a) for battle in rated
                 if {battle.left.model_id, battle.right.model_id} == {a.id, b.id}]
     document = {"metadata": {"source_path": absolute(run.get_absolute_url()), "custom_fields_schema": []},
                 "models": [{"name": a.name}, {"name": b.name}], "examples": examples}

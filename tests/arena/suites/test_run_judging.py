@@ -4,6 +4,7 @@ a pair judged once, the reveal at the end; round robin, knockout and judgeless k
 
 from __future__ import annotations
 
+import json
 import re
 from unittest import mock
 
@@ -118,3 +119,16 @@ def test_the_model_refuses_a_pair_it_does_not_hold(owner, catalogue):
         run.record_human_verdict(owner, pair.left.id, pair.right.id, "maybe")
     run.record_human_verdict(owner, pair.left.id, pair.right.id, "left")
     assert run.next_pair_for(owner) is None
+
+
+def test_a_people_judged_runs_llm_comparator_file_holds_the_revealed_verdicts(mine, owner, catalogue):
+    left, right = catalogue[:2]
+    run = people_run(owner, [left, right])
+    pair = run.next_pair_for(owner)
+    run.record_human_verdict(owner, pair.left.id, pair.right.id, "right")
+    url = f"/suite-runs/{run.id}/export.jsonl"
+    assert json.loads(mine.get(url).getvalue())["examples"] == []  # not revealed yet
+    run.reveal_for(owner)
+    example, = json.loads(mine.get(url).getvalue())["examples"]
+    assert example["score"] == -1.0 and example["output_text_b"] == f"Paris ({right.slug})"
+    assert [r["score"] for r in example["individual_rater_scores"]] == [-1.0]
