@@ -1,4 +1,4 @@
-from django.urls import path, re_path
+from django.urls import path
 
 from . import run_views as views
 
@@ -9,8 +9,8 @@ urlpatterns = [
     path("suite-runs/<uuid:run_id>/progress", views.run_progress, name="suite-run-progress"),
     path("suite-runs/<uuid:run_id>/cancel", views.run_cancel, name="suite-run-cancel"),
     path("suite-runs/<uuid:run_id>/judge", views.run_judge, name="suite-run-judge"),
-    re_path(r"^suite-runs/(?P<run_id>[0-9a-f-]{36})/export\.(?P<fmt>csv|json)$", views.run_export_file,
-            name="suite-run-export"),
+    path("suite-runs/<uuid:run_id>/export.csv", views.run_export_file, {"fmt": "csv"}, name="suite-run-export-csv"),
+    path("suite-runs/<uuid:run_id>/export.json", views.run_export_file, {"fmt": "json"}, name="suite-run-export-json"),
     # One JSON object on one line: what LLM Comparator loads (arena.suites.run_export).
     path("suite-runs/<uuid:run_id>/export.jsonl", views.run_export_comparator, name="suite-run-export-comparator"),
 ]

@@ -36,7 +36,8 @@ def people_run(owner, models, fmt="round_robin", judge_model=None, prompts=("Cap
 def shown(html: str) -> tuple[str, str, str]:
     """The token and the texts shown as A and B."""
     token = re.search(r'name="token" value="([^"]+)"', html).group(1)
-    a, b = re.findall(r'<div class="answer-text">(.*?)</div>', html, re.S)
+    a, b = (re.sub(r"</?p>", "", text).strip()
+            for text in re.findall(r'<div class="output markdown answer-text">(.*?)</div>', html, re.S))
     return token, a, b
 
 
@@ -60,7 +61,7 @@ def test_nothing_names_a_contestant_or_a_speed_before_the_reveal(mine, owner, ca
     html = mine.get(f"/suite-runs/{run.id}/judge").content.decode()
     assert "Capital of France?" in html and ">A<" in html and ">B<" in html
     # The answers name their model (the test's fake text): strip them, then nothing else may.
-    page = re.sub(r'<div class="answer-text">.*?</div>', "", html, flags=re.S)
+    page = re.sub(r'<div class="output markdown answer-text">.*?</div>', "", html, flags=re.S)
     for word in identifiers(catalogue[:2]):
         assert word not in page, word
     assert "tokens/s" not in html and "tok/s" not in html
