@@ -88,9 +88,11 @@ def step(run: SuiteRun) -> plan.Plan:
         for pair, outcome in todo.record:
             _record(run, pair, outcome, generations)
         run.done, run.total, run.stepped_at = todo.done, todo.total, timezone.now()
+        fields = ["done", "total", "stepped_at"]  # not the state, unless it ends: a cancel meanwhile stands
         if todo.finished:
             run.state, run.finished_at = SuiteRun.State.DONE, timezone.now()
-        run.save(update_fields=["done", "total", "stepped_at", "state", "finished_at"])
+            fields += ["state", "finished_at"]
+        run.save(update_fields=fields)
     _prewarm(run, state, contestants, todo)
     return todo
 

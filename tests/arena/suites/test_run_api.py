@@ -7,7 +7,7 @@ import pytest
 from arena.accounts.models import ApiToken
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
-from arena.suites import judge
+from arena.suites import judge, runner
 from arena.suites.models import SuiteRun
 from tests.arena.api.test_fuzz_api import assert_conforms
 from tests.arena.api_client import api
@@ -132,6 +132,14 @@ def test_cancel_then_409(client, token, mine, catalogue):
     assert_conforms(cancelled.json(), "/api/v1/suite-runs/{id}/cancel", "post")
     again = api(client, "post", f"/api/v1/suite-runs/{run_id}/cancel", token)
     assert again.status_code == 409 and "already ended (cancelled)" in again.json()["error"]["message"]
+
+
+def test_a_step_that_began_before_the_cancel_does_not_revive_the_run(client, token, mine, catalogue):
+    run_id = start(client, token, body(mine, catalogue)).json()["id"]
+    stale = SuiteRun.objects.get(id=run_id)  # what a step read just before the cancel
+    assert api(client, "post", f"/api/v1/suite-runs/{run_id}/cancel", token).status_code == 200
+    runner.step(stale)
+    assert SuiteRun.objects.get(id=run_id).state == "cancelled"
 
 
 def test_results_once_the_run_is_driven_to_the_end(client, token, mine, catalogue):
