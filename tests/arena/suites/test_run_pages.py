@@ -179,3 +179,13 @@ def test_a_failed_answers_reason_is_shown_to_the_owner(mine, owner, three):
     gen = live(run)[0]
     gen.finish(Generation.Status.FAILED, text="", reason="The prompt is longer than the context.")
     assert "The prompt is longer than the context." in mine.get(run.get_absolute_url()).content.decode()
+
+
+def test_answers_and_judgements_are_shown_inert(mine, owner, three):
+    run = judged_run(owner, three, answer="<script>alert(1)</script><img src=x onerror=alert(2)>")
+    from arena.history.models import ShareLink
+
+    link = ShareLink.share(owner, run)
+    for url in (run.get_absolute_url(), f"/s/{link.token}/"):
+        html = mine.get(url).content.decode()
+        assert "alert(1)" in html and "<script>alert" not in html and "<img src=x" not in html, url
