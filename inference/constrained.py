@@ -27,16 +27,17 @@ class Grammars:
     """An engine's llguidance view of its tokenizer (built once: about half a second),
     and a fresh matcher per constrained request."""
 
-    def __init__(self, tokenizer, vocab_size: int):
+    def __init__(self, tokenizer, vocab_size: int, eos_ids: frozenset[int] = frozenset()):
         self.vocab_size = vocab_size
         self._tokenizer = tokenizer
+        self._eos = sorted(eos_ids) or None  # every end token the engine stops on (chat models have several)
         self._llg: llguidance.LLTokenizer | None = None
 
     def constraint(self, params: SamplingParams) -> Constraint | None:
         if not params.constrained:
             return None
         if self._llg is None:
-            self._llg = llguidance.hf.from_tokenizer(self._tokenizer, n_vocab=self.vocab_size)
+            self._llg = llguidance.hf.from_tokenizer(self._tokenizer, n_vocab=self.vocab_size, eos_token=self._eos)
         matcher = llguidance.LLMatcher(self._llg, grammar_for(params.json_schema, params.regex))
         if matcher.is_error():  # checked when the request was made; a worker of another version may differ
             raise ValueError(f"The constraint cannot be used: {matcher.get_error()}")

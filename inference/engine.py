@@ -73,7 +73,7 @@ class Engine:
         config_max = getattr(self.config.get_text_config(), "max_position_embeddings", None)
         self.context_length = int(context_length or config_max or 2048)
         self.eos_ids = frozenset(_eos_ids(model, tokenizer))
-        self.grammars = Grammars(tokenizer, self.config.get_text_config().vocab_size)
+        self.grammars = Grammars(tokenizer, self.config.get_text_config().vocab_size, self.eos_ids)
 
     @property
     def supports_batching(self) -> bool:
