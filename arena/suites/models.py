@@ -226,8 +226,16 @@ class SuiteRun(models.Model):
         answers = SuiteAnswer.objects.filter(run=self).values("generation_id")
         return Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=True, owner=user, left_id__in=answers)
 
+    def revealed_to(self, user) -> bool:
+        """`user` has seen the names behind their verdicts: their judging of this run is over (the
+        same answers come again in other pairs, so nothing after it would be blind)."""
+        return self.people_verdicts(user).filter(revealed=True).exists()
+
     def next_pair_for(self, user) -> Pair | None:
-        """The first pair ready to judge that `user` has not judged yet (None: none now)."""
+        """The first pair ready to judge that `user` has not judged yet (None: none now, or the
+        names were revealed to them)."""
+        if self.revealed_to(user):
+            return None
         judged = set(self.people_verdicts(user).values_list("left_id", "right_id"))
         return next((pair for pair in self.people_pairs() if (pair.left.id, pair.right.id) not in judged), None)
 
@@ -248,6 +256,8 @@ class SuiteRun(models.Model):
         SuiteRun.objects.select_for_update().filter(id=self.id).first()
         if self.people_verdicts(user).filter(left_id=pair.left.id, right_id=pair.right.id).exists():
             raise VerdictError("You have already judged this pair.")
+        if self.revealed_to(user):
+            raise VerdictError("The names were revealed to you: your judging of this run is over.")
         return Battle.objects.create(owner=user, mode=Battle.Mode.SUITE, blind=True, left=pair.left,
                                      right=pair.right, outcome=outcome, voted_at=timezone.now(),
                                      tag=self.suite.tag)

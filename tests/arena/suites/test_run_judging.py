@@ -79,7 +79,7 @@ def test_each_pair_is_judged_once_then_the_names_are_revealed(mine, owner, catal
     assert again.status_code == 409 and "already judged this pair" in again.content.decode()
     assert Battle.objects.filter(mode="suite", judge__isnull=True).count() == 6
     html = mine.get(f"/suite-runs/{run.id}/judge").content.decode()
-    assert "judged every pair" in html and catalogue[0].name in html
+    assert "judging of this run is over" in html and catalogue[0].name in html
     assert not Battle.objects.filter(mode="suite", revealed=False, blind=True).exists()
 
 
@@ -88,8 +88,14 @@ def test_finish_reveals_early(mine, owner, catalogue):
     token, _a, _b = shown(mine.get(f"/suite-runs/{run.id}/judge").content.decode())
     mine.post(f"/suite-runs/{run.id}/judge", {"token": token, "choice": "both_bad"})
     assert Battle.objects.get(judge__isnull=True, mode="suite").revealed is False
+    token, _a, _b = shown(mine.get(f"/suite-runs/{run.id}/judge").content.decode())
     mine.post(f"/suite-runs/{run.id}/judge", {"finish": "1"})
     assert Battle.objects.get(judge__isnull=True, mode="suite").revealed is True
+    # The same answers come again in the other pairs: after the reveal, nothing more is judged.
+    html = mine.get(f"/suite-runs/{run.id}/judge").content.decode()
+    assert "judging of this run is over" in html and 'name="token"' not in html
+    late = mine.post(f"/suite-runs/{run.id}/judge", {"token": token, "choice": "a"})
+    assert late.status_code == 409 and Battle.objects.filter(judge__isnull=True, mode="suite").count() == 1
 
 
 def test_a_forged_or_foreign_token_is_refused(mine, owner, catalogue):
