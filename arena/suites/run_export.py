@@ -120,6 +120,8 @@ def _example(battle: Battle, a) -> dict:
 
 
 def _rating(reading: dict, sign: float) -> dict:
+    """One reading in A/B terms; is_flipped: B's answer was shown first (`sign` < 0: A is the pair's right side)."""
     score = sign * SCORE.get(str(reading.get("verdict")), 0.0) + 0.0  # + 0.0: no -0.0
-    return {"score": score, "rating_label": LABEL[score], "is_flipped": reading.get("order") == "right_first",
-            "rationale": reading.get("raw", ""), "custom_fields": {}}
+    b_first = (reading.get("order") == "right_first") == (sign > 0)
+    return {"score": score, "rating_label": LABEL[score], "is_flipped": b_first, "rationale": reading.get("raw", ""),
+            "custom_fields": {}}

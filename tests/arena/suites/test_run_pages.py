@@ -167,6 +167,8 @@ def test_the_llm_comparator_export_is_the_object_the_tool_loads(mine, owner, thr
     assert example["tags"] == ["maths"] and len(example["individual_rater_scores"]) == 2
     swapped = json.loads(body(mine.get(f"/suite-runs/{run.id}/export.jsonl?a={three[1].slug}&b={three[0].slug}")))
     assert swapped["examples"][0]["score"] == 1.0
+    flips = [[r["is_flipped"] for r in d["examples"][0]["individual_rater_scores"]] for d in (data, swapped)]
+    assert flips == [[False, True], [True, False]]  # B shown first: the right side first, or the left when A is right
     assert swapped["examples"][0]["output_text_a"] == f"Paris ({three[1].slug})"
     assert mine.get(f"/suite-runs/{run.id}/export.jsonl?a=nobody").status_code == 404
 
