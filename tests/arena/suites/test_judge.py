@@ -22,8 +22,10 @@ def test_verdicts_are_stated_in_the_pairs_own_terms():
 
 
 def test_render_shows_the_reference_or_says_there_is_none():
-    text = judge.render(judge.DEFAULT_TEMPLATE, question="Q?", first="FIRST-ANSWER", second="SECOND-ANSWER", reference="REF")
-    assert text.index("FIRST-ANSWER") < text.index("SECOND-ANSWER") and "REF" in text and '{"verdict": "A"}' in text
+    text = judge.render(judge.DEFAULT_TEMPLATE, question="Q?", first="FIRST-ANSWER", second="SECOND-ANSWER",
+                        reference="REF")
+    assert text.index("FIRST-ANSWER") < text.index("SECOND-ANSWER") and "REF" in text
+    assert '{"verdict": "A"}' in text
     assert judge.NO_REFERENCE in judge.render(judge.DEFAULT_TEMPLATE, question="Q?", first="1", second="2")
 
 
