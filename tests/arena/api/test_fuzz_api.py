@@ -7,7 +7,8 @@ schema-invalid input refused, and schema-valid input naming real catalogue model
 
 So that the fuzzer gets past "no such model" and "no such id", half of the schema-valid
 bodies name real catalogue models, half of the ids are those of a real generation,
-comparison, tournament and suite (and half of a body's `match` one of its matches), and before
+comparison, tournament, suite and suite run (and half of a body's `match` one of its matches,
+of its `suite` the real suite), and before
 each call every unfinished generation is finished as a worker would, so votes and winner
 picks can succeed and tournaments advance. The per-user limits are off (429 is documented
 for the operations that start work; test_limits.py tests it).
@@ -36,7 +37,8 @@ from arena.battles.services import start_battle
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
-from arena.suites import parsing
+from arena.suites import judge, parsing
+from arena.suites.services import start_run
 from arena.tournaments.models import Tournament
 from inference.structured import constraint_problem
 from tests.arena.api_client import api
@@ -52,7 +54,7 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_applica
 # 16 enabled models: the default eight (so an 8-contestant tournament can be valid), and each
 # again under a system prompt of its own (a contestant is a model *and* how it is served).
 SLUGS = [e["slug"] for e in DEFAULT_ENTRIES] + [f"{e['slug']}-terse" for e in DEFAULT_ENTRIES]
-SLUG_FIELDS = ("model", "left_model", "right_model")
+SLUG_FIELDS = ("model", "left_model", "right_model", "judge")
 
 # One real token for the whole module: schemathesis builds some cases (its coverage phase) when
 # the tests are collected, before any fixture runs, so the token must be known by then.
@@ -75,7 +77,7 @@ class BearerToken:
 @pytest.fixture
 def fuzz_world(owner, catalogue, settings):
     """TOKEN (stored as ApiToken.issue stores one), 16 enabled models, and one generation,
-    comparison and tournament of the owner's, their ids in REAL."""
+    comparison, tournament, suite and run of it of the owner's, their ids in REAL."""
     settings.ARENA_RATE_LIMIT_PER_MIN = settings.ARENA_MAX_CONCURRENT_PER_USER = 0
     ApiToken.objects.create(user=owner, digest=hashlib.sha256(TOKEN.encode()).hexdigest(), hint=TOKEN[:12])
     terse = [ModelEntry.objects.create(**{**e, "slug": f"{e['slug']}-terse", "system_prompt": "Be terse."})
@@ -85,8 +87,11 @@ def fuzz_world(owner, catalogue, settings):
     sides = {side: {"model": entries[i], "params": {}} for side, i in (("left", 0), ("right", 5))}
     battle = start_battle(owner, prompt="Hi", sides=sides, mode=Battle.Mode.COMPARISON)
     tournament = Tournament.start(owner, contestants=entries[:4], prompt="Hi")
+    prompts = suite(owner)
+    run = start_run(owner, suite=prompts, contestants=entries[:2])
     REAL.update(generations=str(gen.id), comparisons=str(battle.id), tournaments=str(tournament.id),
-                suites=str(suite(owner).id), matches=list(tournament.matches.values_list("id", flat=True)))
+                suites=str(prompts.id), matches=list(tournament.matches.values_list("id", flat=True)),
+                **{"suite-runs": str(run.id)})
     yield
     REAL.clear()
     drop_queued_tasks()
@@ -110,7 +115,7 @@ def names_real_models(body) -> bool:
     """Whether every model a body names is in the catalogue (else a schema-valid body is still refused)."""
     if not isinstance(body, dict):
         return True
-    named = [body[f] for f in SLUG_FIELDS if f in body]
+    named = [body[f] for f in SLUG_FIELDS if body.get(f) is not None]  # a null judge: people judge
     if "contestants" in body:
         named += body["contestants"] if isinstance(body["contestants"], list) else [body["contestants"]]
     return all(name in SLUGS for name in named)
@@ -126,6 +131,13 @@ def usable_suite_prompts(body) -> bool:
     except parsing.SuiteError:
         return False
     return True
+
+
+def usable_judge_template(body) -> bool:
+    """Whether a suite run's judge template (empty: the default) shows the placeholders it must and
+    no others, its braces matched: no schema states it."""
+    template = body.get("judge_template") if isinstance(body, dict) else None
+    return not (isinstance(template, str) and template and judge.template_problem(template))
 
 
 def usable_constraints(body) -> bool:
@@ -156,8 +168,10 @@ def flatmap_case(context, case):
             for name in SLUG_FIELDS:
                 if isinstance(body.get(name), str):
                     body[name] = draw(st.sampled_from(SLUGS))
-            if isinstance(body.get("contestants"), list) and len(body["contestants"]) in (4, 8):
+            if isinstance(body.get("contestants"), list):  # a schema-valid number of them (suite runs: 2 to 8)
                 body["contestants"] = draw(st.permutations(SLUGS))[:len(body["contestants"])]
+            if isinstance(body.get("suite"), str):
+                body["suite"] = REAL["suites"]
             if isinstance(body.get("match"), int) and REAL.get("matches"):
                 body["match"] = draw(st.sampled_from(REAL["matches"]))
             case.body = body
@@ -172,7 +186,8 @@ def flatmap_case(context, case):
                                  HealthCheck.filter_too_much])
 def test_api_conforms(case, fuzz_world):
     finish_live_generations()
-    acceptable = names_real_models(case.body) and usable_suite_prompts(case.body) and usable_constraints(case.body)
+    acceptable = all(usable(case.body) for usable in (names_real_models, usable_suite_prompts, usable_constraints,
+                                                     usable_judge_template))
     excluded = [] if acceptable else [positive_data_acceptance]
     case.call_and_validate(excluded_checks=excluded)
 
