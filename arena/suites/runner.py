@@ -93,6 +93,9 @@ def step(run: SuiteRun) -> plan.Plan:
             run.state, run.finished_at = SuiteRun.State.DONE, timezone.now()
             fields += ["state", "finished_at"]
         run.save(update_fields=fields)
+    if (todo.start_answers or todo.start_judgements) and \
+            SuiteRun.objects.filter(id=run.id, state=SuiteRun.State.CANCELLED).exists():
+        _cancel_live(run)  # a cancel landed during this step, after it listed the live generations
     _prewarm(run, state, contestants, todo)
     return todo
 
@@ -189,6 +192,10 @@ def cancel(run: SuiteRun) -> None:
     with transaction.atomic():
         run.state, run.finished_at = SuiteRun.State.CANCELLED, timezone.now()
         run.save(update_fields=["state", "finished_at"])
+    _cancel_live(run)
+
+
+def _cancel_live(run: SuiteRun) -> None:
     live = [str(gen_id) for gen_id in _live_generation_ids(run)]
     if live:
         client, keys = streams.client(), streams.keys()

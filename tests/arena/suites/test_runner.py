@@ -227,3 +227,19 @@ def test_the_next_contestants_model_is_warmed_while_the_first_answers(owner, thr
     messages = [json.loads(m) for m in streams.client().lrange(inbox, 0, -1)]
     assert [(m["prewarm"], [s["slug"] for s in m["specs"]]) for m in messages] == [(True, [three[1].slug])]
     streams.client().delete(inbox)
+
+
+def test_a_cancel_landing_during_a_step_reaches_what_the_step_started(owner, three, monkeypatch):
+    from arena import streams
+
+    run = start_run(owner, suite=suite(owner, "One?"), contestants=three[:2])
+    original = runner._start_answer
+
+    def start_then_cancelled_elsewhere(*args):
+        original(*args)
+        SuiteRun.objects.filter(id=run.id).update(state=SuiteRun.State.CANCELLED)  # the cancel's write
+
+    monkeypatch.setattr(runner, "_start_answer", start_then_cancelled_elsewhere)
+    runner.step(run)
+    started = live(run)
+    assert started and all(streams.client().exists(streams.keys().cancel(str(g.id))) for g in started)
