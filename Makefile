@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # pytest processes for `make test` (pytest-xdist); 0 runs the suite in one process.
 TEST_JOBS ?= 2
 
-.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load bench-blind bench-cores clean
+.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load bench-blind bench-cores bench-compiled clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -45,6 +45,11 @@ bench-blind: setup
 # Two workers decoding at once, each pinned to its share of the cores, against half a solo worker.
 bench-cores: setup
 	@$(PY) bench/cores.py
+
+# torch.compile against eager decoding at 1 and 2 threads, with cold starts (about 15 minutes:
+# four processes each compile; not part of `make bench`).
+bench-compiled: setup
+	@$(PY) bench/compiled.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache
