@@ -251,6 +251,13 @@ def llamacpp_figures(threads: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def compiled_figures(threads: int) -> dict:
+    """bench/compiled.py at this run's thread count, in processes of its own (cold starts)."""
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("compiled.py")), str(threads)],
+                         capture_output=True, text=True, check=True, timeout=3600)
+    return json.loads(out.stdout.strip().splitlines()[-1])[f"threads_{threads}"]
+
+
 def progress(section: str, figures: dict) -> dict:
     """Each section's raw figures as soon as they are known (a long run is still useful if cut short)."""
     print(f"# {section}: {json.dumps(figures)}", flush=True)
@@ -276,6 +283,7 @@ def main() -> None:
     awq = progress("awq", awq_figures())
     threads = torch.get_num_threads()
     cpp = progress("llama.cpp", llamacpp_figures(threads))
+    compiled = progress("torch.compile", compiled_figures(threads))
     best_transformers = max(hf["ours"], awq.get("awq_decode_tokens_per_s") or 0)
     best_cpu = max(best_transformers, cpp["ours_single"], cpp["adapter_single"])
     rows = [
@@ -295,6 +303,10 @@ def main() -> None:
          f"{cpp['raw_batch1']:.2f} / {cpp['ours_batch1']:.2f}"),
         ("decode tok/s, openai client on llama.cpp's server", f"{cpp['direct_openai_single']:.2f}"),
         ("decode tok/s, our openai-engine worker, same server", f"{cpp['adapter_single']:.2f}"),
+        ("decode ms/token, eager / torch.compile (static cache)",
+         f"{compiled['eager_ms_per_token']:.1f} / {compiled['compiled_ms_per_token']:.1f}"),
+        ("compile cold start, empty / cached inductor cache",
+         f"{compiled['cold_start_empty_cache_s']:.0f} s / {compiled['cold_start_cached_s']:.0f} s"),
         ("threads, every engine", str(threads)),
         ("llama.cpp's OpenMP wait policy (bench and workers)", cpp["omp_wait_policy"]),
     ]
@@ -315,6 +327,7 @@ def main() -> None:
         "spec_acceptance_rate": round(spec["acceptance"], 3) if spec["acceptance"] else None,
         "batch16_vs_batch1_throughput": ratio(batch["batch16"], batch["batch1"]),
         "ours_vs_hf_generate": ratio(hf["ours"], hf["hf"]),
+        "compiled_vs_eager_decode": compiled["compiled_vs_eager_decode"],
         "llamacpp_vs_raw_llamacpp": ratio(cpp["ours_single"], cpp["raw_single"]),
         "llamacpp_batch16_vs_raw": ratio(cpp["ours_batch16"], cpp["raw_batch16"]),
         "llamacpp_batch16_vs_batch1": ratio(cpp["ours_batch16"], cpp["ours_batch1"]),
