@@ -15,7 +15,9 @@ On the packaged SmolLM2-135M-Instruct (fp32 on this CPU) and a fixed prompt set:
   requests each way), openai_adapter_vs_direct (a worker with engine=openai over the same
   server read with the openai client), best_cpu_vs_transformers_fp32 (our fastest CPU entry
   over the transformers fp32 engine) and ours_vs_llamacpp (our best transformers kind over
-  llama.cpp).
+  llama.cpp);
+- compiled_vs_eager_decode: torch.compile over eager decoding of one stream, both on a static
+  cache (bench/compiled.py at this run's thread count; its cold starts printed).
 
 Decode tokens/s is (tokens - 1) / (last token time - first token time), as the worker
 reports it. time_split: for each kind of our transformers engine measured here (single stream
