@@ -249,6 +249,10 @@ class Keys:
     def cancel(self, generation_id: str) -> str:
         return f"{self.prefix}:gen:{generation_id}:cancel"
 
+    def suite_run_lock(self, run_id: str) -> str:
+        """Held by the suite run's step under way (arena.suites.runner): one step of a run at a time."""
+        return f"{self.prefix}:suite-run:{run_id}:lock"
+
     def viewers(self, generation_id: str) -> str:
         return f"{self.prefix}:gen:{generation_id}:viewers"
 

@@ -56,7 +56,7 @@ def start_chain(run: SuiteRun) -> None:
 @shared_task(ignore_result=True, soft_time_limit=60, time_limit=90)
 def step_run(run_id: str, chain: str) -> None:
     client = streams.client()
-    lock = f"{settings.ARENA_REDIS_PREFIX}:suite-run-lock:{run_id}"
+    lock = streams.keys().suite_run_lock(run_id)
     if not client.set(lock, chain, nx=True, ex=LOCK_TTL_S):
         # Another step holds the run (or a killed worker's step left its lock to expire): try
         # again shortly; a chain that is no longer the run's stops once it gets in.

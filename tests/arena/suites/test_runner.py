@@ -197,13 +197,13 @@ def test_a_run_that_cannot_start_says_why(owner, three, change, message):
     assert not SuiteRun.objects.exists()
 
 
-def test_a_step_finding_the_run_locked_tries_again_later(owner, three, monkeypatch, settings):
+def test_a_step_finding_the_run_locked_tries_again_later(owner, three, monkeypatch):
     from arena import streams
 
     run = start_run(owner, suite=suite(owner, "One?"), contestants=three[:2])
     later = []
     monkeypatch.setattr(runner.step_run, "apply_async", lambda args, countdown: later.append((args, countdown)))
-    lock = f"{settings.ARENA_REDIS_PREFIX}:suite-run-lock:{run.id}"
+    lock = streams.keys().suite_run_lock(str(run.id))
     streams.client().set(lock, "someone", ex=5)
     try:
         runner.step_run(str(run.id), run.chain)
