@@ -94,7 +94,7 @@ def test_a_body_that_is_not_a_json_object_is_refused(client, token):
         assert response.status_code == 400 and response.json()["error"]["message"]
 
 
-@pytest.mark.parametrize("suite_id", ["theirs", str(uuid.uuid4()), "not-a-uuid", 5])
+@pytest.mark.parametrize("suite_id", ["theirs", "00000000-0000-4000-8000-000000000000", "not-a-uuid", 5])
 def test_a_suite_that_is_not_the_callers_is_not_found(client, token, outsider, catalogue, suite_id):
     if suite_id == "theirs":
         suite_id = str(suite(outsider).id)
