@@ -1,7 +1,9 @@
 """Where a model's files are: resolving a catalogue entry's `source` to a local path.
 
 The web side imports this module to validate what an admin types, so it must stay
-cheap: no torch or transformers here, and huggingface_hub only inside a function.
+cheap: no torch or transformers here, and huggingface_hub only inside a function; and it
+validates with `check_source`, which never imports a model's package (`resolve_source`, in
+the worker, may: a package that ships its GGUF in chunks assembles it).
 Nothing is ever downloaded: a Hugging Face repo id only resolves when the repo is
 already in the local cache.
 """
@@ -54,6 +56,45 @@ def resolve_source(source: str, gguf_file: str = "", *, hf_cache_dir: str | Path
     if gguf_file:
         return _gguf_in(folder, gguf_file)
     return _checked_folder(folder)
+
+
+def check_source(source: str, gguf_file: str = "", *, hf_cache_dir: str | Path | None = None) -> Path:
+    """What `resolve_source` would return, found without running any of the model's code: what
+    the web process calls to validate an admin's entry. A package that ships its GGUF in chunks
+    is not imported (its `assemble` joins them, in the worker that loads it): its source is
+    read instead, for `MODEL_NAME` naming the file and an `assemble` function."""
+    source, gguf_file = (source or "").strip(), (gguf_file or "").strip()
+    if source.startswith(PACKAGE_PREFIX) and gguf_file:
+        package = source[len(PACKAGE_PREFIX) :].strip()
+        folder = _package_folder(package)
+        if not (folder / gguf_file).is_file():
+            target = assembled_root() / package / gguf_file
+            if target.is_file() or _declares_assembly(folder, gguf_file):
+                return target
+            raise ModelSourceError(f"gguf file '{gguf_file}' not found in {folder}")
+    return resolve_source(source, gguf_file, hf_cache_dir=hf_cache_dir)
+
+
+def _declares_assembly(folder: Path, gguf_file: str) -> bool:
+    """Whether the package's __init__.py sets MODEL_NAME = gguf_file and defines assemble(),
+    read as text (ast.parse runs nothing)."""
+    import ast
+
+    try:
+        tree = ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return False
+    named = defines = False
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "MODEL_NAME" for t in targets):
+                named = named or (isinstance(node.value, ast.Constant) and node.value.value == gguf_file)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defines = defines or node.name == "assemble"
+        elif isinstance(node, ast.ImportFrom):
+            defines = defines or any((a.asname or a.name) == "assemble" for a in node.names)
+    return named and defines
 
 
 def _package_folder(name: str) -> Path:

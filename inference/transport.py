@@ -15,6 +15,7 @@ import redis
 
 from inference import protocol
 from inference.protocol import Keys
+from inference.public_text import public_reason
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,11 @@ class GenerationEvents:
         self._add(protocol.CANCELLED, text=text, metrics=metrics)
 
     def failed(self, reason: str, code: str) -> None:
-        self._add(protocol.FAILED, reason=reason, code=code)
+        """Viewers read the reason without the server's paths or tracebacks; the log keeps it whole."""
+        public = public_reason(reason)
+        if public != reason:
+            log.warning("Generation failed (%s); viewers are told: %s", reason, public)
+        self._add(protocol.FAILED, reason=public, code=code)
 
     def expire(self) -> None:
         self.client.expire(self.stream_key, protocol.STREAM_TTL_S)

@@ -7,7 +7,7 @@ from django.db import models
 
 from inference.managed import check_template
 from inference.protocol import ENGINE_KINDS, ModelSpec, ParamError, SamplingParams
-from inference.sources import ModelSourceError, resolve_source
+from inference.sources import ModelSourceError, check_source
 from inference.structured import engine_problem
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -159,7 +159,7 @@ class ModelEntry(models.Model):
 
     def _source_errors(self) -> dict[str, str]:
         try:
-            path = resolve_source(self.source, self.gguf_file)
+            path = check_source(self.source, self.gguf_file)  # imports nothing of the model's package
         except ModelSourceError as exc:
             return {"source": str(exc)}
         if self.engine == self.Engine.LLAMACPP and path.suffix.lower() != ".gguf":

@@ -67,6 +67,8 @@ def _result(entry: ModelEntry, gen: Generation) -> ProbeResult:
         return ProbeResult(**common, ok=True, time_to_first_token_s=gen.time_to_first_token_s,
                            tokens_per_s=gen.tokens_per_s, load_wait_s=gen.load_wait_s, text=gen.text)
     if gen.status in Generation.FINISHED:
-        return ProbeResult(**common, ok=False, text=gen.text, error=gen.failure_reason or f"The probe {gen.status}.")
+        # Only staff test entries (the admin's action, the staff API): they get the full log line.
+        detail = (gen.metrics or {}).get("failure_detail") or gen.failure_reason
+        return ProbeResult(**common, ok=False, text=gen.text, error=detail or f"The probe {gen.status}.")
     return ProbeResult(**common, ok=False, error="No answer yet: the model may still be starting. Follow the "
                                                  f"generation at /api/v1/generations/{gen.id}.")

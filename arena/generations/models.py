@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from arena import tags
 from inference.protocol import SamplingParams
+from inference.public_text import public_reason
 from inference.structured import answer_valid
 
 
@@ -100,11 +101,16 @@ class Generation(models.Model):
         return bool(updated)
 
     def finish(self, status: str, *, text: str, reason: str = "", finish_reason: str = "", metrics=None):
-        """Record the outcome once; a generation that already finished is left alone."""
+        """Record the outcome once; a generation that already finished is left alone. The reason is
+        stored as anyone may read it (no server path, no traceback: inference.public_text); the
+        full line, when it differs, goes to `metrics["failure_detail"]` for staff."""
         metrics = metrics or {}
+        public = public_reason(reason)
+        if public != reason:
+            metrics = {**metrics, "failure_detail": reason}
         fields = {
             "text": text,
-            "failure_reason": reason,
+            "failure_reason": public,
             "finish_reason": finish_reason,
             "metrics": metrics,
             "prompt_tokens": metrics.get("prompt_tokens"),

@@ -284,7 +284,7 @@ class Follower:
         if not self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=reason):
             return  # already ended elsewhere (the sweeper, a stop): it told the viewers
         try:
-            self.emit(p.FAILED, reason=reason, code=code)
+            self.emit(p.FAILED, reason=self.gen.failure_reason, code=code)  # as stored: no path, no traceback
         except redis.RedisError as exc:
             log.warning("Could not tell the viewers of generation %s that it failed: %s", self.gen.id, exc)
 
