@@ -3,6 +3,7 @@ each can be overridden from the environment (see README, "Configuration")."""
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -48,6 +49,9 @@ CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("ARENA_CSRF_TRUSTED_ORIGINS", 
 # ARENA_PRODUCTION=1 refuses to start on a development configuration (DEBUG, a missing or
 # weak secret key, no public host name) and sends cookies over HTTPS only, with HSTS.
 ARENA_PRODUCTION = _env_bool("ARENA_PRODUCTION")
+# Behind a proxy that sets X-Forwarded-Proto and appends the client's address to X-Forwarded-For
+# (login throttling counts by that address: arena/accounts/throttle.py).
+ARENA_BEHIND_PROXY = _env_bool("ARENA_BEHIND_PROXY")
 if ARENA_PRODUCTION:
     from arena.security import production_problems
 
@@ -62,7 +66,7 @@ if ARENA_PRODUCTION:
     # Only the operator knows whether every subdomain is HTTPS too (Django's check warns until set).
     SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("ARENA_HSTS_INCLUDE_SUBDOMAINS")
     SECURE_HSTS_PRELOAD = _env_bool("ARENA_HSTS_PRELOAD")
-    if _env_bool("ARENA_BEHIND_PROXY"):
+    if ARENA_BEHIND_PROXY:
         # Only behind a proxy that sets X-Forwarded-Proto itself: anyone could send the header.
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECRET_KEY = _secret_key()
@@ -76,6 +80,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "axes",  # login throttling (arena/accounts/throttle.py)
     "channels",
     "django_htmx",
     "template_partials",
@@ -102,6 +107,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into the lockout page
 ]
 
 ROOT_URLCONF = "arena.urls"
@@ -158,6 +164,23 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+# --- Login throttling (django-axes; arena/accounts/throttle.py) ---------------------------
+# ARENA_LOGIN_FAILURE_LIMIT failed logins lock that username (from any address) and that client
+# address (for any username) for ARENA_LOGIN_COOLOFF_MIN minutes, the right password included;
+# a failure meanwhile starts the wait again. A successful login clears its username's failures.
+AXES_FAILURE_LIMIT = int(os.environ.get("ARENA_LOGIN_FAILURE_LIMIT", 5))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("ARENA_LOGIN_COOLOFF_MIN", 15)))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each alone: per username, and per address
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_CLIENT_IP_CALLABLE = "arena.accounts.throttle.client_address"
+AXES_LOCKOUT_CALLABLE = "arena.accounts.throttle.locked_out"
+AXES_RESET_ON_SUCCESS = False  # our own, narrower reset: arena.accounts.throttle.reset_on_success
+AXES_DISABLE_ACCESS_LOG = True  # failures are counted; successful logins are not recorded
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "playground"
 LOGOUT_REDIRECT_URL = "login"
@@ -228,7 +251,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("ARENA_LOG_LEVEL", "INFO")},
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    # axes says INFO on every login and logout: only its warnings go to the log.
+    "loggers": {"django.channels.server": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
 
 # --- Limits (arena/limits.py) ---------------------------------------------------------

@@ -27,6 +27,7 @@ urlpatterns = [
     path("", include("arena.suites.urls")),
     path("", include("arena.suites.run_urls")),  # the run pages (the runs' API is in arena.suites.urls)
     path("", include("arena.history.urls")),
+    path("", include("arena.accounts.urls")),  # the API token page and /api/v1/tokens
     path("v1/", include("arena.openai_compat.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

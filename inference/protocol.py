@@ -311,6 +311,11 @@ class Keys:
         """Set: the ids of the node agents that have reported (their reports may have expired)."""
         return f"{self.prefix}:nodes"
 
+    def logged_out(self) -> str:
+        """Pub/sub channel: the digest of a session that logged out; every server process closes
+        that session's WebSockets (arena/accounts/sockets.py)."""
+        return f"{self.prefix}:sessions:logged-out"
+
     def rate_limit(self, user_id) -> str:
         """Sorted set: the times of a user's recent starts (arena/limits.py's sliding window)."""
         return f"{self.prefix}:limits:rate:{user_id}"

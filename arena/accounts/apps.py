@@ -4,3 +4,11 @@ from django.apps import AppConfig
 class AccountsConfig(AppConfig):
     name = "arena.accounts"
     label = "accounts"
+
+    def ready(self):
+        from django.contrib.auth.signals import user_logged_in, user_logged_out
+
+        from . import sockets, throttle
+
+        user_logged_in.connect(throttle.reset_on_success, dispatch_uid="arena-login-reset-throttle")
+        user_logged_out.connect(sockets.close_on_logout, dispatch_uid="arena-logout-closes-sockets")

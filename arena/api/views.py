@@ -4,6 +4,7 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
+from arena.accounts.openapi import OPENAPI_PATHS as TOKEN_PATHS
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.generations.services import start_generation
@@ -18,7 +19,8 @@ from .auth import error, form_error, json_body, token_required
 from .catalogue_openapi import CATALOGUE_PATHS
 from .openapi import SPEC
 
-FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **SUITE_PATHS, **EXPORT_PATHS, **CATALOGUE_PATHS}}
+FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **SUITE_PATHS, **EXPORT_PATHS, **CATALOGUE_PATHS,
+                               **TOKEN_PATHS}}
 
 
 @require_GET

@@ -9,7 +9,8 @@ every socket watching it, over one connection pool), with no gap or duplicate be
 two; coalesced, at most one frame every ARENA_WS_FRAME_INTERVAL_MS (never holding back the
 first entry after a pause nor an end), and the database's outcome for a stream that expired.
 The generation page's socket (arena/playground) and a battle's (arena/battles) are
-`StreamSocket`s that say how events become frames.
+`StreamSocket`s that say how events become frames. Every `ArenaSocket` closes (4401) when the
+session it was opened with logs out (arena/accounts/sockets.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from arena import streams
+from arena.accounts import sockets
 from inference import protocol as p
 
 log = logging.getLogger(__name__)
@@ -69,12 +71,18 @@ class ArenaSocket(AsyncWebsocketConsumer):
             return
         self.subject = subject
         await self.accept()
+        # Closed (4401) when its session logs out (arena/accounts/sockets.py).
+        self.session_digest = sockets.scope_digest(self.scope)
+        if self.session_digest:
+            sockets.registry().add(self.session_digest, self)
         await self.opened()
         self.pumping = asyncio.create_task(self._pump())
 
     async def disconnect(self, code):
         if getattr(self, "subject", None) is None:
             return  # refused: nothing was opened
+        if getattr(self, "session_digest", None):
+            await sockets.registry().remove(self.session_digest, self)
         pumping = getattr(self, "pumping", None)  # None if `opened` failed
         if pumping is not None:
             pumping.cancel()

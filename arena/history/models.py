@@ -4,10 +4,17 @@ suite or suite run.
 The owner creates a link from the object's permalink page and may revoke it; a revoked
 link stays revoked (a new one gets a new token). Anyone holding an active link sees the
 object as its owner would, read-only, blindness included: an unrevealed blind battle or
-tournament shows neutral labels only (see arena.history.share)."""
+tournament shows neutral labels only (see arena.history.share). A link whose owner is
+deactivated opens nothing.
+
+Only a digest of a link's token is stored (sha256, as API tokens): the full link exists
+only in the answer that made it (`ShareLink.share` sets `link.token` on a link it has just
+created) and where its owner put it; the owner's pages show it once, then only that a link
+exists, with its first characters, so it can be revoked."""
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 
 from django.conf import settings
@@ -21,8 +28,16 @@ KINDS = ("generation", "battle", "tournament", "suite", "suite_run")  # a link's
 _KIND_OF_MODEL = {"suiterun": "suite_run"}  # a model's name -> its kind, where they differ
 
 
+HINT_CHARS = 6  # the token's first characters, kept to tell links apart
+NEW_LINKS = "arena_new_share_links"  # session key: links just made, by id, until their owner's page shows them once
+
+
 def new_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def noun(obj) -> str:
@@ -49,12 +64,12 @@ class ShareLinkQuerySet(models.QuerySet):
         return self.filter(**{ShareLink.kind_of(obj): obj})
 
     def resolve(self, token: str) -> ShareLink | None:
-        """The active link with this exact token, or None (unknown and revoked alike)."""
-        if not token or len(token) > 100 or "\x00" in token:  # PostgreSQL refuses a NUL in a query: a 500
+        """The active link with this exact token, or None (unknown, revoked, or its owner deactivated)."""
+        if not token or len(token) > 100:
             return None
         related = ("generation__model", "battle__left__model", "battle__right__model", "tournament__winner", "suite",
                    "suite_run__suite")
-        return self.active().select_related(*related).filter(token=token).first()
+        return self.active().select_related(*related).filter(digest=digest(token), owner__is_active=True).first()
 
 
 class ShareLink(models.Model):
@@ -65,7 +80,9 @@ class ShareLink(models.Model):
         SUITE = "suite"
         SUITE_RUN = "suite_run"
 
-    token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
+    digest = models.CharField(max_length=64, unique=True, editable=False, help_text="sha256 of the link's token.")
+    hint = models.CharField(max_length=HINT_CHARS, editable=False, default="",
+                            help_text="The token's first characters, to tell links apart.")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links")
     generation = models.ForeignKey("playground.Generation", null=True, blank=True, on_delete=models.CASCADE,
                                    related_name="share_links")
@@ -95,9 +112,15 @@ class ShareLink(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} link {self.token[:6]}…"
+        return f"{self.kind} link {self.hint}…"
+
+    # The token itself: known only on a link `share` has just made (never stored).
+    token: str | None = None
 
     def get_absolute_url(self) -> str:
+        """The link's URL: only on the link `share` has just made (only a digest is stored)."""
+        if not self.token:
+            raise ValueError("Only a digest of this link's token is stored: its URL was shown when it was made.")
         return reverse("share", args=[self.token])
 
     @staticmethod
@@ -126,19 +149,23 @@ class ShareLink(models.Model):
 
     @classmethod
     def share(cls, owner, obj) -> ShareLink:
-        """The object's active link, created if it has none. Only the owner may share:
-        the caller looks the object up by owner; this checks it again."""
+        """The object's active link, created if it has none (then, and only then, with its
+        `token`: it is not stored). Only the owner may share: the caller looks the object up
+        by owner; this checks it again."""
         if obj.owner_id != owner.id:
             raise PermissionError("Only the owner can share this.")
         kind = cls.kind_of(obj)
         existing = cls.objects.active().filter(**{kind: obj}).first()
         if existing:
             return existing
+        token = new_token()
         try:
             with transaction.atomic():
-                return cls.objects.create(owner=owner, **{kind: obj})
+                link = cls.objects.create(owner=owner, digest=digest(token), hint=token[:HINT_CHARS], **{kind: obj})
         except IntegrityError:  # another request created it first
             return cls.objects.active().get(**{kind: obj})
+        link.token = token
+        return link
 
     def revoke(self) -> bool:
         """Revoke once (conditional update); a revoked link is never active again."""

@@ -12,7 +12,7 @@ from arena.api.auth import error, token_required
 from arena.battles.models import Battle
 
 from . import export, queries, share
-from .models import ShareLink
+from .models import NEW_LINKS, ShareLink
 
 PER_PAGE = 25
 TABS = {
@@ -68,7 +68,9 @@ def _back(request, fallback: str):
 @require_POST
 def share_create(request, kind, object_id):
     obj = share.owned(request.user, kind, object_id)
-    ShareLink.share(request.user, obj)
+    link = ShareLink.share(request.user, obj)
+    if link.token:  # just made: its page shows the full link this once (only a digest is stored)
+        request.session[NEW_LINKS] = {**request.session.get(NEW_LINKS, {}), str(link.id): link.token}
     return _back(request, obj.get_absolute_url() + "#share")
 
 

@@ -12,7 +12,7 @@ from django.test import Client
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.generations.models import Generation
-from arena.history.models import ShareLink
+from arena.history.models import NEW_LINKS, ShareLink
 from arena.suites.models import Suite, SuiteRun
 from arena.suites.services import start_run
 from arena.tournaments.models import Tournament
@@ -199,8 +199,9 @@ def test_a_suite_runs_share_link_reads_and_opens_nothing_else(things, clients, o
     run = things["suite_run"]
     assert clients["owner"].post(f"/history/share/suite_run/{run.id}").status_code in (200, 302)
     link = ShareLink.objects.active().get(suite_run=run)
+    token = clients["owner"].session[NEW_LINKS][str(link.id)]  # shown once on the owner's page; only a digest is kept
     for who in ("owner", "outsider", "anonymous"):
-        html = clients[who].get(f"/s/{link.token}/").content.decode()
+        html = clients[who].get(f"/s/{token}/").content.decode()
         assert "Run of Capitals" in html and 'id="suite-run-progress"' in html, who
         assert "<form" not in html and "csrfmiddlewaretoken" not in html and "hx-get" not in html, who
     assert clients["outsider"].get(run.get_absolute_url()).status_code == 404
@@ -231,3 +232,39 @@ def test_staff_only_admin_catalogue_and_worker_status(clients, staff, tokens, cl
     assert api(client, "get", "/api/v1/workers", ApiToken.issue(staff)).status_code == 200
     assert api(client, "get", "/api/v1/workers", tokens["owner"]).status_code == 403
     assert api(client, "get", "/api/v1/workers", None).status_code == 401
+
+
+def test_api_tokens_are_listed_made_and_revoked_by_their_owner_alone(clients, tokens, client, owner, outsider):
+    """The token page and /api/v1/tokens: each user sees and revokes only their own tokens."""
+    mine = ApiToken.objects.get(user=owner)
+    theirs = ApiToken.objects.get(user=outsider)
+    assert clients["owner"].get("/account/tokens/").status_code == 200
+    assert clients["anonymous"].get("/account/tokens/")["Location"].startswith("/accounts/login/")
+    assert clients["anonymous"].post(f"/account/tokens/{mine.id}/revoke")["Location"].startswith("/accounts/login/")
+    assert clients["outsider"].post(f"/account/tokens/{mine.id}/revoke").status_code == 404
+    assert mine.hint not in clients["outsider"].get("/account/tokens/").content.decode()
+    listed = api(client, "get", "/api/v1/tokens", tokens["outsider"]).json()["tokens"]
+    assert [t["id"] for t in listed] == [theirs.id]
+    assert api(client, "delete", f"/api/v1/tokens/{mine.id}", tokens["outsider"]).status_code == 404
+    for method, url in (("get", "/api/v1/tokens"), ("post", "/api/v1/tokens"), ("delete", f"/api/v1/tokens/{mine.id}")):
+        assert api(client, method, url, None, {} if method == "post" else None).status_code == 401, (method, url)
+    mine.refresh_from_db()
+    assert mine.revoked_at is None and api(client, "get", "/api/v1/models", tokens["owner"]).status_code == 200
+    # The owner revokes it: refused at once.
+    assert api(client, "delete", f"/api/v1/tokens/{mine.id}", tokens["owner"]).status_code == 204
+    assert api(client, "get", "/api/v1/models", tokens["owner"]).status_code == 401
+    assert api(client, "get", "/api/v1/models", tokens["outsider"]).status_code == 200
+
+
+def test_a_deactivated_owners_share_links_open_nothing(things, clients, owner):
+    link = ShareLink.share(owner, things["generation"])
+    url = f"/s/{link.token}/"
+    assert clients["anonymous"].get(url).status_code == 200
+    owner.is_active = False
+    owner.save(update_fields=["is_active"])
+    for who in ("outsider", "anonymous"):
+        response = clients[who].get(url)
+        assert response.status_code == 404 and "Blue." not in response.content.decode(), who
+    owner.is_active = True
+    owner.save(update_fields=["is_active"])
+    assert clients["anonymous"].get(url).status_code == 200  # the link itself was never revoked

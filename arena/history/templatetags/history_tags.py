@@ -3,7 +3,7 @@ from urllib.parse import urlencode
 from django import template
 from django.utils.safestring import mark_safe
 
-from arena.history.models import ShareLink, noun
+from arena.history.models import NEW_LINKS, ShareLink, noun
 from arena.playground import fragments
 
 register = template.Library()
@@ -17,16 +17,31 @@ def share_panel(context, obj):
     if obj is None or user is None or not user.is_authenticated or obj.owner_id != user.id:
         return {"show": False}
     link = ShareLink.objects.active().for_object(obj).first()
+    url = ""
+    if link is not None and (token := _new_link_token(request, link)):
+        link.token = token
+        url = request.build_absolute_uri(link.get_absolute_url())
     return {
         "show": True,
         "kind": ShareLink.kind_of(obj),
         "noun": noun(obj),
         "object": obj,
         "link": link,
-        "url": request.build_absolute_uri(link.get_absolute_url()) if link else "",
+        "url": url,  # the full link: only right after it was made (only a digest is stored)
         "blind": _blind(obj),
         "csrf_token": context.get("csrf_token"),
     }
+
+
+def _new_link_token(request, link) -> str:
+    """The token of a link the owner has just made, taken from their session (shown once)."""
+    session = getattr(request, "session", None)
+    waiting = session.get(NEW_LINKS) if session is not None else None
+    if not waiting or str(link.id) not in waiting:
+        return ""
+    token = waiting.pop(str(link.id))
+    session[NEW_LINKS] = waiting  # re-set: the session saves the change
+    return token
 
 
 def _blind(obj) -> bool:

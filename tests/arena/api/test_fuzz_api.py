@@ -60,6 +60,7 @@ SLUG_FIELDS = ("model", "left_model", "right_model", "judge")
 # the tests are collected, before any fixture runs, so the token must be known by then.
 TOKEN = TOKEN_PREFIX + secrets.token_urlsafe(32)
 REAL: dict = {}  # ids of the running test's real objects, by the path segment that names them
+FUZZ_TOKEN_ID = 987_654_321
 
 
 @schema.auth(refresh_interval=None)
@@ -79,7 +80,11 @@ def fuzz_world(owner, catalogue, settings):
     """TOKEN (stored as ApiToken.issue stores one), 16 enabled models, and one generation,
     comparison, tournament, suite and run of it of the owner's, their ids in REAL."""
     settings.ARENA_RATE_LIMIT_PER_MIN = settings.ARENA_MAX_CONCURRENT_PER_USER = 0
-    ApiToken.objects.create(user=owner, digest=hashlib.sha256(TOKEN.encode()).hexdigest(), hint=TOKEN[:12])
+    # Far from the ids DELETE /api/v1/tokens/{id} is fuzzed with, so the fuzzer never revokes its own
+    # token; a disposable one is the real id it may revoke.
+    _secret, disposable = ApiToken.create(owner, name="disposable")
+    ApiToken.objects.create(id=FUZZ_TOKEN_ID, user=owner, digest=hashlib.sha256(TOKEN.encode()).hexdigest(),
+                            hint=TOKEN[:12])
     terse = [ModelEntry.objects.create(**{**e, "slug": f"{e['slug']}-terse", "system_prompt": "Be terse."})
              for e in DEFAULT_ENTRIES]
     entries = catalogue + terse
@@ -91,6 +96,7 @@ def fuzz_world(owner, catalogue, settings):
     run = start_run(owner, suite=prompts, contestants=entries[:2])
     REAL.update(generations=str(gen.id), comparisons=str(battle.id), tournaments=str(tournament.id),
                 suites=str(prompts.id), matches=list(tournament.matches.values_list("id", flat=True)),
+                tokens=disposable.id,
                 **{"suite-runs": str(run.id)})
     yield
     REAL.clear()

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from arena.history import export
-from arena.history.models import ShareLink
+from arena.history.models import NEW_LINKS, ShareLink
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
 from tests.arena.factories import BLIND_PARAMS, PARAMS, comparison, finish, generation, identifiers
@@ -45,9 +45,22 @@ def play_through(t):
     return t
 
 
+_TOKENS: dict[str, str] = {}  # link id -> token, as the owner's session held it (only a digest is stored)
+
+
 def share(client, obj):
     kind = obj._meta.model_name
-    return client.post(reverse("share-create", args=[kind, obj.id]))
+    response = client.post(reverse("share-create", args=[kind, obj.id]))
+    _TOKENS.update(client.session.get(NEW_LINKS, {}))
+    return response
+
+
+def token_of(link) -> str:
+    return _TOKENS[str(link.id)]
+
+
+def url_of(link) -> str:
+    return f"/s/{token_of(link)}/"
 
 
 def rows_of(html: str) -> list[str]:
@@ -169,8 +182,8 @@ def test_an_unrevealed_tournament_names_no_model_in_history_share_pages_or_expor
         "/history/", "/history/comparisons/", "/history/tournaments/", "/history/shared/",
         t.get_absolute_url(), battle.get_absolute_url())}
     for link in ShareLink.objects.all():
-        pages[link.get_absolute_url()] = client.get(link.get_absolute_url())
-        pages["anonymous " + link.get_absolute_url()] = client.__class__().get(link.get_absolute_url())
+        pages[url_of(link)] = client.get(url_of(link))
+        pages["anonymous " + url_of(link)] = client.__class__().get(url_of(link))
     for name in ("battles", "generations"):
         for fmt in ("csv", "json"):
             pages[f"{name}.{fmt}"] = client.get(f"/history/export/{name}.{fmt}")
@@ -180,7 +193,7 @@ def test_an_unrevealed_tournament_names_no_model_in_history_share_pages_or_expor
         text = body.decode()
         for word in [*identifiers(catalogue), "12.5", "0.75 s"]:
             assert word not in text, (url, word)
-    shared_battle = client.get(ShareLink.objects.get(battle=battle).get_absolute_url()).content.decode()
+    shared_battle = client.get(url_of(ShareLink.objects.get(battle=battle))).content.decode()
     assert "Model A" in shared_battle and "Answer one." in shared_battle
     assert "Speeds are shown at the reveal." in shared_battle
     assert str(battle.id) not in json.dumps(read_json(client.get("/history/export/battles.json")))
@@ -191,10 +204,10 @@ def test_after_the_reveal_the_share_page_and_export_name_the_models(client, owne
     client.force_login(owner)
     share(client, t)
     link = ShareLink.objects.get(tournament=t)
-    running = client.get(link.get_absolute_url()).content.decode()
+    running = client.get(url_of(link)).content.decode()
     assert "Blind tournament" in running and "Contestant 1" in running
     play_through(t)
-    revealed = client.__class__().get(link.get_absolute_url()).content.decode()
+    revealed = client.__class__().get(url_of(link)).content.decode()
     assert "Tournament won by" in revealed and t.winner.name in revealed
     assert all(m.name in revealed for m in catalogue) and "An answer." in revealed
     exported = read_json(client.get("/history/export/battles.json", {"mode": "tournament"}))
@@ -214,13 +227,16 @@ def test_the_owner_shares_a_generation_and_anyone_with_the_link_reads_it(client,
     response = share(client, gen)
     assert response.status_code == 302 and response["Location"] == gen.get_absolute_url() + "#share"
     link = ShareLink.objects.get(generation=gen)
-    assert len(link.token) >= 32 and link.owner == owner and link.active
+    assert len(token_of(link)) >= 32 and link.owner == owner and link.active
     page = client.get(gen.get_absolute_url()).content.decode()
-    assert f"http://testserver/s/{link.token}/" in page and "Revoke link" in page
+    assert f"http://testserver{url_of(link)}" in page and "Revoke link" in page
+    # Shown once: only a digest is stored, so later the page says a link exists, by its first characters.
+    page = client.get(gen.get_absolute_url()).content.decode()
+    assert token_of(link) not in page and f"/s/{link.hint}…" in page and "Revoke link" in page
     assert share(client, gen).status_code == 302 and ShareLink.objects.count() == 1  # the same link again
 
     anonymous = client.__class__()
-    shared = anonymous.get(f"/s/{link.token}/")
+    shared = anonymous.get(url_of(link))
     html = shared.content.decode()
     assert shared.status_code == 200
     assert shared["Referrer-Policy"] == "no-referrer" and "noindex" in shared["X-Robots-Tag"]
@@ -239,7 +255,7 @@ def test_a_shared_comparison_is_read_only(client, owner, catalogue):
     client.force_login(owner)
     share(client, battle)
     link = ShareLink.objects.get(battle=battle)
-    html = client.__class__().get(link.get_absolute_url()).content.decode()
+    html = client.__class__().get(url_of(link)).content.decode()
     assert "Blue." in html and "Red." in html and "Gemma 3 270M (base)" in html and "Right is better" in html
     for action in ("vote", "rerun", "swap", "continue", "stop"):
         assert f"/{action}" not in html
@@ -250,7 +266,7 @@ def test_a_running_battle_is_shared_as_stored_and_says_so(client, owner, catalog
     battle = comparison(owner, catalogue[0], catalogue[3], texts=None)
     client.force_login(owner)
     share(client, battle)
-    html = client.__class__().get(ShareLink.objects.get().get_absolute_url()).content.decode()
+    html = client.__class__().get(url_of(ShareLink.objects.get())).content.decode()
     assert "Still running" in html and "ws-connect" not in html and "<form" not in html
 
 
@@ -299,8 +315,8 @@ def test_revoked_and_unknown_links_get_the_same_404_and_revoked_stays_revoked(cl
     assert not link.active
 
     anonymous = client.__class__()
-    revoked = anonymous.get(f"/s/{link.token}/")
-    unknown = anonymous.get(f"/s/{'x' * len(link.token)}/")
+    revoked = anonymous.get(url_of(link))
+    unknown = anonymous.get(f"/s/{'x' * len(token_of(link))}/")
     assert revoked.status_code == unknown.status_code == 404
     assert revoked.content == unknown.content
     assert "Blue." not in revoked.content.decode()
@@ -312,9 +328,9 @@ def test_revoked_and_unknown_links_get_the_same_404_and_revoked_stays_revoked(cl
     assert link.revoked_at == first_revoked_at
     share(client, gen)
     new = ShareLink.objects.active().get()
-    assert new.token != link.token
-    assert anonymous.get(f"/s/{new.token}/").status_code == 200
-    assert anonymous.get(f"/s/{link.token}/").status_code == 404
+    assert token_of(new) != token_of(link)
+    assert anonymous.get(url_of(new)).status_code == 200
+    assert anonymous.get(url_of(link)).status_code == 404
     assert "Share read-only link" not in client.get(gen.get_absolute_url()).content.decode()  # it shows the new one
 
 
@@ -333,12 +349,13 @@ def test_the_shared_links_list_shows_and_revokes(client, owner, outsider, catalo
     share(client, gen)
     link = ShareLink.objects.get(owner=owner)
     html = client.get("/history/shared/").content.decode()
-    assert "My shared prompt" in html and link.token in html and "Their shared prompt" not in html
+    assert "My shared prompt" in html and f"/s/{link.hint}…" in html and "Their shared prompt" not in html
+    assert token_of(link) not in html  # only a digest is stored: the list names a link by its first characters
     assert ">generation</a>" in html
     assert reverse("share-revoke", args=[link.id]) in html
     client.post(reverse("share-revoke", args=[link.id]), {"next": "/history/shared/"})
     html = client.get("/history/shared/").content.decode()
-    assert 'data-state="revoked"' in html and link.token not in html
+    assert 'data-state="revoked"' in html and f"/s/{link.hint}…" not in html
 
 
 def test_the_share_control_is_on_every_permalink_page(client, owner, catalogue):

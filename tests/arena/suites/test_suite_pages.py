@@ -1,6 +1,7 @@
 """The suite pages: list, create by typing, upload, view, delete, share; owner only."""
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -96,8 +97,9 @@ def test_a_share_link_shows_the_suite_read_only(mine, owner, client):
     s = suite(owner, {"prompt": "Capital?", "reference": "Paris"})
     assert mine.post(f"/history/share/suite/{s.id}").status_code == 302
     link = ShareLink.objects.get(suite=s)
-    assert "its prompts, system prompts, reference answers and constraints" in mine.get(
-        s.get_absolute_url()).content.decode()
+    page = mine.get(s.get_absolute_url()).content.decode()  # the full link, shown this once
+    assert "its prompts, system prompts, reference answers and constraints" in page
+    link.token = re.search(r'value="http://testserver/s/([\w-]+)/"', page).group(1)
     assert "prompt suite" in mine.get("/history/shared/").content.decode()
     client.logout()
     html = client.get(link.get_absolute_url()).content.decode()
