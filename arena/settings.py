@@ -239,6 +239,10 @@ ARENA_QUEUE_GRACE_S = float(os.environ.get("ARENA_QUEUE_GRACE_S", 60))
 ARENA_QUEUE_TIMEOUT_S = float(os.environ.get("ARENA_QUEUE_TIMEOUT_S", 900))
 ARENA_WORKER_LOG_DIR = DATA_DIR / "logs"
 ARENA_MAX_PROMPT_CHARS = int(os.environ.get("ARENA_MAX_PROMPT_CHARS", 32000))
+# A conversation (a follow-up's whole history, /v1/ messages, a tournament's API history): at most
+# this many user turns (0: no limit) and characters in all (unset: the prompt limit) (arena/conversations.py).
+ARENA_MAX_CONVERSATION_TURNS = int(os.environ.get("ARENA_MAX_CONVERSATION_TURNS", 20))
+ARENA_MAX_CONVERSATION_CHARS = int(os.environ.get("ARENA_MAX_CONVERSATION_CHARS", 0)) or None
 # WebSockets (arena/streams.py): the Redis connections one server process's sockets share, and
 # the least time between two frames of one socket (tokens that come meanwhile go together;
 # a first token after a pause and a generation's end go at once).

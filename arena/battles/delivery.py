@@ -13,6 +13,10 @@ from inference import protocol as p
 
 from .pacing import Pacer, SideView
 
+# The entries read from a stream's end to find its terminal event (the last one the worker
+# writes; a few more in case anything follows it).
+TAIL = 4
+
 
 def entry_time(entry_id) -> float:
     """Seconds since the epoch of a stream entry id ("1732390000123-0"): Redis's clock when it was written."""
@@ -31,6 +35,22 @@ def new_pacer() -> Pacer:
 def feed(pacer: Pacer, side: int, entries) -> None:
     for entry_id, fields in entries:
         pacer.add(side, entry_time(entry_id), p.parse_event(fields))
+
+
+def stream_outcomes(battle) -> list[str | None]:
+    """Each side's outcome as its stream tells it: the terminal event's type ("done", "failed",
+    "cancelled"), or None while it is still coming (or its stream is gone). The worker writes
+    the terminal event; the battle task stores the row a few milliseconds later, so a vote
+    right after both streams ended reads them here rather than the rows (Battle.votable)."""
+    client, keys = streams.client(), streams.keys()
+    pipe = client.pipeline()
+    for _side, gen in battle.sides:
+        pipe.xrevrange(keys.stream(str(gen.id)), count=TAIL)
+    outcomes: list[str | None] = []
+    for entries in pipe.execute():
+        kinds = [p.parse_event(fields)["type"] for _id, fields in entries]
+        outcomes.append(next((kind for kind in kinds if kind in p.TERMINAL_EVENTS), None))
+    return outcomes
 
 
 def paced_views(battle) -> list[SideView] | None:

@@ -126,10 +126,28 @@ class Battle(models.Model):
 
     @property
     def votable(self) -> bool:
-        """Both answers are in, and shown whole (a paced side still coming out is not judged)."""
-        stored = self.left.status == Generation.Status.DONE and self.right.status == Generation.Status.DONE
-        views = self.paced_views if stored else None
-        return stored and (views is None or all(v.state == Generation.Status.DONE for v in views))
+        """Both answers are in, and shown whole (a paced side still coming out is not judged).
+
+        "In" means its stream has ended with "done", as the page's socket saw it: the battle
+        task stores the rows a few milliseconds after the streams' terminal events, and a vote
+        in between must not be refused. A row stored as failed or cancelled is never judged."""
+        done = Generation.Status.DONE
+        if any(gen.finished and gen.status != done for _side, gen in self.sides):
+            return False
+        views = self.paced_views
+        if views is not None:  # paced: the views read the streams, and a side shows "done" only once all out
+            return all(v.state == done for v in views)
+        if self.answers_stored:
+            return True
+        from .delivery import stream_outcomes
+
+        return all(gen.status == done or outcome == done
+                   for (_side, gen), outcome in zip(self.sides, stream_outcomes(self), strict=True))
+
+    @property
+    def answers_stored(self) -> bool:
+        """Both answers are stored as done: what a follow-up needs (it copies their text)."""
+        return self.left.status == Generation.Status.DONE and self.right.status == Generation.Status.DONE
 
     def vote(self, outcome: str) -> bool:
         """Record the verdict once both answers are in; a later vote replaces it (a change of mind).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from arena import limits
+from arena import conversations, limits
 from arena.generations.models import Generation
 
 from .models import Battle
@@ -55,7 +55,10 @@ def rerun(battle: Battle, *, swap: bool = False) -> Battle:
 
 
 def follow_up(battle: Battle, prompt: str) -> Battle:
-    """Another turn on both sides, each continuing its own conversation."""
+    """Another turn on both sides, each continuing its own conversation. Raises
+    conversations.ConversationTooLong (nothing created) when either side's would be past a limit."""
+    for _side, gen in battle.sides:
+        conversations.check(prompt=prompt, history=gen.conversation(), system_prompt=gen.system_prompt)
     return start_battle(battle.owner, prompt=prompt, mode=battle.mode, blind=battle.blind, parent=battle,
                         tag=battle.tag,
                         sides={side: _side_settings(gen, gen.conversation()) for side, gen in battle.sides})

@@ -7,6 +7,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from arena.catalogue.models import ModelEntry
+from arena.conversations import ConversationTooLong
 from arena.limits import LimitExceeded, refused_page
 
 from . import services
@@ -125,8 +126,12 @@ def battle_swap(request, battle_id):
 def battle_continue(request, battle_id):
     battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
     form = FollowUpForm(request.POST)
-    if not battle.votable:
+    if not battle.answers_stored or not battle.votable:  # stored: the follow-up copies both answers' text
         form.add_error(None, "Both answers must be complete before the conversation can go on.")
     if form.errors or not form.is_valid():
         return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)
-    return _start_from(request, battle, lambda: services.follow_up(battle, form.cleaned_data["prompt"]), form)
+    try:
+        return _start_from(request, battle, lambda: services.follow_up(battle, form.cleaned_data["prompt"]), form)
+    except ConversationTooLong as exc:
+        form.add_error(None, f"{exc.message} Start a new comparison to go on.")
+        return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)

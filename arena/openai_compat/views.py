@@ -22,7 +22,7 @@ from django.db import transaction
 from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from arena import jsonbody, limits, streams
+from arena import conversations, jsonbody, limits, streams
 from arena.accounts.models import ApiToken
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
@@ -128,10 +128,14 @@ async def chat_completions(request):
     entry = await ModelEntry.objects.enabled().filter(slug=chat.model).afirst()
     if entry is None:
         raise model_not_found(chat.model)
-    limit = settings.ARENA_MAX_PROMPT_CHARS
-    if chat.total_chars() > limit:
-        raise invalid(f"Invalid 'messages': {chat.total_chars()} characters in all, at most {limit} allowed.",
-                      "messages", "string_above_max_length")
+    try:
+        conversations.check(prompt=chat.prompt, history=chat.history, system_prompt=chat.system_prompt)
+    except conversations.ConversationTooLong as exc:
+        if exc.limit == conversations.TURNS:
+            raise invalid(f"Invalid 'messages': {exc.current} user turns, at most {exc.allowed} allowed "
+                          "(the conversation limit).", "messages", "array_above_max_length") from exc
+        raise invalid(f"Invalid 'messages': {exc.current} characters in all, at most {exc.allowed} allowed.",
+                      "messages", "string_above_max_length") from exc
     try:
         params = entry.params_with_defaults(chat.params).to_dict()
     except ParamError as exc:  # the entry's defaults with these overrides

@@ -4,10 +4,10 @@ Until a tournament ends its state names no contestant: slots carry neutral label
 battle sides "Model A"/"Model B", with their status and text but no model, speed or
 failure reason. The contestants a client sent are not echoed back."""
 
-from django.conf import settings
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
+from arena import conversations
 from arena.api.auth import error, form_error, json_body, token_required
 
 from . import display
@@ -36,10 +36,14 @@ def _check_size(body: dict, history: list) -> None:
     OpenAI-compatible API counts it (without one, the form's limit on each field is clearer)."""
     if not history:
         return
-    limit = settings.ARENA_MAX_PROMPT_CHARS
-    total = len(body.get("prompt", "")) + len(body.get("system_prompt", "")) + sum(len(t["content"]) for t in history)
-    if total > limit:
-        raise ValueError(f"prompt, system_prompt and history are {total} characters in all, at most {limit} allowed.")
+    try:
+        conversations.check(prompt=body.get("prompt", ""), history=history, system_prompt=body.get("system_prompt", ""))
+    except conversations.ConversationTooLong as exc:
+        if exc.limit == conversations.TURNS:
+            raise ValueError(f"history and prompt are {exc.current} user turns, at most {exc.allowed} allowed "
+                             "(the conversation limit).") from exc
+        raise ValueError(f"prompt, system_prompt and history are {exc.current} characters in all, "
+                         f"at most {exc.allowed} allowed.") from exc
 
 
 @require_POST
