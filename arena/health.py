@@ -6,10 +6,16 @@ and error texts are for staff signed in to the site: polled during a blind tourn
 worker list would show which pair starts (and pre-warming, which pair comes next). Even a
 staff user does not see their own unrevealed blind tournament's contestants one by one
 (arena/tournaments/secrecy.py): those workers are only counted under "hidden".
+
+The checks are computed at most once per ARENA_HEALTH_CACHE_S (5 s) per process (`_checks`):
+a flood of requests cannot make the app ping Celery, which waits up to a second, once each.
 """
 
+import os
+import threading
 import time
 
+from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
@@ -55,12 +61,11 @@ def _orchestrator():
         raise RuntimeError("the orchestrator is not heartbeating")
 
 
-def _inference_workers(viewer):
-    live = list(WorkerProcess.objects.filter(state__in=["starting", "ready", "stopping"]))
+def _inference_workers(viewer, live: list[tuple[str, str, str]]) -> dict:
     hide = secret_slugs(viewer)
-    detail = {"workers": [{"worker_id": w.worker_id, "model": w.slug, "state": w.state}
-                          for w in live if w.slug not in hide]}
-    hidden = sum(w.slug in hide for w in live)
+    detail: dict = {"workers": [{"worker_id": worker_id, "model": slug, "state": state}
+                                for worker_id, slug, state in live if slug not in hide]}
+    hidden = sum(slug in hide for _w, slug, _s in live)
     if hidden:
         detail["hidden"] = {"label": HIDDEN_LABEL, "workers": hidden}
     return detail
@@ -76,18 +81,64 @@ def _staff(request):
         return None
 
 
+def _cache_s() -> float:
+    return float(getattr(settings, "ARENA_HEALTH_CACHE_S", os.environ.get("ARENA_HEALTH_CACHE_S", 5)))
+
+
+_cached: tuple[float, dict, list] | None = None  # (when, checks, live workers as (id, slug, state))
+_lock = threading.Lock()
+
+
+def _live_workers() -> list[tuple[str, str, str]]:
+    return list(WorkerProcess.objects.filter(state__in=["starting", "ready", "stopping"])
+                .values_list("worker_id", "slug", "state"))
+
+
+def _checks() -> tuple[dict, list]:
+    """The checks, computed at most once per ARENA_HEALTH_CACHE_S (5 s; a failing answer at most
+    once a second) in this process: a flood of requests pings Celery (which waits up to a second)
+    once per period, not once each."""
+    global _cached
+    with _lock:  # requests arriving while one computes wait for its answer
+        if _cached is not None:
+            ok = all(check["ok"] for check in _cached[1].values())
+            # a failing answer is kept at most a second, so a recovery shows at once
+            if time.monotonic() - _cached[0] < (_cache_s() if ok else min(_cache_s(), 1.0)):
+                return _cached[1], _cached[2]
+        workers: list = []
+
+        def inference_workers():
+            workers.extend(_live_workers())
+
+        checks = {
+            "database": _check(_database),
+            "redis": _check(_redis),
+            "celery": _check(_celery),
+            "orchestrator": _check(_orchestrator),
+            "inference_workers": _check(inference_workers),
+        }
+        _cached = (time.monotonic(), checks, workers)
+        return checks, workers
+
+
+def reset_cache() -> None:
+    global _cached
+    with _lock:
+        _cached = None
+
+
 @never_cache
 @require_GET
 def healthz(request):
     staff = _staff(request)
-    checks = {
-        "database": _check(_database),
-        "redis": _check(_redis),
-        "celery": _check(_celery),
-        "orchestrator": _check(_orchestrator),
-        "inference_workers": _check(lambda: _inference_workers(staff)),
-    }
+    checks, workers = _checks()
     ok = all(check["ok"] for check in checks.values())
     if staff is None:  # the verdict only: no model, count, timing or error text
         checks = {name: {"ok": check["ok"]} for name, check in checks.items()}
+    else:  # the workers' list as this viewer may see it
+        try:
+            detail = _inference_workers(staff, workers)
+        except Exception:  # the database went away since: the checks say so
+            detail = {}
+        checks = {**checks, "inference_workers": {**checks["inference_workers"], **detail}}
     return JsonResponse({"status": "ok" if ok else "unavailable", "checks": checks}, status=200 if ok else 503)

@@ -325,6 +325,15 @@ class Keys:
         (AWQ-quantised) ahead of its first use; it expires soon after its preparer stops."""
         return f"{self.prefix}:preparation:{slug}"
 
+    def verdict_generation(self) -> str:
+        """Counter bumped whenever a verdict lands or changes what counts: the leaderboard's
+        cached results are keyed by it (arena/leaderboard/cache.py)."""
+        return f"{self.prefix}:leaderboard:verdict-generation"
+
+    def share_views(self) -> str:
+        """Hash: share link id -> views not yet added to the database (arena/history/view_counts.py)."""
+        return f"{self.prefix}:share-views:pending"
+
     def node_queue(self, node_id: str) -> str:
         """The Celery queue a node's agent consumes (a queue name, not a key)."""
         return f"{self.prefix}.node.{node_id}"

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from arena.api.auth import error, token_required
 from arena.battles.models import Battle
 
-from . import export, queries, share
+from . import export, queries, share, view_counts
 from .models import NEW_LINKS, ShareLink
 
 PER_PAGE = 25
@@ -91,7 +91,7 @@ def shared_page(request, token):
     if link is None:
         raise Http404("No such link.")
     template, context = share.page(link)
-    link.note_view()
+    view_counts.note(link)  # in Redis: a public view writes nothing to the database
     response = render(request, template, {**context, "link": link})
     response["Referrer-Policy"] = "no-referrer"  # the token must not leave in a Referer header
     response["X-Robots-Tag"] = "noindex, nofollow"

@@ -1,7 +1,7 @@
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from . import frontier, measures, ratings, records, style, validity
+from . import cache, frontier, measures, ratings, records, style, validity
 from .agreement import agreement
 from .charts import scale
 from .records import MODES, PERIODS, SOURCES, battle_records, flagged_count, names, tags
@@ -16,34 +16,52 @@ def leaderboard(request):
     control on request (style=1: ratings with and without it, and the style coefficients)."""
     mode = request.GET.get("mode") if request.GET.get("mode") in MODES else "all"
     period = request.GET.get("days") if request.GET.get("days") in PERIODS else "all"
-    tag_choices = tags()
+    tag_choices = cache.cached("tags", (), tags)
     tag = request.GET.get("tag") if request.GET.get("tag") in tag_choices else ""
     flagged = request.GET.get("flagged") == "include"  # blind verdicts where an answer names a contestant
     source = request.GET.get("source") if request.GET.get("source") in SOURCES else "human"
     controlled = request.GET.get("style") == "1"
-    verdicts = battle_records(mode, PERIODS[period], tag, flagged, source)
-    triples = [(left, right, score) for left, right, score, _t in verdicts]
-    plain = ratings.leaderboard(triples)
-    fit = _style_fit(mode, PERIODS[period], tag, flagged, source) if controlled else None
+    # Everything computed from the verdicts is the same for every viewer: cached per filter
+    # until a verdict lands (cache.py). The names, the structured-output rates and the frontier
+    # (the viewer's secret models left out, live workers' memory) are read on each request.
+    results = cache.cached("results", (mode, period, tag, flagged, source, controlled),
+                           lambda: _results(mode, PERIODS[period], tag, flagged, source, controlled))
+    plain, fit = results["plain"], results["fit"]
     rows = fit.ratings if fit else plain
-    from_tournaments = _tournament_counts(verdicts)
     labels = names()
     without = {r.model: r for r in plain}
-    table = [{"row": r, "name": labels.get(r.model, r.model), "from_tournaments": from_tournaments.get(r.model, 0),
-              "plain": without[r.model]} for r in rows]
+    table = [{"row": r, "name": labels.get(r.model, r.model),
+              "from_tournaments": results["from_tournaments"].get(r.model, 0), "plain": without[r.model]}
+             for r in rows]
     context = {
         "table": table, "modes": MODES, "mode": mode, "periods": PERIODS, "period": period,
         "tags": tag_choices, "tag": tag, "flagged": flagged,
-        "flagged_count": flagged_count(mode, PERIODS[period], tag, source),
+        "flagged_count": results["flagged_count"],
         "sources": SOURCES, "source": source, "source_label": SOURCES[source],
-        "agreement": agreement(records.agreement_records(mode, PERIODS[period], tag, flagged)),
+        "agreement": results["agreement"],
         "style": controlled, "coefficients": fit.coefficients if fit else [],
-        "battles": len(verdicts), "tournament_battles": sum(1 for *_x, t in verdicts if t),
-        "chart": _chart(table), "matrix": _matrix(table, ratings.win_matrix(triples)),
+        "battles": results["battles"], "tournament_battles": results["tournament_battles"],
+        "chart": _chart(table), "matrix": _matrix(table, results["cells"]),
         "validity": validity.rates(),
         "frontier": frontier.charts(measures.points(request.user, {r.model: r.rating for r in rows}, labels)),
     }
     return render(request, "leaderboard/leaderboard.html", context)
+
+
+def _results(mode: str, days: int | None, tag: str, flagged: bool, source: str, controlled: bool) -> dict:
+    """What the page shows of one filter's verdicts: ratings (with style control if asked), the
+    win matrix, the agreement, the counts."""
+    verdicts = battle_records(mode, days, tag, flagged, source)
+    triples = [(left, right, score) for left, right, score, _t in verdicts]
+    return {
+        "plain": ratings.leaderboard(triples),
+        "fit": _style_fit(mode, days, tag, flagged, source) if controlled else None,
+        "from_tournaments": _tournament_counts(verdicts),
+        "flagged_count": flagged_count(mode, days, tag, source),
+        "agreement": agreement(records.agreement_records(mode, days, tag, flagged)),
+        "battles": len(verdicts), "tournament_battles": sum(1 for *_x, t in verdicts if t),
+        "cells": ratings.win_matrix(triples),
+    }
 
 
 def _style_fit(*filters) -> ratings.StyleFit:

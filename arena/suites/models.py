@@ -264,7 +264,12 @@ class SuiteRun(models.Model):
 
     def reveal_for(self, user) -> int:
         """Show `user` the names behind their blind verdicts on this run; how many were hidden."""
-        return self.people_verdicts(user).filter(revealed=False).update(revealed=True)
+        from arena.leaderboard.cache import bump_now_and_on_commit
+
+        revealed = self.people_verdicts(user).filter(revealed=False).update(revealed=True)
+        if revealed:
+            bump_now_and_on_commit()  # the revealed verdicts now count on the leaderboard
+        return revealed
 
 
 class Pair(NamedTuple):

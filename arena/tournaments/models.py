@@ -217,6 +217,9 @@ class Tournament(models.Model):
         if claimed:
             self.state, self.winner, self.finished_at = self.State.FINISHED, winner, timezone.now()
             self.battles().update(revealed=True)
+            from arena.leaderboard.cache import bump_now_and_on_commit
+
+            bump_now_and_on_commit()  # the revealed verdicts now count on the leaderboard
 
     def battles(self):
         """Every battle run for this tournament's matches (re-runs included)."""

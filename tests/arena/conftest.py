@@ -1,3 +1,5 @@
+import contextlib
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -31,3 +33,19 @@ def token(owner):
     from arena.accounts.models import ApiToken
 
     return ApiToken.issue(owner)
+
+
+@pytest.fixture(autouse=True)
+def _no_cached_pages_from_another_test():
+    """Django's cache (per process), /healthz's checks and share links' uncounted views outlive a
+    test's database: each test starts without another's (docs/security.md, "Cached pages")."""
+    from django.core.cache import caches
+
+    from arena import health, streams
+
+    for cache in caches.all(initialized_only=True):
+        cache.clear()
+    health.reset_cache()
+    with contextlib.suppress(Exception):  # a test that stopped Redis on purpose: nothing was counted there
+        streams.client().delete(streams.keys().share_views())
+    yield

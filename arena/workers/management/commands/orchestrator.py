@@ -5,6 +5,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from arena.generations.sweeper import Sweeper
+from arena.history.view_counts import Flusher
 from arena.suites.runner import Kicker
 from arena.workers.models import DatabaseRecorder
 from inference.protocol import Keys
@@ -46,11 +47,12 @@ class Command(BaseCommand):
         self.stdout.write(f"Orchestrator running ({settings.ARENA_ORCHESTRATOR_BACKEND} backend)")
         # This process always runs, once: it also ends generations whose Celery task has gone, and
         # restarts the steps of suite runs whose Celery worker went.
-        sweeper, kicker = Sweeper(client), Kicker()
+        sweeper, kicker, share_views = Sweeper(client), Kicker(), Flusher()
 
         def on_tick() -> None:
             sweeper.maybe_sweep()
             kicker.maybe_kick()
+            share_views.maybe_flush()  # share links' views counted in Redis, into the database
 
         orchestrator.run(should_stop=lambda: bool(stopping), on_tick=on_tick)
         self.stdout.write("Orchestrator stopped; all workers stopped")
