@@ -69,7 +69,8 @@ def generation_json(gen: Generation) -> dict:
         },
         # Everything the worker measured, in the shape of vLLM's per-request metrics
         # (queue time, inter-token latency mean/p95, speculative acceptance rate, ...).
-        "request_metrics": gen.metrics,
+        # (Not the raw failure line kept for staff: public_reason's failure_reason is what users read.)
+        "request_metrics": {k: v for k, v in (gen.metrics or {}).items() if k != "failure_detail"},
         "created_at": gen.created_at.isoformat(),
         "finished_at": gen.finished_at.isoformat() if gen.finished_at else None,
         "url": gen.get_absolute_url(),

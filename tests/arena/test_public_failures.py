@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+from arena.api.views import generation_json
 from arena.catalogue.models import ModelEntry
 from arena.catalogue.probe import _result
 from arena.generations.models import Generation
@@ -28,6 +29,8 @@ def test_a_stored_failure_carries_no_path_and_staff_keep_the_line(owner, smollm)
     assert "Traceback" not in gen.failure_reason and gen.failure_reason.startswith("The model failed to load")
     assert gen.metrics["failure_detail"] == RAW
     assert RAW in _result(smollm, gen).error  # the probe is staff's: the full line
+    shown = generation_json(gen)  # what the owner's API client reads
+    assert "failure_detail" not in shown["request_metrics"] and "/home" not in str(shown)
 
 
 def test_a_package_source_is_validated_without_importing_it(tmp_path, monkeypatch, catalogue):
