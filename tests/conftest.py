@@ -5,6 +5,7 @@ works under its own key prefix so it never meets another session's keys.
 """
 
 import os
+import textwrap
 import uuid
 
 import pytest
@@ -98,3 +99,22 @@ def _drop_postgres_test_database(db: dict) -> None:
     with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], password=db["PASSWORD"],
                          dbname="postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def booby_trapped(tmp_path, monkeypatch):
+    """A package `trap_gguf_pkg` whose import leaves a mark (the returned path): MODEL_NAME and
+    assemble() as chunked GGUF packages have, to show a source is checked without importing it."""
+    package = tmp_path / "trap_gguf_pkg"
+    package.mkdir()
+    marker = tmp_path / "imported"
+    (package / "__init__.py").write_text(textwrap.dedent(f"""
+        open({str(marker)!r}, "w").write("ran")
+        MODEL_NAME = "trap.gguf"
+
+        def assemble(output_path):
+            raise RuntimeError("never in the web process")
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("ARENA_MODEL_CACHE", str(tmp_path / "cache"))
+    return marker

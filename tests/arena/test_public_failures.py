@@ -2,8 +2,6 @@
 (Generation.metrics["failure_detail"], the catalogue probe); and an admin's package source is
 validated without importing the package (inference/sources.check_source)."""
 
-import textwrap
-
 import pytest
 
 from arena.api.views import generation_json
@@ -33,20 +31,8 @@ def test_a_stored_failure_carries_no_path_and_staff_keep_the_line(owner, smollm)
     assert "failure_detail" not in shown["request_metrics"] and "/home" not in str(shown)
 
 
-def test_a_package_source_is_validated_without_importing_it(tmp_path, monkeypatch, catalogue):
-    package = tmp_path / "trap_admin_pkg"
-    package.mkdir()
-    marker = tmp_path / "imported"
-    (package / "__init__.py").write_text(textwrap.dedent(f"""
-        open({str(marker)!r}, "w").write("ran")
-        MODEL_NAME = "trap.gguf"
-
-        def assemble(output_path):
-            raise RuntimeError("never in the web process")
-    """))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("ARENA_MODEL_CACHE", str(tmp_path / "cache"))
-    entry = ModelEntry(slug="trap", name="Trap", engine=ModelEntry.Engine.LLAMACPP, source="package:trap_admin_pkg",
+def test_a_package_source_is_validated_without_importing_it(booby_trapped, catalogue):
+    entry = ModelEntry(slug="trap", name="Trap", engine=ModelEntry.Engine.LLAMACPP, source="package:trap_gguf_pkg",
                        gguf_file="trap.gguf", memory_estimate_mb=100)
     errors = {}
     try:
@@ -54,4 +40,4 @@ def test_a_package_source_is_validated_without_importing_it(tmp_path, monkeypatc
     except Exception as exc:  # other fields' errors do not matter here
         errors = getattr(exc, "message_dict", {"?": [str(exc)]})
     assert "source" not in errors, errors
-    assert not marker.exists()
+    assert not booby_trapped.exists()

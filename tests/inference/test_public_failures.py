@@ -3,7 +3,6 @@ tell a user no server path or traceback (inference/sources.check_source, inferen
 
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -41,24 +40,6 @@ def test_paths_and_tracebacks_are_dropped(raw, public):
 ])
 def test_a_plain_reason_is_left_alone(text):
     assert public_reason(text) == text
-
-
-@pytest.fixture
-def booby_trapped(tmp_path, monkeypatch):
-    """A package whose import leaves a mark: MODEL_NAME and assemble() as chunked GGUF packages have."""
-    package = tmp_path / "trap_gguf_pkg"
-    package.mkdir()
-    marker = tmp_path / "imported"
-    (package / "__init__.py").write_text(textwrap.dedent(f"""
-        open({str(marker)!r}, "w").write("ran")
-        MODEL_NAME = "trap.gguf"
-
-        def assemble(output_path):
-            raise RuntimeError("never in the web process")
-    """))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("ARENA_MODEL_CACHE", str(tmp_path / "cache"))
-    return marker
 
 
 def test_a_chunked_package_is_validated_without_being_imported(booby_trapped):
