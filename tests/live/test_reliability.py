@@ -235,7 +235,12 @@ def test_orchestrator_killed_mid_stream_the_generation_fails_with_a_reason(app, 
     # both say it failed, and why.
     assert end["type"] == "failed", end
     body = app.wait_generation(token, gen_id, timeout=30)
-    assert body["status"] == "failed" and body["failure_reason"] == WORKER_STOPPED, body
+    # Two honest tellings race: the worker's own FAILED event as it stops (WORKER_STOPPED), or the
+    # follower seeing the worker's stopped record first (its "stopped ... send again to retry").
+    assert body["status"] == "failed", body
+    assert body["failure_reason"] == WORKER_STOPPED or (
+        body["failure_reason"].startswith("The model worker") and "partial answer was kept" in body["failure_reason"]
+    ), body
     assert body["text"]
     _wait_gone(app, worker, 15)  # not orphaned
     unchanged(app, token, stored)
