@@ -248,6 +248,11 @@ ARENA_MAX_CONVERSATION_CHARS = int(os.environ.get("ARENA_MAX_CONVERSATION_CHARS"
 # a first token after a pause and a generation's end go at once).
 ARENA_WS_REDIS_CONNECTIONS = int(os.environ.get("ARENA_WS_REDIS_CONNECTIONS", 8))
 ARENA_WS_FRAME_INTERVAL_MS = float(os.environ.get("ARENA_WS_FRAME_INTERVAL_MS", 30))
+# Live WebSockets per user across every server process (0: no cap; staff too): the next is
+# closed with 4429 and a message. A socket's slot in Redis is renewed while it lives, so one of
+# a killed process lapses within the TTL (arena/accounts/socket_cap.py).
+ARENA_MAX_SOCKETS_PER_USER = int(os.environ.get("ARENA_MAX_SOCKETS_PER_USER", 20))
+ARENA_WS_SLOT_TTL_S = float(os.environ.get("ARENA_WS_SLOT_TTL_S", 60))
 
 LOGGING = {
     "version": 1,

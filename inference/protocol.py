@@ -312,9 +312,14 @@ class Keys:
         return f"{self.prefix}:nodes"
 
     def logged_out(self) -> str:
-        """Pub/sub channel: the digest of a session that logged out; every server process closes
-        that session's WebSockets (arena/accounts/sockets.py)."""
+        """Pub/sub channel: the digest of a session that logged out, or of a user deactivated;
+        every server process closes that session's or user's WebSockets (arena/accounts/sockets.py)."""
         return f"{self.prefix}:sessions:logged-out"
+
+    def socket_slots(self, user_id) -> str:
+        """Sorted set: a user's live WebSockets across server processes, each scored by when its
+        slot lapses unless renewed (arena/accounts/socket_cap.py)."""
+        return f"{self.prefix}:limits:sockets:{user_id}"
 
     def rate_limit(self, user_id) -> str:
         """Sorted set: the times of a user's recent starts (arena/limits.py's sliding window)."""

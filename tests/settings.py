@@ -31,3 +31,5 @@ else:
 # them (tests/arena/test_limits.py sets its own); the checks still run on every start.
 ARENA_RATE_LIMIT_PER_MIN = 10_000
 ARENA_MAX_CONCURRENT_PER_USER = 10_000
+# The same for live sockets per user (arena/accounts/socket_cap.py; its tests set their own cap).
+ARENA_MAX_SOCKETS_PER_USER = 10_000

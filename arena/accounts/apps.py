@@ -6,9 +6,13 @@ class AccountsConfig(AppConfig):
     label = "accounts"
 
     def ready(self):
+        from django.conf import settings
         from django.contrib.auth.signals import user_logged_in, user_logged_out
+        from django.db.models.signals import post_save
 
         from . import sockets, throttle
 
         user_logged_in.connect(throttle.reset_on_success, dispatch_uid="arena-login-reset-throttle")
         user_logged_out.connect(sockets.close_on_logout, dispatch_uid="arena-logout-closes-sockets")
+        post_save.connect(sockets.close_on_deactivation, sender=settings.AUTH_USER_MODEL,
+                          dispatch_uid="arena-deactivation-closes-sockets")

@@ -1,4 +1,4 @@
-"""A session's WebSockets close when it logs out.
+"""A session's WebSockets close when it logs out, and a user's when the user is deactivated.
 
 Sockets authenticate from the session cookie once, at the handshake; without this one
 opened before a logout would go on streaming to whoever holds the page. Every accepted
@@ -7,6 +7,10 @@ session key in its event loop's registry; logging out (Django's `user_logged_out
 the session is flushed) publishes that digest on a Redis channel (`Keys.logged_out`), and
 each server process's listener closes its sockets of that session with code 4401. Only the
 session that logged out: the same user's other sessions (another browser) keep theirs.
+Each socket also registers under a digest of its user: a user saved with is_active False (the
+admin, a shell, anything that saves the model; a queryset `update()` sends no signal) has that
+digest published on the same channel, and every socket of the user closes (4401), in every
+process. A deactivated user's session no longer authenticates, so none opens again.
 
 There is no Channels layer (arena/settings.py says why), hence Redis pub/sub: one
 subscription per event loop (per daphne process), opened with its first socket and closed
@@ -33,6 +37,24 @@ def session_digest(session_key: str) -> str:
     return hashlib.sha256(f"arena-session:{session_key}".encode()).hexdigest()
 
 
+def user_digest(user_id) -> str:
+    return hashlib.sha256(f"arena-user:{user_id}".encode()).hexdigest()
+
+
+def _publish(digest: str) -> None:
+    streams.client().publish(streams.keys().logged_out(), digest)
+
+
+def close_on_deactivation(sender, instance, created, **kwargs) -> None:
+    """`post_save` of the user model: an inactive user's sockets close in every process."""
+    if created or instance.is_active:
+        return
+    try:
+        _publish(user_digest(instance.pk))
+    except Exception:  # saving a user must succeed without Redis
+        log.warning("Could not tell the server processes to close a deactivated user's sockets")
+
+
 def close_on_logout(sender, request, user, **kwargs) -> None:
     """`user_logged_out`: tell every server process to close this session's sockets."""
     session = getattr(request, "session", None)
@@ -40,13 +62,14 @@ def close_on_logout(sender, request, user, **kwargs) -> None:
     if not key:
         return
     try:
-        streams.client().publish(streams.keys().logged_out(), session_digest(key))
+        _publish(session_digest(key))
     except Exception:  # a logout must succeed without Redis
         log.warning("Could not tell the server processes to close a logged-out session's sockets")
 
 
 class Registry:
-    """One event loop's open sockets by session digest, and the subscription that closes them."""
+    """One event loop's open sockets by digest (of their session, and of their user), and the
+    subscription that closes them."""
 
     def __init__(self):
         self.sockets: dict[str, set] = {}
@@ -112,8 +135,12 @@ def registry() -> Registry:
     return found
 
 
-def scope_digest(scope) -> str | None:
-    """The digest of the socket's session, or None (no session cookie)."""
+def scope_digests(scope) -> list[str]:
+    """The digests a socket is closed by: its session's (if it has a session cookie) and its user's."""
     session = scope.get("session")
     key = getattr(session, "session_key", None) if session is not None else None
-    return session_digest(key) if key else None
+    user = scope.get("user")
+    digests = [session_digest(key)] if key else []
+    if user is not None and user.is_authenticated:
+        digests.append(user_digest(user.pk))
+    return digests

@@ -10,7 +10,8 @@ two; coalesced, at most one frame every ARENA_WS_FRAME_INTERVAL_MS (never holdin
 first entry after a pause nor an end), and the database's outcome for a stream that expired.
 The generation page's socket (arena/playground) and a battle's (arena/battles) are
 `StreamSocket`s that say how events become frames. Every `ArenaSocket` closes (4401) when the
-session it was opened with logs out (arena/accounts/sockets.py).
+session it was opened with logs out or its user is deactivated (arena/accounts/sockets.py), and
+one over its user's cap of live sockets is closed (4429) with a message (arena/accounts/socket_cap.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from arena import streams
-from arena.accounts import sockets
+from arena.accounts import socket_cap, sockets
 from inference import protocol as p
 
 log = logging.getLogger(__name__)
@@ -69,20 +70,27 @@ class ArenaSocket(AsyncWebsocketConsumer):
         if subject is None:
             await self.close(code=self.REFUSED)
             return
-        self.subject = subject
         await self.accept()
-        # Closed (4401) when its session logs out (arena/accounts/sockets.py).
-        self.session_digest = sockets.scope_digest(self.scope)
-        if self.session_digest:
-            sockets.registry().add(self.session_digest, self)
+        self.slot = await socket_cap.slots().take(self.scope["user"].pk)
+        if self.slot is None:  # accepted only to say why: `subject` unset, so `disconnect` has nothing to undo
+            allowed = settings.ARENA_MAX_SOCKETS_PER_USER
+            await self.send_error(socket_cap.too_many_message(allowed))
+            await self.close(code=socket_cap.TOO_MANY, reason=socket_cap.too_many_reason(allowed))
+            return
+        self.subject = subject
+        # Closed (4401) when its session logs out or its user is deactivated (arena/accounts/sockets.py).
+        self.digests = sockets.scope_digests(self.scope)
+        for digest in self.digests:
+            sockets.registry().add(digest, self)
         await self.opened()
         self.pumping = asyncio.create_task(self._pump())
 
     async def disconnect(self, code):
         if getattr(self, "subject", None) is None:
             return  # refused: nothing was opened
-        if getattr(self, "session_digest", None):
-            await sockets.registry().remove(self.session_digest, self)
+        await socket_cap.slots().release(self.slot)
+        for digest in getattr(self, "digests", ()):
+            await sockets.registry().remove(digest, self)
         pumping = getattr(self, "pumping", None)  # None if `opened` failed
         if pumping is not None:
             pumping.cancel()

@@ -6,7 +6,7 @@ events with `?format=json` (one event a frame)."""
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from urllib.parse import parse_qs
 
 from arena.generations.consumers import StreamSocket
@@ -26,9 +26,13 @@ class GenerationConsumer(StreamSocket):
     def subject_for(self, user, url_kwargs: dict):
         return Generation.objects.visible().filter(id=url_kwargs["generation_id"], owner=user).first()
 
-    async def opened(self) -> None:
+    @cached_property
+    def as_json(self) -> bool:
+        """Known before `opened`: a refusal at the handshake (too many sockets) is sent in the client's format too."""
         query = parse_qs(self.scope.get("query_string", b"").decode())
-        self.as_json = query.get("format") == ["json"]
+        return query.get("format") == ["json"]
+
+    async def opened(self) -> None:
         self.created_at = self.subject.created_at.timestamp()
         self.ended = False  # the stream's outcome has been shown
         await super().opened()

@@ -153,6 +153,7 @@ def running_app(redis_url: str, data_dir: Path, **env_overrides: str):
         # off unless a test passes its own (see arena/limits.py).
         "ARENA_RATE_LIMIT_PER_MIN": "0",
         "ARENA_MAX_CONCURRENT_PER_USER": "0",
+        "ARENA_MAX_SOCKETS_PER_USER": "0",  # a load's viewers are a few users' many sockets
         # No background AWQ preparation (tests/arena/catalogue/test_preparation.py has its own):
         # on a fresh machine it would quantise beside every test of the session.
         "ARENA_PREPARE_MODELS": "0",
