@@ -26,7 +26,7 @@ HEARTBEAT_INTERVAL_S = 1.0
 HEARTBEAT_TTL_S = 5
 
 # Event types written to a generation's stream.
-QUEUED = "queued"  # accepted; waiting for a worker
+QUEUED = "queued"  # accepted; waiting for a free slot: {"position", "waiting", "elapsed_s"}
 LOADING = "loading"  # a worker for the model is starting: {"elapsed_s", "model", "progress"}
 STARTED = "started"  # a worker took the job: {"prompt_tokens", "queue_s"}
 TOKEN = "token"  # {"text": the new text, "n": generated tokens so far}
@@ -252,6 +252,10 @@ class Keys:
     def suite_run_lock(self, run_id: str) -> str:
         """Held by the suite run's step under way (arena.suites.runner): one step of a run at a time."""
         return f"{self.prefix}:suite-run:{run_id}:lock"
+
+    def admission_lock(self) -> str:
+        """Held by the one pass of the fair line under way (arena.generations.admission)."""
+        return f"{self.prefix}:admission:lock"
 
     def viewers(self, generation_id: str) -> str:
         return f"{self.prefix}:gen:{generation_id}:viewers"

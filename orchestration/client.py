@@ -125,9 +125,9 @@ def load_progress(client: redis.Redis, keys: Keys, slug: str) -> tuple[str, floa
 
 def _in_line(entry: dict) -> str:
     wait = f", about {entry['expected_wait_s']} s" if entry.get("expected_wait_s") else ""
-    return f"{entry['reason']} ({_ordinal(entry['position'])} in line{wait})"
+    return f"{entry['reason']} ({ordinal(entry['position'])} in line{wait})"
 
 
-def _ordinal(n: int) -> str:
+def ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"

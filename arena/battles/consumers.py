@@ -120,7 +120,7 @@ class BattleConsumer(StreamSocket):
         text = "".join(ev.get("text", "") for ev in events if ev["type"] == p.TOKEN)
         parts = [fragments.output_replace(view.name, text)]
         parts += [fragments.for_event(view, ev) for ev in events
-                  if ev["type"] in (p.LOADING, p.STARTED) or ev["type"] in p.TERMINAL_EVENTS]
+                  if ev["type"] in (p.QUEUED, p.LOADING, p.STARTED) or ev["type"] in p.TERMINAL_EVENTS]
         if not view.finished:
             parts.append(fragments.metrics(view))
         await self.send(text_data="".join(parts))

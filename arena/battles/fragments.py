@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 
 from arena import markdown
 from arena.playground import fragments as playground
-from arena.playground.fragments import STATUS_TEXT
+from arena.playground.fragments import STATUS_TEXT, place_in_line
 from inference import protocol as p
 
 BLIND_FAILURE = "This answer failed. Run the match again."
@@ -96,6 +96,8 @@ def for_event(view: Side, ev: dict) -> str:
     kind = ev["type"]
     if kind == p.TOKEN:
         return output_append(view.name, ev.get("text", ""))
+    if kind == p.QUEUED:
+        return status(view.name, "queued", place_in_line(ev))
     if kind == p.LOADING:
         detail = f"{ev.get('elapsed_s', 0):.0f} s"
         if ev.get("progress") and not view.blind:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.db import transaction
 
 from arena import conversations, limits
+from arena.generations import admission
 from arena.generations.models import Generation
 
 from .models import Battle
-from .tasks import run_battle
 
 
 @transaction.atomic
@@ -29,7 +29,7 @@ def start_battle(user, *, prompt: str, sides: dict[str, dict], mode: str = Battl
     }
     battle = Battle.objects.create(owner=user, mode=mode, blind=blind, left=gens["left"], right=gens["right"],
                                    parent=parent, tag=tag)
-    run_battle.delay_on_commit(str(battle.id))
+    admission.submit()  # one run for both sides: they start together
     return battle
 
 

@@ -61,6 +61,9 @@ class Generation(models.Model):
     output_valid = models.BooleanField(
         null=True, blank=True, help_text="Whether the answer follows its JSON schema or regex (empty: none given).")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    admitted_at = models.DateTimeField(
+        null=True, blank=True, db_index=True,
+        help_text="When it left the line for a free slot (arena/generations/admission.py); empty while it waits.")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

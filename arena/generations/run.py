@@ -73,6 +73,13 @@ class Run:
         finally:
             self._release()
             self.after()
+            self._admit_next()
+
+    def _admit_next(self) -> None:
+        """This run's slots are free: start whoever is next in line now, not at the next tick."""
+        from .admission import admit_waiting  # admission ends waiting generations the way a Follower does
+
+        admit_waiting()
 
     # --- hooks ----------------------------------------------------------------------
     def unavailable_reason(self, reason: str) -> str:

@@ -5,8 +5,8 @@ from django.db import transaction
 from arena import limits
 from arena.catalogue.models import ModelEntry
 
+from . import admission
 from .models import Generation
-from .tasks import run_generation
 
 
 @transaction.atomic
@@ -24,5 +24,5 @@ def start_generation(user, cleaned: dict, origin: str) -> Generation:
         params=cleaned["params"],
         tag=cleaned.get("tag") or "",
     )
-    run_generation.delay_on_commit(str(gen.id))
+    admission.submit()
     return gen

@@ -10,9 +10,10 @@ whole watch TTL (a follower that is still alive has renewed it long before then)
 
 - its stream already ends (the worker finished after its follower died): store that
   outcome, exactly as the follower would have;
-- queued, so no task ever picked it up (its Celery message went with a restart or
-  with a killed worker's prefetch): after a grace, queue it again (the task's claim
-  makes a duplicate message a no-op), and after a longer time give up with a reason;
+- admitted from the line (admission.py) but still queued, so no task ever picked it up (its
+  Celery message went with a restart or with a killed worker's prefetch): after a grace, queue
+  it again (the task's claim makes a duplicate message a no-op), and after a longer time give
+  up with a reason;
 - loading or running: cancel its worker's job (that frees the slot), keep the partial
   answer, and fail it with a reason a user understands, told to open pages as a FAILED
   event on its stream.
@@ -79,7 +80,7 @@ class Seen:
     """What the sweeper knows of one live generation."""
 
     status: str  # queued | loading | running
-    age_s: float  # since it was created
+    age_s: float  # since it was admitted (left the line for a free slot)
     missing_for_s: float | None  # how long its watch key has been seen missing; None: present
     last_event: str = ""  # the type of the last event on its stream ("" if none)
 
@@ -124,9 +125,11 @@ class Sweeper:
     def sweep(self) -> dict[str, int]:
         """One pass; how many generations each action was applied to."""
         now = self.clock()
+        # One still waiting in line for a free slot is the admission's (admission.py), not a fault.
         live = list(Generation.objects.filter(status__in=Generation.live_statuses())
-                    .values_list("id", "status", "created_at"))
-        ids = [str(gen_id) for gen_id, _status, _created in live]
+                    .exclude(status=Generation.Status.QUEUED, admitted_at__isnull=True)
+                    .values_list("id", "status", "admitted_at"))
+        ids = [str(gen_id) for gen_id, _status, _admitted in live]
         pipe = self.redis.pipeline(transaction=False)
         for gen_id in ids:
             pipe.exists(self.keys.watch(gen_id))
@@ -135,12 +138,13 @@ class Sweeper:
             if watched.get(gen_id, 1):  # renewed, or no longer live
                 del self.missing_since[gen_id]
         counts: dict[str, int] = {}
-        for gen_id, status, created_at in live:
+        for gen_id, status, admitted_at in live:
             gen_id = str(gen_id)
             if watched[gen_id]:
                 continue
             since = self.missing_since.setdefault(gen_id, now)
-            seen = Seen(status, now - created_at.timestamp(), now - since, self._last_event(gen_id))
+            seen = Seen(status, now - admitted_at.timestamp() if admitted_at else 0.0, now - since,
+                        self._last_event(gen_id))
             action, reason = decide(seen, self.policy)
             if action != KEEP:
                 self._apply(gen_id, action, reason)

@@ -87,6 +87,8 @@ class StreamTranslator:
         if self.finished:
             return []
         kind = ev["type"]
+        if kind == p.QUEUED:  # waiting for a free slot (arena/generations/admission.py)
+            return [comment(f"queued {ev.get('position')} of {ev.get('waiting')}")]
         if kind == p.LOADING:
             progress = f" {ev['progress']}" if ev.get("progress") else ""
             return [comment(f"loading {float(ev.get('elapsed_s') or 0):.1f}s{progress}")]

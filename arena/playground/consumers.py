@@ -69,15 +69,15 @@ class GenerationConsumer(StreamSocket):
         tokens = [ev for ev in events if ev["type"] == p.TOKEN]
         text = "".join(ev.get("text", "") for ev in tokens)
         parts = [fragments.output_replace(text, tokens[-1].get("n", 0) if tokens else 0), fragments.controls(True)]
-        state = "queued"
+        shown = False
         for ev in events:
-            if ev["type"] in (p.LOADING, p.STARTED):
+            if ev["type"] in (p.QUEUED, p.LOADING, p.STARTED):
                 parts.append(fragments.for_event(ev, self.created_at))
-                state = ev["type"]
+                shown = True
             elif ev["type"] in p.TERMINAL_EVENTS:
                 parts.append(self._final(ev))
-                state = ev["type"]
-        if state == "queued":
+                shown = True
+        if not shown:
             parts.append(fragments.status("queued"))
         return "".join(parts)
 

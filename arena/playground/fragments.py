@@ -10,6 +10,7 @@ from django.utils.safestring import mark_safe
 
 from arena import markdown
 from inference import protocol as p
+from orchestration.client import ordinal
 
 METRICS_TEMPLATE = "generations/_metrics.html"
 STATUS_TEXT = {
@@ -71,6 +72,8 @@ def for_event(ev: dict, created_at: float) -> str:
     kind = ev["type"]
     if kind == p.TOKEN:
         return output_append(ev.get("text", ""), ev.get("n", 0))
+    if kind == p.QUEUED:
+        return status("queued", place_in_line(ev))
     if kind == p.LOADING:
         progress = f" — {ev['progress']}" if ev.get("progress") else ""
         return status("loading", f"{ev.get('model', '')} — {ev.get('elapsed_s', 0):.0f} s{progress}")
@@ -79,6 +82,12 @@ def for_event(ev: dict, created_at: float) -> str:
     if kind in p.TERMINAL_EVENTS:
         return final(ev, created_at)
     return ""
+
+
+def place_in_line(ev: dict) -> str:
+    """A QUEUED event's detail: "3rd in line of 7 — 12 s" (arena/generations/admission.py)."""
+    place = ordinal(int(ev.get("position") or 1))
+    return f"{place} in line of {ev.get('waiting', '?')} — {ev.get('elapsed_s', 0):.0f} s"
 
 
 def final(ev: dict, created_at: float) -> str:

@@ -29,8 +29,8 @@ from django.utils import timezone
 from arena import streams
 from arena.battles.judging import judgement
 from arena.battles.models import Battle
+from arena.generations import admission
 from arena.generations.models import Generation
-from arena.generations.tasks import run_generation
 from inference import protocol as p
 from orchestration import client as orch
 
@@ -169,7 +169,7 @@ def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, order: s
 def _generation(run: SuiteRun, model, prompt: str, params: dict, system_prompt: str = "") -> Generation:
     gen = Generation.objects.create(owner=run.owner, model=model, origin=Generation.Origin.SUITE, prompt=prompt,
                                     system_prompt=system_prompt, params=params, tag=run.suite.tag)
-    run_generation.delay_on_commit(str(gen.id))
+    admission.submit()
     return gen
 
 

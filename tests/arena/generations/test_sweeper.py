@@ -5,8 +5,6 @@ The policy is a pure function checked against a fake clock; the sweeper and the
 follower run on the real database and the real Redis (under this session's prefix),
 and a requeued task is read back from the real Celery broker queue."""
 
-import base64
-import json
 from datetime import timedelta
 
 import pytest
@@ -19,6 +17,7 @@ from arena.generations import sweeper as sw
 from arena.generations.models import Generation
 from arena.generations.run import RESTARTED_BEFORE_START, WORKER_STOPPED, Follower
 from inference import protocol as p
+from tests.arena.broker import broker_messages
 from tests.arena.factories import comparison
 
 POLICY = sw.Policy(watch_ttl_s=15, queue_grace_s=60, queue_timeout_s=900)
@@ -97,8 +96,11 @@ def sweeper(redis_client, clock):
 
 
 def make_gen(owner, model, status, age_s=120.0, **fields):
+    """Admitted `age_s` ago unless told otherwise: out of the line for a free slot, the sweeper's to watch."""
+    at = timezone.now() - timedelta(seconds=age_s)
+    fields.setdefault("admitted_at", at)
     return Generation.objects.create(owner=owner, model=model, prompt="Tell me a story.", params={}, status=status,
-                                     created_at=timezone.now() - timedelta(seconds=age_s), **fields)
+                                     created_at=at, **fields)
 
 
 def add(redis_client, gen, kind, **fields):
@@ -180,13 +182,6 @@ def test_a_loading_generation_fails_with_the_loading_reason(sweeper, clock, redi
     assert gen.status == S.FAILED and gen.failure_reason == sw.RESTARTED_LOADING and gen.text == ""
 
 
-def broker_messages(redis_client) -> list[tuple[str, list]]:
-    prefix = settings.ARENA_REDIS_PREFIX
-    raw = redis_client.lrange(f"{prefix}:celery:{prefix}.control", 0, -1)
-    return [(message["headers"]["task"], json.loads(base64.b64decode(message["body"]))[0])
-            for message in map(json.loads, raw)]
-
-
 def test_a_queued_generation_nobody_picked_up_is_queued_again_once_per_grace(
         sweeper, clock, redis_client, owner, smollm):
     young = make_gen(owner, smollm, S.QUEUED, age_s=5)
@@ -200,6 +195,16 @@ def test_a_queued_generation_nobody_picked_up_is_queued_again_once_per_grace(
     lost.refresh_from_db()
     young.refresh_from_db()
     assert lost.status == young.status == S.QUEUED
+
+
+def test_a_generation_still_waiting_in_line_is_not_the_sweepers(sweeper, clock, redis_client, owner, smollm):
+    waiting = make_gen(owner, smollm, S.QUEUED, age_s=POLICY.queue_timeout_s + 1, admitted_at=None)
+    sweeper.sweep()
+    clock.now += 30
+    assert sweeper.sweep() == {}  # the line (admission.py) serves it, or ends it when it waited too long
+    assert broker_messages(redis_client) == []
+    waiting.refresh_from_db()
+    assert waiting.status == S.QUEUED
 
 
 def test_a_queued_battle_is_queued_again_as_one_battle(sweeper, clock, redis_client, owner, smollm):

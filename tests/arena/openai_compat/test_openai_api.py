@@ -167,7 +167,8 @@ def decode(texts: list[str]) -> list:
 def test_a_streamed_generation_becomes_role_content_finish_usage_then_done():
     t = translator()
     out = []
-    for ev in [{"type": p.LOADING, "elapsed_s": 3.04, "progress": "loading\nweights"},
+    for ev in [{"type": p.QUEUED, "position": 2, "waiting": 3, "elapsed_s": 1.0},
+               {"type": p.LOADING, "elapsed_s": 3.04, "progress": "loading\nweights"},
                {"type": p.STARTED, "prompt_tokens": 9},
                {"type": p.TOKEN, "text": "Hel", "n": 1}, {"type": p.TOKEN, "text": "", "n": 2},
                {"type": p.TOKEN, "text": "lo", "n": 3},
@@ -175,7 +176,8 @@ def test_a_streamed_generation_becomes_role_content_finish_usage_then_done():
                 "metrics": {"prompt_tokens": 9, "generated_tokens": 3}},
                {"type": p.TOKEN, "text": "late", "n": 4}]:
         out += t.feed(ev)
-    assert out[0] == ": loading 3.0s loading weights\n\n"  # one comment line, newlines folded
+    assert out[0] == ": queued 2 of 3\n\n"  # waiting for a free slot: a comment keeps the connection alive
+    assert out[1] == ": loading 3.0s loading weights\n\n"  # one comment line, newlines folded
     assert out[-1] == "data: [DONE]\n\n" and t.finished
     events = decode(out)
     assert events[-1].data == "[DONE]"

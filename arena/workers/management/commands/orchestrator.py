@@ -4,6 +4,7 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from arena.generations.admission import Admitter
 from arena.generations.sweeper import Sweeper
 from arena.history.view_counts import Flusher
 from arena.suites.runner import Kicker
@@ -45,11 +46,13 @@ class Command(BaseCommand):
             recorder=DatabaseRecorder(),
         )
         self.stdout.write(f"Orchestrator running ({settings.ARENA_ORCHESTRATOR_BACKEND} backend)")
-        # This process always runs, once: it also ends generations whose Celery task has gone, and
-        # restarts the steps of suite runs whose Celery worker went.
-        sweeper, kicker, share_views = Sweeper(client), Kicker(), Flusher()
+        # This process always runs, once: it also serves the line of generations waiting for a free
+        # slot, ends generations whose Celery task has gone, and restarts the steps of suite runs
+        # whose Celery worker went.
+        admitter, sweeper, kicker, share_views = Admitter(), Sweeper(client), Kicker(), Flusher()
 
         def on_tick() -> None:
+            admitter.maybe_admit()
             sweeper.maybe_sweep()
             kicker.maybe_kick()
             share_views.maybe_flush()  # share links' views counted in Redis, into the database

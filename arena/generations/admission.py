@@ -1,0 +1,247 @@
+"""Admission: generations start in fair order, within the installation's capacity.
+
+Every path that starts work (the playground, comparisons, tournaments, the APIs, suite runs)
+creates its generations queued and calls `submit()` inside the same transaction. Nothing is
+sent to Celery yet: once the rows are committed, a pass of the line (`admit_waiting`) starts
+the runs that fit in ARENA_MAX_CONCURRENT_GENERATIONS, in the fair order of `fairness.py`
+(round robin between users; staff take their turn like everyone), and tells every run still
+waiting its place in line (a QUEUED event on each of its streams, which pages show as
+"3rd in line"). Waiting holds no Celery thread: a run's task is sent only once it is
+admitted, so the Celery pool only ever holds admitted runs.
+
+The database is the whole state, as for the per-user limits (arena/limits.py): a generation
+waits while it is queued with no `admitted_at`; the generations in use are the live ones
+admitted within `limits.stale_after_s()`, so a crashed process never leaks a slot. A pass
+runs under a Redis lock (one pass at a time across every process, so two cannot both fill
+the last slot) and is cheap; it runs when work is submitted, when a run ends (its slots
+are free), and once a second from the orchestrator's loop (`Admitter`), which also catches
+what the others missed (Redis down for a moment, a process killed between the two).
+
+A pass also ends waiting runs that will never start: the user stopped them (their cancel key),
+every viewer of a web one left (as `Follower.check_abandoned` does for running ones), or one
+waited past ARENA_QUEUE_TIMEOUT_S. Once admitted, a run is the sweeper's (sweeper.py) if its
+Celery message is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from arena import limits, streams
+from inference import protocol as p
+
+from . import fairness
+from .models import Generation
+from .run import Follower
+from .sweeper import NEVER_STARTED
+
+log = logging.getLogger(__name__)
+ADMIT_EVERY_S = 1.0  # the orchestrator loop's pass
+LOCK_TTL_S = 10.0  # a pass killed holding the lock blocks the others this long at most
+LOCK_WAIT_S = 5.0  # a pass waits this long for the one under way, then leaves it to the next
+SERVED_MEMORY_S = 3600.0  # a user last served longer ago than this counts as never served
+PLACE_REFRESH_S = 10.0  # an unchanged place in line is said again this often (the page's clock)
+
+HALF_A_BATTLE = "The other side of this comparison ended before it started. Run it again."
+
+
+@dataclass
+class Unit:
+    """A run waiting to start: one generation, or a battle's two sides (they start together)."""
+
+    key: str  # "generation:<id>" or "battle:<id>"
+    rows: list[dict]  # {id, owner_id, origin, created_at} per waiting generation
+    size: int = 1  # its generations: a battle whose other side has already ended has one row of two
+
+    @property
+    def ids(self) -> list[str]:
+        return [str(row["id"]) for row in self.rows]
+
+    def waiting(self) -> fairness.Waiting:
+        since = min(row["created_at"] for row in self.rows).timestamp()
+        return fairness.Waiting(self.key, self.rows[0]["owner_id"], len(self.rows), since)
+
+    def enqueue(self) -> None:
+        """Send its Celery task (the task's claim, queued -> loading, makes a second one harmless)."""
+        kind, _, ident = self.key.partition(":")
+        if kind == "battle":
+            from arena.battles.tasks import run_battle  # battles build on generations
+
+            run_battle.delay(ident)
+        else:
+            from .tasks import run_generation
+
+            run_generation.delay(ident)
+
+
+def submit() -> None:
+    """Call inside the transaction that created queued generations: they join the line once committed."""
+    transaction.on_commit(admit_waiting)
+
+
+def admit_waiting() -> int:
+    """One pass of the line; the number of runs it started. Never raises: a pass that cannot
+    run (Redis or the database gone for a moment) is left to the next one."""
+    try:
+        started = Line(streams.client(), streams.keys()).admit()
+    except (redis.RedisError, DatabaseError):
+        log.warning("The line of waiting generations was not served this time", exc_info=True)
+        return 0
+    for unit in started:  # after the lock: with Celery eager (some tests) the task runs right here
+        try:
+            unit.enqueue()
+        except Exception:  # the broker gone: the sweeper sends it again (it is admitted, nobody follows it)
+            log.warning("Could not send the task of %s; the sweeper will", unit.key, exc_info=True)
+    return len(started)
+
+
+class Line:
+    """One pass: read who waits and what runs, end the runs that will never start, admit those
+    that fit in fair order, and tell the rest their place."""
+
+    def __init__(self, client: redis.Redis, keys: p.Keys):
+        self.redis, self.keys = client, keys
+        self.now = timezone.now()
+
+    def admit(self) -> list[Unit]:
+        lock = self.redis.lock(self.keys.admission_lock(), timeout=LOCK_TTL_S, blocking_timeout=LOCK_WAIT_S)
+        if not lock.acquire():
+            return []  # another pass held it all along: the next one serves whatever this one would have
+        try:
+            units = self.drop_ended(self.waiting_units())
+            order = fairness.line([u.waiting() for u in units], self.last_served(units))
+            chosen = fairness.take(order, self.in_use(), settings.ARENA_MAX_CONCURRENT_GENERATIONS)
+            by_key = {u.key: u for u in units}
+            started = self.mark_admitted([by_key[w.key] for w in chosen])
+            self.tell_places([by_key[w.key] for w in order[len(chosen):]])
+            return started
+        finally:
+            with contextlib.suppress(redis.exceptions.LockError):  # it lapsed: a very slow pass
+                lock.release()
+
+    # --- reading ----------------------------------------------------------------------
+    def waiting_units(self) -> list[Unit]:
+        from arena.battles.models import Battle
+
+        rows = {str(r["id"]): r for r in Generation.objects.filter(
+            status=Generation.Status.QUEUED, admitted_at__isnull=True).values("id", "owner_id", "origin", "created_at")}
+        units = []
+        battles = Battle.objects.filter(Q(left_id__in=list(rows)) | Q(right_id__in=list(rows)), judge__isnull=True)
+        for battle in battles.values("id", "left_id", "right_id"):
+            sides = [rows.pop(str(battle[side]), None) for side in ("left_id", "right_id")]
+            units.append(Unit(f"battle:{battle['id']}", [side for side in sides if side], size=2))
+        return units + [Unit(f"generation:{gen_id}", [row]) for gen_id, row in rows.items()]
+
+    def in_use(self) -> int:
+        since = self.now - timedelta(seconds=limits.stale_after_s())
+        return Generation.objects.filter(status__in=Generation.live_statuses(), admitted_at__gte=since).count()
+
+    def last_served(self, units: list[Unit]) -> dict[int, float]:
+        users = {u.rows[0]["owner_id"] for u in units}
+        recent = Generation.objects.filter(owner_id__in=users,
+                                           admitted_at__gte=self.now - timedelta(seconds=SERVED_MEMORY_S))
+        return {row["owner_id"]: row["last"].timestamp()
+                for row in recent.values("owner_id").annotate(last=Max("admitted_at"))}
+
+    # --- runs that will never start ---------------------------------------------------
+    def drop_ended(self, units: list[Unit]) -> list[Unit]:
+        """End the units stopped, abandoned, timed out or left half a battle; the rest still wait."""
+        pipe = self.redis.pipeline(transaction=False)
+        for unit in units:
+            for gen_id in unit.ids:
+                pipe.exists(self.keys.cancel(gen_id))
+                pipe.hmget(self.keys.viewers(gen_id), ["left_at", "count"])
+        replies = iter(pipe.execute())
+        still = []
+        for unit in units:
+            seen = [(next(replies), next(replies)) for _ in unit.ids]
+            reason = self.why_ended(unit, seen)
+            if reason is None:
+                still.append(unit)
+            else:
+                self.end(unit, reason)
+        return still
+
+    def why_ended(self, unit: Unit, seen: list[tuple[int, list]]) -> str | None:
+        """"cancelled", a failure reason for the user, or None while it should go on waiting."""
+        if any(cancelled for cancelled, _viewers in seen):
+            return "cancelled"
+        web = unit.rows[0]["origin"] == Generation.Origin.WEB
+        if web and all(self._abandoned(viewers) for _cancelled, viewers in seen):
+            return "cancelled"
+        if len(unit.rows) < unit.size:
+            return HALF_A_BATTLE
+        if (self.now.timestamp() - unit.waiting().since) > settings.ARENA_QUEUE_TIMEOUT_S:
+            return NEVER_STARTED
+        return None
+
+    def _abandoned(self, viewers: list) -> bool:
+        left_at, count = viewers
+        return bool(left_at) and int(count or 0) <= 0 and (
+            time.time() - float(left_at) > settings.ARENA_DISCONNECT_GRACE_S)
+
+    def end(self, unit: Unit, reason: str) -> None:
+        for gen in Generation.objects.select_related("model").filter(id__in=unit.ids):
+            follower = Follower(gen)  # the follower's own ways of ending a generation and saying so
+            follower.redis = self.redis
+            if reason == "cancelled":
+                follower.unavailable("cancelled")
+            else:
+                follower.fail(p.TIMEOUT if reason == NEVER_STARTED else p.ENGINE_ERROR, reason)
+
+    # --- admitting and telling --------------------------------------------------------
+    def mark_admitted(self, units: list[Unit]) -> list[Unit]:
+        started = []
+        with transaction.atomic():
+            for unit in units:
+                updated = Generation.objects.filter(id__in=unit.ids, status=Generation.Status.QUEUED,
+                                                    admitted_at__isnull=True).update(admitted_at=self.now)
+                if updated:
+                    started.append(unit)
+        return started
+
+    def tell_places(self, units: list[Unit]) -> None:
+        """A QUEUED event on each waiting stream whose place changed (or was said long ago)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for unit in units:
+            for gen_id in unit.ids:
+                pipe.xrevrange(self.keys.stream(gen_id), count=1)
+        last = iter(pipe.execute())
+        now = time.time()
+        for position, unit in enumerate(units, start=1):
+            elapsed = round(now - unit.waiting().since, 1)
+            for gen_id in unit.ids:
+                entries = next(last)
+                said = p.parse_event(entries[0][1]) if entries else {}
+                if said.get("type") == p.QUEUED and said.get("position") == position and (
+                        now - said["t"] < PLACE_REFRESH_S):
+                    continue
+                pipe.xadd(self.keys.stream(gen_id), p.event(p.QUEUED, position=position, waiting=len(units),
+                                                            elapsed_s=elapsed))
+                pipe.expire(self.keys.stream(gen_id), p.STREAM_TTL_S)
+        pipe.execute()
+
+
+class Admitter:
+    """The orchestrator loop's pass of the line, once every `every_s`."""
+
+    def __init__(self, every_s: float = ADMIT_EVERY_S, clock=time.monotonic):
+        self.every_s, self.clock = every_s, clock
+        self.last = -float("inf")
+
+    def maybe_admit(self) -> None:
+        now = self.clock()
+        if now - self.last >= self.every_s:
+            self.last = now
+            close_old_connections()  # a long-lived process: drop a connection the database closed
+            admit_waiting()
