@@ -46,9 +46,17 @@ def free_port() -> int:
 
 def redis_answers(url: str) -> bool:
     try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+        return bool(redis_connect.connect(url, socket_connect_timeout=1).ping())
     except redis.RedisError:
         return False
+
+
+def celery_threads(env: dict[str, str]) -> str:
+    """ARENA_CELERY_CONCURRENCY, or enough threads for every run the fair line may admit at once
+    (each holds one while it runs: arena/generations/admission.py) and the short tasks beside them."""
+    if env.get("ARENA_CELERY_CONCURRENCY"):
+        return env["ARENA_CELERY_CONCURRENCY"]
+    return str(max(32, int(env.get("ARENA_MAX_CONCURRENT_GENERATIONS", "16")) + 16))
 
 
 class Launcher:
@@ -134,7 +142,7 @@ class Launcher:
         self.spawn("orchestrator", [PY, "manage.py", "orchestrator"])
         queue = f"{self.env.get('ARENA_REDIS_PREFIX', 'arena')}.control"
         self.spawn("celery", [PY, "-m", "celery", "-A", "arena", "worker", "--pool", "threads",
-                              "--concurrency", self.env.get("ARENA_CELERY_CONCURRENCY", "32"),
+                              "--concurrency", celery_threads(self.env),
                               "-Q", queue, "--loglevel", "WARNING", "--without-mingle", "--without-gossip",
                               "-n", f"arena-{os.getpid()}@%h"])
         self.start_asgi(port)

@@ -273,7 +273,7 @@ ARENA_RATE_LIMIT_WINDOW_S = float(os.environ.get("ARENA_RATE_LIMIT_WINDOW_S", 60
 ARENA_MAX_CONCURRENT_PER_USER = int(os.environ.get("ARENA_MAX_CONCURRENT_PER_USER", 4))
 # The whole installation: generations running at once (0: no limit). More wait in one line served
 # round robin between users, staff included (arena/generations/admission.py); each admitted run
-# holds one Celery thread, so keep it at most ARENA_CELERY_CONCURRENCY (32).
+# holds one Celery thread (the launcher starts this many plus 16, at least 32).
 ARENA_MAX_CONCURRENT_GENERATIONS = int(os.environ.get("ARENA_MAX_CONCURRENT_GENERATIONS", 16))
 # Generations one suite run keeps live at once (its own window, outside the per-user limit above).
 ARENA_SUITE_IN_FLIGHT = int(os.environ.get("ARENA_SUITE_IN_FLIGHT", 4))

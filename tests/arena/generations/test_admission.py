@@ -9,6 +9,8 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
+from hypothesis import given
+from hypothesis import strategies as st
 
 from arena import streams
 from arena.generations import admission
@@ -42,6 +44,23 @@ def test_the_user_served_longest_ago_goes_first():
     waiting = [w("a1", 1, 1.0), w("b1", 2, 2.0), w("c1", 3, 3.0)]
     # a was served a moment ago, b long ago, c never: c, then b, then a
     assert keys(fair.line(waiting, {1: 100.0, 2: 50.0})) == ["c1", "b1", "a1"]
+
+
+@given(st.lists(st.tuples(st.integers(0, 4), st.floats(0, 100)), max_size=30),
+       st.dictionaries(st.integers(0, 4), st.floats(0, 100)))
+def test_the_line_is_every_waiter_once_each_user_in_order_turns_never_more_than_one_apart(arrivals, served):
+    waiting = [w(f"r{i}", user, since) for i, (user, since) in enumerate(arrivals)]
+    order = fair.line(waiting, served)
+    assert sorted(keys(order)) == sorted(keys(waiting))
+    for user in {run.user for run in waiting}:
+        mine = [run for run in order if run.user == user]
+        assert mine == sorted(mine, key=lambda r: (r.since, r.key))  # a user's own requests keep their order
+    remaining = {user: sum(run.user == user for run in waiting) for user in {run.user for run in waiting}}
+    taken = dict.fromkeys(remaining, 0)
+    for run in order:  # while two users both still wait, neither gets two turns ahead of the other
+        taken[run.user] += 1
+        still = [u for u in remaining if taken[u] < remaining[u]]
+        assert all(taken[run.user] <= taken[u] + 1 for u in still)
 
 
 def test_runs_start_from_the_head_while_they_fit():
@@ -208,3 +227,11 @@ def test_a_waiting_viewer_that_is_still_there_keeps_its_place(redis_client, capa
 def test_the_page_says_the_place_in_line():
     html = fragments.for_event({"type": p.QUEUED, "position": 2, "waiting": 5, "elapsed_s": 12.4, "t": 0.0}, 0.0)
     assert "Queued" in html and "2nd in line of 5 — 12 s" in html
+
+
+def test_the_launcher_starts_a_celery_thread_for_every_run_the_line_may_admit():
+    from arena.launcher import celery_threads
+
+    assert celery_threads({}) == "32"  # 16 admitted runs and room for the short tasks beside them
+    assert celery_threads({"ARENA_MAX_CONCURRENT_GENERATIONS": "40"}) == "56"
+    assert celery_threads({"ARENA_MAX_CONCURRENT_GENERATIONS": "40", "ARENA_CELERY_CONCURRENCY": "8"}) == "8"
