@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from arena.api.auth import error, json_body, token_required
+from arena.api.auth import created, error, json_body, token_required
 
 from .models import MAX_EXPIRY_DAYS, NAME_MAX_LENGTH, ApiToken
 
@@ -91,9 +91,8 @@ def _create(request):
     except ValueError as exc:
         return error(400, str(exc), {"expires_in_days": str(exc)})
     secret, record = ApiToken.create(request.user, name=name.strip(), expires_in_days=days)
-    response = JsonResponse({**token_json(record), "token": secret}, status=201)
-    response["Location"] = f"/api/v1/tokens/{record.id}"
-    response["Cache-Control"] = "no-store"
+    response = created({**token_json(record), "token": secret}, f"/api/v1/tokens/{record.id}")
+    response["Cache-Control"] = "no-store"  # the secret, shown once
     return response
 
 

@@ -18,6 +18,13 @@ def error(status: int, message: str, fields: dict | None = None) -> JsonResponse
     return JsonResponse(body, status=status)
 
 
+def created(body: dict, location: str, status: int = 201) -> JsonResponse:
+    """A resource made (201) or work accepted (202), with where to read it in Location."""
+    response = JsonResponse(body, status=status)
+    response["Location"] = location
+    return response
+
+
 def form_error(form) -> JsonResponse:
     """A 400 naming every invalid field of a bound form, for the API's create endpoints."""
     fields = {name: " ".join(errs) for name, errs in form.errors.items()}

@@ -9,7 +9,7 @@ from arena.battles.services import start_comparison
 from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
 
-from .auth import error, form_error, json_body, token_required
+from .auth import created, error, form_error, json_body, token_required
 
 FIELDS = {"left_model", "right_model", "prompt", "left_system_prompt", "right_system_prompt",
           "params", "left_params", "right_params", "tag"}
@@ -80,9 +80,7 @@ def create_comparison(request):
     if not form.is_valid():
         return form_error(form)
     battle = start_comparison(request.user, form.cleaned_data, origin=Generation.Origin.API)
-    response = JsonResponse(battle_json(battle), status=202)
-    response["Location"] = f"/api/v1/comparisons/{battle.id}"
-    return response
+    return created(battle_json(battle), f"/api/v1/comparisons/{battle.id}", status=202)
 
 
 @require_GET

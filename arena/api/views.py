@@ -15,7 +15,7 @@ from arena.tournaments.openapi import OPENAPI_PATHS as TOURNAMENT_PATHS
 from arena.workers.status import for_viewer as workers_for_viewer
 from inference.protocol import ParamError, SamplingParams
 
-from .auth import error, form_error, json_body, token_required
+from .auth import created, error, form_error, json_body, token_required
 from .catalogue_openapi import CATALOGUE_PATHS
 from .openapi import SPEC
 
@@ -112,9 +112,7 @@ def create_generation(request):
         return error(400, f"Invalid parameters: {exc}", exc.errors)
     cleaned = {**form.cleaned_data, "params": merged.to_dict()}
     gen = start_generation(request.user, cleaned, origin=Generation.Origin.API)
-    response = JsonResponse(generation_json(gen), status=202)
-    response["Location"] = f"/api/v1/generations/{gen.id}"
-    return response
+    return created(generation_json(gen), f"/api/v1/generations/{gen.id}", status=202)
 
 
 @require_GET

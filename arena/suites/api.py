@@ -6,7 +6,7 @@ each problem naming the item: "prompts[2]: 'prompt' is missing"."""
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_http_methods
 
-from arena.api.auth import error, form_error, json_body, token_required
+from arena.api.auth import created, error, form_error, json_body, token_required
 
 from . import parsing
 from .forms import SuiteForm
@@ -48,9 +48,7 @@ def _create(request):
     except parsing.SuiteError as exc:
         return error(400, f"Invalid prompts: {exc}", {"prompts": str(exc)})
     suite = Suite.create(request.user, name=form.cleaned_data["name"], tag=form.cleaned_data["tag"], prompts=prompts)
-    response = JsonResponse(suite_json(suite), status=201)
-    response["Location"] = f"/api/v1/suites/{suite.id}"
-    return response
+    return created(suite_json(suite), f"/api/v1/suites/{suite.id}")
 
 
 @require_http_methods(["GET", "POST"])

@@ -12,7 +12,7 @@ import uuid
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from arena.api.auth import error, json_body, token_required
+from arena.api.auth import created, error, json_body, token_required
 from arena.catalogue.models import ModelEntry
 
 from . import runner
@@ -145,9 +145,7 @@ def refusing(view):
 def suite_runs(request):
     if request.method == "POST":
         run = _start(request)
-        response = JsonResponse(run_json(run), status=201)
-        response["Location"] = f"/api/v1/suite-runs/{run.id}"
-        return response
+        return created(run_json(run), f"/api/v1/suite-runs/{run.id}")
     runs = SuiteRun.objects.filter(owner=request.user).select_related("judge").order_by("-created_at")
     return JsonResponse({"suite_runs": [summary_json(run) for run in runs]})
 

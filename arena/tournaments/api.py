@@ -8,7 +8,7 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from arena import conversations
-from arena.api.auth import error, form_error, json_body, token_required
+from arena.api.auth import created, error, form_error, json_body, token_required
 
 from . import display
 from .forms import MAX_CONTESTANTS, TournamentForm
@@ -85,9 +85,7 @@ def create_tournament(request):
                                       params=cleaned["params"], seeding=cleaned["seeding"], tag=cleaned["tag"])
     except TournamentError as exc:
         return error(400, str(exc))
-    response = JsonResponse(display.tournament_json(tournament), status=201)
-    response["Location"] = f"/api/v1/tournaments/{tournament.id}"
-    return response
+    return created(display.tournament_json(tournament), f"/api/v1/tournaments/{tournament.id}")
 
 
 @require_GET
