@@ -87,14 +87,6 @@ def test_no_capacity_limit_starts_every_one():
 
 # --- passes on the real database and Redis -----------------------------------------------
 @pytest.fixture
-def redis_client():
-    client = streams.client()
-    yield client
-    for key in client.scan_iter(match=f"{streams.keys().prefix}:*", count=1000):
-        client.delete(key)
-
-
-@pytest.fixture
 def capacity(settings):
     def set_to(n: int) -> None:
         settings.ARENA_MAX_CONCURRENT_GENERATIONS = n

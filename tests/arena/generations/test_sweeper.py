@@ -78,14 +78,6 @@ class Clock:
 
 
 @pytest.fixture
-def redis_client():
-    client = streams.client()
-    yield client
-    for key in client.scan_iter(match=f"{settings.ARENA_REDIS_PREFIX}:*", count=1000):
-        client.delete(key)
-
-
-@pytest.fixture
 def clock():
     return Clock()
 
