@@ -27,6 +27,8 @@ from pathlib import Path
 
 import redis
 
+from inference import redis_connect
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 STOP_GRACE_S = 15
@@ -76,7 +78,8 @@ class Launcher:
         """REDIS_URL when set; else a local Redis on 6379 if one answers; else a private one."""
         if self.env.get("REDIS_URL"):
             if not redis_answers(self.env["REDIS_URL"]):
-                sys.exit(f"REDIS_URL={self.env['REDIS_URL']} does not answer.")
+                sys.exit(f"REDIS_URL={redis_connect.redact(self.env['REDIS_URL'])} does not answer "
+                         "(or refused this password, or its TLS certificate: docs/operations.md).")
             return
         if redis_answers("redis://127.0.0.1:6379/0"):
             self.env["REDIS_URL"] = "redis://127.0.0.1:6379/0"

@@ -9,6 +9,8 @@ from urllib.parse import urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from inference import redis_connect
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("ARENA_DATA_DIR", BASE_DIR / "var")).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -213,6 +215,9 @@ ARENA_REDIS_PREFIX = os.environ.get("ARENA_REDIS_PREFIX", "arena")
 # socket in tests.
 
 CELERY_BROKER_URL = REDIS_URL
+# rediss:// (TLS): the server's certificate verified, against ARENA_REDIS_TLS_CA if set, with this
+# machine's ARENA_REDIS_TLS_CERT/KEY if the server asks for one (inference/redis_connect.py).
+CELERY_BROKER_USE_SSL = redis_connect.celery_ssl(REDIS_URL)
 CELERY_TASK_DEFAULT_QUEUE = f"{ARENA_REDIS_PREFIX}.control"
 CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": f"{ARENA_REDIS_PREFIX}:celery:"}
 CELERY_TASK_IGNORE_RESULT = True

@@ -24,6 +24,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from inference import protocol as p
+from inference import redis_connect
 from inference.protocol import STREAM_TTL_S, Keys
 
 log = logging.getLogger(__name__)
@@ -49,14 +50,14 @@ def keys() -> Keys:
 
 @lru_cache(maxsize=1)
 def client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30, socket_timeout=SOCKET_TIMEOUT_S,
-                                retry=Retry(_backoff(), RETRIES), retry_on_error=RETRY_ON)
+    return redis_connect.connect(settings.REDIS_URL, health_check_interval=30, socket_timeout=SOCKET_TIMEOUT_S,
+                                 retry=Retry(_backoff(), RETRIES), retry_on_error=RETRY_ON)
 
 
 def async_client() -> aioredis.Redis:
     """A new asyncio client of its own (the caller closes it). WebSockets share `shared()` instead."""
-    return aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=SOCKET_TIMEOUT_S, health_check_interval=30,
-                                   retry=AsyncRetry(_backoff(), RETRIES), retry_on_error=RETRY_ON)
+    return redis_connect.connect_async(settings.REDIS_URL, socket_timeout=SOCKET_TIMEOUT_S, health_check_interval=30,
+                                       retry=AsyncRetry(_backoff(), RETRIES), retry_on_error=RETRY_ON)
 
 
 # --- watch (Keys.watch): a generation whose follower (the Celery task) is gone is ended by the sweeper ---
@@ -124,7 +125,7 @@ class SocketRedis:
 
     def __init__(self):
         self.client_name = f"arena-sockets-{os.getpid()}-{next(_pool_numbers)}"  # CLIENT LIST tells ours apart
-        self.pool = aioredis.BlockingConnectionPool.from_url(
+        self.pool = redis_connect.async_pool(
             settings.REDIS_URL, max_connections=settings.ARENA_WS_REDIS_CONNECTIONS, timeout=SOCKET_TIMEOUT_S,
             socket_timeout=SOCKET_TIMEOUT_S, health_check_interval=30, client_name=self.client_name,
             retry=AsyncRetry(_backoff(), RETRIES), retry_on_error=RETRY_ON)

@@ -1,6 +1,6 @@
 """An inference worker: one OS process serving one loaded model variant.
 
-    python -m inference.worker --worker-id ID --spec JSON --redis-url URL --prefix P
+    python -m inference.worker --worker-id ID --spec JSON --prefix P   (REDIS_URL in the environment)
 
 It reports itself in its Redis hash and heartbeat, loads the model, then takes jobs
 from its own list until SIGTERM/SIGINT. Exit codes: 0 stopped, 3 the model failed
@@ -30,7 +30,7 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from inference import protocol
+from inference import protocol, redis_connect
 from inference.hardware import keep_to_cpus
 from inference.protocol import Job, Keys, ModelSpec
 from inference.transport import GenerationEvents, Heartbeat, WorkerStatus
@@ -169,7 +169,7 @@ class Worker:
 
 def redis_client(url: str, *, decode_responses: bool) -> redis.Redis:
     """A client that reconnects by itself (see REDIS_RETRIES) and notices dead connections."""
-    return redis.Redis.from_url(
+    return redis_connect.connect(
         url, decode_responses=decode_responses, health_check_interval=10,
         retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), REDIS_RETRIES),
         retry_on_error=[redis.ConnectionError, redis.TimeoutError],
@@ -223,9 +223,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m inference.worker", description=__doc__.splitlines()[0])
     parser.add_argument("--worker-id", required=True)
     parser.add_argument("--spec", required=True, help="ModelSpec as JSON")
-    parser.add_argument("--redis-url", required=True)
+    # The environment's REDIS_URL by default: a password on the command line is shown by `ps` to every user.
+    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"),
+                        help="default: $REDIS_URL (TLS files: ARENA_REDIS_TLS_CA/CERT/KEY, inference/redis_connect.py)")
     parser.add_argument("--prefix", default="arena", help="Redis key prefix")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not args.redis_url:
+        parser.error("set REDIS_URL in the environment (or pass --redis-url)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,8 @@
 """A redis-server of a test's own, which the test may kill and start again (the shared one
 on 6379 is everyone's: never restart that). Like this project's Redis, it keeps nothing
-on disk, so a restart comes back empty."""
+on disk, so a restart comes back empty. It may also ask for a password (`requirepass`) and
+speak only TLS, with a throwaway CA and certificates made for it (`make_tls_files`), as a
+Redis shared between machines should (docs/operations.md, "Redis across machines")."""
 
 from __future__ import annotations
 
@@ -9,9 +11,13 @@ import socket
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import redis
+
+from inference import redis_connect
 
 
 def _free_port() -> int:
@@ -20,26 +26,86 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: Path  # the CA that signed both certificates
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+    def client_env(self) -> dict[str, str]:
+        """What a process of the arena is given to reach the server (inference/redis_connect.py)."""
+        return {"ARENA_REDIS_TLS_CA": str(self.ca), "ARENA_REDIS_TLS_CERT": str(self.client_cert),
+                "ARENA_REDIS_TLS_KEY": str(self.client_key)}
+
+
+def make_tls_files(directory: Path) -> TlsFiles:
+    """A throwaway CA, a server certificate for 127.0.0.1 and a client certificate (openssl CLI)."""
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is not installed")
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "1",
+        "-subj", "/CN=arena-test-ca")
+    (directory / "server.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+            "-subj", f"/CN=arena-test-{name}")
+        extra = ["-extfile", "server.ext"] if name == "server" else []
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", f"{name}.crt", "-days", "1", *extra)
+    return TlsFiles(directory / "ca.crt", directory / "server.crt", directory / "server.key",
+                    directory / "client.crt", directory / "client.key")
+
+
 class PrivateRedis:
-    def __init__(self):
+    """`password`: the server's requirepass (clients put it in the URL), or with `username` an
+    ACL user's (the default user then off); `tls`: it speaks only TLS (rediss://) and asks every
+    client for a certificate signed by the same CA."""
+
+    def __init__(self, password: str | None = None, tls: TlsFiles | None = None, username: str | None = None):
         self.server = shutil.which("redis-server")
         if not self.server:
             pytest.skip("redis-server is not installed")
         self.port = _free_port()
         self.dir = tempfile.mkdtemp(prefix="arena-private-redis-")
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.password, self.tls, self.username = password, tls, username
+        auth = f"{username or ''}:{password}@" if password else ""
+        self.url = f"{'rediss' if tls else 'redis'}://{auth}127.0.0.1:{self.port}/0"
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
 
+    def env(self) -> dict[str, str]:
+        """The environment variables a process of the arena needs to reach this server."""
+        return {"REDIS_URL": self.url, **(self.tls.client_env() if self.tls else {})}
+
+    def client(self, **options) -> redis.Redis:
+        return redis_connect.connect(self.url, **redis_connect.tls_options(self.url, self.env()), **options)
+
+    def _command(self) -> list[str]:
+        cmd = [self.server, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.dir]
+        if self.password and self.username:
+            cmd += ["--user", "default", "off", "--user", self.username, "on", f">{self.password}", "~*", "&*", "+@all"]
+        elif self.password:
+            cmd += ["--requirepass", self.password]
+        if not self.tls:
+            return [*cmd, "--port", str(self.port)]
+        return [*cmd, "--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(self.tls.server_cert),
+                "--tls-key-file", str(self.tls.server_key), "--tls-ca-cert-file", str(self.tls.ca),
+                "--tls-auth-clients", "yes"]
+
     def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [self.server, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        # The password reaches the server on its command line: a test's throwaway one (in
+        # production it belongs in redis.conf, docs/operations.md).
+        self.proc = subprocess.Popen(self._command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
         deadline = time.time() + 10
         while time.time() < deadline:
             try:
-                if redis.Redis.from_url(self.url, socket_connect_timeout=0.5).ping():
+                if self.client(socket_connect_timeout=0.5).ping():
                     return
             except redis.RedisError:
                 time.sleep(0.05)

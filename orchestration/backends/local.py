@@ -51,11 +51,11 @@ class LocalBackend:
             sys.executable, "-m", "inference.worker",
             "--worker-id", worker_id,
             "--spec", spec.to_json(),
-            "--redis-url", self.redis_url,
             "--prefix", self.prefix,
         ]
         share = self._cpu_share()
-        env = {**self.env, **cpus.worker_env(share)} if share else self.env
+        # The URL (and any password in it) goes in the environment, not on the command line `ps` shows.
+        env = {**self.env, **(cpus.worker_env(share) if share else {}), "REDIS_URL": self.redis_url}
         with open(log_path, "ab") as log:
             # Its own session: Ctrl-C in the terminal reaches the launcher, which stops
             # everything in order; the worker also dies with its parent (PDEATHSIG).

@@ -1,10 +1,10 @@
 import logging
 import re
 
-import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from inference import redis_connect
 from inference.protocol import Keys
 from inference.worker import die_with_parent
 from orchestration.agent import Agent, serve
@@ -39,7 +39,7 @@ class Command(BaseCommand):
         backend = LocalBackend(settings.REDIS_URL, settings.ARENA_REDIS_PREFIX,
                                settings.ARENA_WORKER_LOG_DIR / f"node-{node_id}", budget_mb=budget, node_id=node_id)
         keys = Keys(settings.ARENA_REDIS_PREFIX)
-        agent = Agent(node_id, budget, redis.Redis.from_url(settings.REDIS_URL), keys, backend)
+        agent = Agent(node_id, budget, redis_connect.connect(settings.REDIS_URL), keys, backend)
         self.stdout.write(f"Node agent {node_id} running: {budget:.0f} MB for models, queue {agent.queue}")
         self.stdout.flush()
         code = serve(app, agent)

@@ -9,6 +9,7 @@ from arena.generations.sweeper import Sweeper
 from arena.history.view_counts import Flusher
 from arena.suites.runner import Kicker
 from arena.workers.models import DatabaseRecorder
+from inference import redis_connect
 from inference.protocol import Keys
 from orchestration.policy import Config
 from orchestration.service import Orchestrator
@@ -36,7 +37,7 @@ class Command(BaseCommand):
         stopping = []
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stopping.append(True))
-        client = redis.Redis.from_url(settings.REDIS_URL)
+        client = redis_connect.connect(settings.REDIS_URL)
         keys = Keys(settings.ARENA_REDIS_PREFIX)
         orchestrator = Orchestrator(
             build_backend(client, keys),
