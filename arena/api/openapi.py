@@ -112,6 +112,11 @@ GENERATION = {
         "created_at": {"type": "string", "format": "date-time"},
         "finished_at": {"type": ["string", "null"], "format": "date-time"},
         "url": {"type": "string"},
+        "queue": {"type": ["object", "null"],
+                  "description": "GET /api/v1/generations/{id} only: while it waits for a free slot, its place in "
+                                 "the installation's fair line (position 1: next) and how many wait; else null",
+                  "properties": {"position": {"type": "integer", "minimum": 1},
+                                 "waiting": {"type": "integer", "minimum": 1}}},
     },
 }
 

@@ -6,6 +6,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from arena.accounts.openapi import OPENAPI_PATHS as TOKEN_PATHS
 from arena.catalogue.models import ModelEntry
+from arena.generations import admission
 from arena.generations.models import Generation
 from arena.generations.services import start_generation
 from arena.history.openapi import OPENAPI_PATHS as EXPORT_PATHS
@@ -121,7 +122,7 @@ def generation(request, generation_id):
     gen = Generation.objects.visible().select_related("model").filter(id=generation_id, owner=request.user).first()
     if gen is None:
         return error(404, "No such generation.")
-    return JsonResponse(generation_json(gen))
+    return JsonResponse({**generation_json(gen), "queue": admission.place(gen)})
 
 
 @require_GET

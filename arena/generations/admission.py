@@ -105,6 +105,19 @@ def admit_waiting() -> int:
     return len(started)
 
 
+def place(gen: Generation) -> dict | None:
+    """Where a generation waiting in line stands, as its stream last said ({"position": 1 for
+    next, "waiting"}); None once it has left the line (or before its first pass)."""
+    if gen.status != Generation.Status.QUEUED or gen.admitted_at is not None:
+        return None
+    try:
+        entries = streams.client().xrevrange(streams.keys().stream(str(gen.id)), count=1)
+    except redis.RedisError:
+        return None
+    said = p.parse_event(entries[0][1]) if entries else {}
+    return {"position": said["position"], "waiting": said["waiting"]} if said.get("type") == p.QUEUED else None
+
+
 class Line:
     """One pass: read who waits and what runs, end the runs that will never start, admit those
     that fit in fair order, and tell the rest their place."""

@@ -20,6 +20,7 @@ from arena.generations.services import start_generation
 from arena.generations.sweeper import NEVER_STARTED
 from arena.playground import fragments
 from inference import protocol as p
+from tests.arena.api_client import api
 from tests.arena.broker import broker_messages
 from tests.arena.factories import PARAMS, comparison
 
@@ -152,6 +153,19 @@ def test_past_capacity_the_rest_wait_in_turns_and_hear_their_place(redis_client,
     assert admission.admit_waiting() == 1
     assert sent(redis_client)[-1] == str(a2.id)
     assert [e["position"] for e in events(redis_client, a3, p.QUEUED)] == [2, 1]
+
+
+def test_the_api_says_a_waiting_generations_place_and_nothing_once_it_left_the_line(
+        client, redis_client, capacity, owner, token, smollm):
+    capacity(1)
+    running, waiting = queue(owner, smollm, ago=5), queue(owner, smollm)
+    admission.admit_waiting()
+    read = lambda gen: api(client, "get", f"/api/v1/generations/{gen.id}", token).json()["queue"]  # noqa: E731
+    assert read(waiting) == {"position": 1, "waiting": 1}
+    assert read(running) is None
+    finish(running)
+    admission.admit_waiting()
+    assert read(waiting) is None
 
 
 def test_with_one_slot_users_alternate(redis_client, capacity, users, smollm):
