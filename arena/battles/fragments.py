@@ -12,6 +12,7 @@ from arena import markdown
 from arena.playground import fragments as playground
 from arena.playground.fragments import STATUS_TEXT, place_in_line
 from inference import protocol as p
+from orchestration.client import ordinal
 
 BLIND_FAILURE = "This answer failed. Run the match again."
 CHART_W, CHART_H = 160, 36
@@ -136,7 +137,7 @@ def paced_frame(sides: list[Side], before: list | None, now: list) -> str:
             continue
         if view.text != prev.text:
             parts.append(output_append(side.name, view.text[len(prev.text):]))
-        if view.state != prev.state:
+        if view.state != prev.state or view.place != prev.place:
             parts.append(paced_status(side.name, view))
             if view.ended:
                 parts.append(_paced_output(side.name, view))
@@ -149,6 +150,9 @@ def paced_status(side: str, view) -> str:
     if view.state == "loading":
         return format_html('<div id="{}-status" class="status status-loading" data-state="loading">Preparing</div>',
                            side)
+    if view.state == "queued" and view.place:  # a battle waits as one: both sides stand in the same place
+        position, waiting = view.place
+        return status(side, "queued", f"{ordinal(position)} in line of {waiting}")
     return status(side, view.state, BLIND_FAILURE if view.state == "failed" else "")
 
 

@@ -41,6 +41,7 @@ class SideFeed:
     text: str = ""
     piece_ends: list[int] = field(default_factory=list)  # character offsets where complete pieces end
     complete_at: list[float] = field(default_factory=list)
+    place: tuple[int, int] | None = None  # (position, waiting) in the fair line, as last said
     loading_at: float | None = None
     started_at: float | None = None
     ended_at: float | None = None
@@ -58,7 +59,9 @@ class SideFeed:
         kind = ev["type"]
         if self.ended:
             return
-        if kind == p.LOADING and self.loading_at is None:
+        if kind == p.QUEUED:
+            self.place = (int(ev.get("position") or 1), int(ev.get("waiting") or 1))
+        elif kind == p.LOADING and self.loading_at is None:
             self.loading_at = t
         elif kind == p.STARTED and self.started_at is None:
             self.started_at = t
@@ -96,6 +99,7 @@ class SideView:
     text: str
     state: str  # queued, loading, running, done, failed, cancelled
     end_event: dict | None = None  # the terminal event, once the side shows as ended
+    place: tuple[int, int] | None = None  # while queued: (position, waiting) in the fair line, both sides' alike
 
     @property
     def ended(self) -> bool:
@@ -166,7 +170,7 @@ class Pacer:
             return SideView(text, "running")
         if any(s.loading_at is not None for s in self.sides):
             return SideView(text, "loading")
-        return SideView(text, "queued")
+        return SideView(text, "queued", place=side.place)
 
     def _shown_ended_at(self, side: SideFeed, start: float | None) -> float:
         assert side.ended_at is not None

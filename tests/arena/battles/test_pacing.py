@@ -191,3 +191,22 @@ def test_every_answer_comes_out_whole_and_in_shared_instants(left, right, dt_lef
     for t in pacer.release:
         before, after = pacer.view(t - 1e-9), pacer.view(t)
         assert any(b.text != a.text for b, a in zip(before, after, strict=True)) or t == pacer.release[0]
+
+
+def test_a_waiting_battle_shows_its_place_in_line_on_both_sides_and_nothing_else():
+    from arena.battles.fragments import Side, paced_frame
+
+    pacer = Pacer(words_per_s=1 / GAP)
+    for side in (0, 1):  # one pass of the line writes both sides' place
+        pacer.add(side, 1.0, {"type": p.QUEUED, "position": 3, "waiting": 4, "elapsed_s": 2.0})
+    first = pacer.view(1.5)
+    assert [(v.state, v.place) for v in first] == [("queued", (3, 4))] * 2
+    sides = [Side("left", 0.0, blind=True), Side("right", 0.0, blind=True)]
+    assert paced_frame(sides, None, first).count("3rd in line of 4") == 2
+    for side in (0, 1):
+        pacer.add(side, 2.0, {"type": p.QUEUED, "position": 1, "waiting": 2, "elapsed_s": 3.0})
+    moved = pacer.view(2.5)
+    frame = paced_frame(sides, first, moved)
+    assert frame.count("1st in line of 2") == 2 and " s<" not in frame  # no seconds: nothing to time a side by
+    pacer.add(0, 3.0, {"type": p.LOADING, "elapsed_s": 0.5})
+    assert [v.state for v in pacer.view(3.5)] == ["loading", "loading"]
