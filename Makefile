@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # pytest processes for `make test` (pytest-xdist); 0 runs the suite in one process.
 TEST_JOBS ?= 2
 
-.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load bench-blind bench-cores bench-compiled clean
+.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load bench-blind bench-cores bench-compiled soak clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -50,6 +50,12 @@ bench-cores: setup
 # four processes each compile; not part of `make bench`).
 bench-compiled: setup
 	@$(PY) bench/compiled.py
+
+# MINUTES of mixed load (playground, comparisons, tournaments, OpenAI streams) with faults injected:
+# lost, 5xx, stored vs streamed text, RSS and Redis growth (bench/soak.py; not part of `make bench`).
+MINUTES ?= 20
+soak: setup
+	@$(PY) bench/soak.py --minutes $(MINUTES) $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

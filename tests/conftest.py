@@ -53,6 +53,8 @@ LIVE_GROUPS = {
     "test_load_bench": "live-2", "test_browser": "live-2", "test_blind_pacing": "live-2",
     # With the pacing test, never beside it: its minutes of decoding on every core skew the paced gaps.
     "test_suite_runs": "live-2",
+    # Starts its own application (private Redis) but loads every core for minutes: the same reason.
+    "test_soak": "live-2",
 }
 
 
