@@ -42,18 +42,18 @@ async def open_sockets(session: str, count: int) -> list:
     opened = []
     for _ in range(count):
         comm = status_socket(session)
-        assert (await comm.connect(timeout=5))[0]
+        assert (await comm.connect(timeout=20))[0]
         opened.append(comm)
     return opened
 
 
 async def refused_with_message(comm) -> bool:
     """Accepted, then one frame with the message, then closed with 4429."""
-    assert (await comm.connect(timeout=5))[0]
-    frame = await comm.receive_output(timeout=5)
+    assert (await comm.connect(timeout=20))[0]
+    frame = await comm.receive_output(timeout=20)
     assert frame["type"] == "websocket.send" and "Too many open connections" in frame["text"], frame
     assert f"the limit is {CAP}" in frame["text"]
-    closing = await comm.receive_output(timeout=5)
+    closing = await comm.receive_output(timeout=20)
     assert closing["type"] == "websocket.close" and closing["code"] == socket_cap.TOO_MANY, closing
     assert closing["reason"] == socket_cap.too_many_reason(CAP)
     return True
@@ -97,7 +97,7 @@ HOLDER = textwrap.dedent("""
 
     asyncio.run(hold(int(sys.argv[1]), int(sys.argv[2])))
 """)
-SLOT_TTL_S = 1.5
+SLOT_TTL_S = 4.0  # renewed every 1.3 s: a loaded machine still renews well inside it
 
 
 async def test_the_slots_of_a_killed_process_lapse(staff):
@@ -144,6 +144,6 @@ async def test_deactivating_a_user_closes_their_sockets_everywhere(staff):
     await disconnect_all([mine_1, mine_2])
     assert await close_code(others, timeout=1.5) is None  # another user's socket stays
     refused = status_socket(first)  # and the deactivated user's session opens none any more
-    assert (await refused.connect(timeout=5)) == (False, 4403)
+    assert (await refused.connect(timeout=20)) == (False, 4403)
     await disconnect_all([others])
     assert sockets.registry().sockets == {}
