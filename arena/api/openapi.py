@@ -332,7 +332,12 @@ SPEC = {
                         "type": "object",
                         "properties": {
                             "orchestrator_running": {"type": "boolean"},
-                            "nodes": {"type": "array", "items": {"type": "object"}},
+                            "nodes": {"type": "array", "items": {"type": "object", "properties": {
+                                "node": {"type": "string"}, "budget_mb": {"type": ["number", "null"]},
+                                "reserved_mb": {"type": ["number", "null"], "description": "null while the caller "
+                                                "has blind matches not yet revealed (it would size their workers)"},
+                                "used_pct": {"type": ["integer", "null"]},
+                            }}},
                             "workers": {"type": "array", "items": {"type": "object", "properties": {
                                 "worker_id": {"type": "string"}, "slug": {"type": "string"},
                                 "node": {"type": "string"}, "state": {"type": "string"},

@@ -6,8 +6,8 @@ this module reads it and adds what only the database remembers (cold-start histo
 `hide` is the viewer's secret models (arena/tournaments/secrecy.py: the contestants of their
 own unrevealed blind tournaments). Their workers are taken out of every list (workers,
 cold starts, preparations) and summed up in one `hidden` aggregate without a slug, a worker
-id, a state, a time or a memory figure. Node totals stay: a node's reserved memory still
-moves when a hidden worker starts or stops (a known limit).
+id, a state, a time or a memory figure. Such a viewer gets no node totals either (a node's
+reserved memory less the shown workers' would be the hidden ones' size): only the budgets.
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ def snapshot(client, keys, *, hide: frozenset[str] = frozenset()) -> dict:
     for node in published["nodes"]:
         node = {name: node.get(name) for name in NODE_FIELDS}
         budget = node["budget_mb"]
-        node["used_pct"] = min(100, round(100 * node["reserved_mb"] / budget)) if budget else None
+        if hide:  # a node's total less the shown workers would be what the hidden ones hold
+            node["reserved_mb"] = None
+        node["used_pct"] = min(100, round(100 * node["reserved_mb"] / budget)) if budget and not hide else None
         status["nodes"].append(node)
     shown = [w for w in published["workers"] if w.get("slug") not in hide]
     hidden = [w for w in published["workers"] if w.get("slug") in hide]

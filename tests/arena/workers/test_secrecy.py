@@ -176,7 +176,7 @@ def test_the_status_page_hides_the_owners_contestants_until_the_reveal(client, a
     assert_hidden(page, contestants)
     assert f'data-worker="{bystander.slug}-0001"' in page and HIDDEN_LABEL in page
     assert 'data-hidden-workers="2"' in page and "<td>3</td>" in page  # 1 + 2 requests in flight, summed
-    assert "1500 MB" in page  # node totals stay (a known limit)
+    assert "1500 MB" not in page and "4000 MB" in page  # the budget, not the total: less the shown, the hidden
     assert_shown(admin_client.get("/status/").content.decode(), contestants)  # not theirs to judge
     play_through(tournament)
     page = client.get("/status/").content.decode()
@@ -203,9 +203,10 @@ def test_the_workers_api_hides_the_owners_contestants(client, admin_user, judge,
     assert_hidden(response.content.decode(), contestants)
     assert [w["slug"] for w in body["workers"]] == [bystander.slug]
     assert body["hidden"] == {"label": HIDDEN_LABEL, "workers": 2, "in_flight": 3}
-    assert body["nodes"] == [{"node": "local", "budget_mb": 4000, "reserved_mb": 1500, "used_pct": 38}]
+    assert body["nodes"] == [{"node": "local", "budget_mb": 4000, "reserved_mb": None, "used_pct": None}]
     other = api(client, "get", "/api/v1/workers", ApiToken.issue(admin_user)).json()
     assert len(other["workers"]) == 3 and other["hidden"] is None
+    assert other["nodes"] == [{"node": "local", "budget_mb": 4000, "reserved_mb": 1500, "used_pct": 38}]
     play_through(tournament)
     body = api(client, "get", "/api/v1/workers", ApiToken.issue(judge)).json()
     assert len(body["workers"]) == 3 and body["hidden"] is None
