@@ -41,3 +41,49 @@ def test_a_package_source_is_validated_without_importing_it(booby_trapped, catal
         errors = getattr(exc, "message_dict", {"?": [str(exc)]})
     assert "source" not in errors, errors
     assert not booby_trapped.exists()
+
+
+def failed(owner, model):
+    gen = generation(owner, model)
+    Generation.objects.filter(id=gen.id).update(status=Generation.Status.RUNNING, finished_at=None)
+    gen.refresh_from_db()
+    assert gen.finish(Generation.Status.FAILED, text="", reason=RAW)
+    return gen
+
+
+@pytest.mark.parametrize("staff", [False, True])
+def test_the_generation_page_shows_the_worker_line_to_staff_only(client, owner, smollm, staff):
+    owner.is_staff = staff
+    owner.save()
+    client.force_login(owner)
+    page = client.get(failed(owner, smollm).get_absolute_url()).content.decode()
+    assert "The model failed to load" in page
+    assert ("/home/arena/.cache" in page) == staff and ("staff only" in page) == staff
+
+
+def test_a_comparison_page_shows_a_failed_sides_line_to_its_staff_owner(client, owner, catalogue):
+    from tests.arena.factories import comparison
+
+    owner.is_staff = True
+    owner.save()
+    battle = comparison(owner, catalogue[0], catalogue[1], texts=None)
+    for gen in (battle.left, battle.right):
+        Generation.objects.filter(id=gen.id).update(status=Generation.Status.RUNNING)
+        gen.refresh_from_db()
+        assert gen.finish(Generation.Status.FAILED, text="", reason=RAW)
+    client.force_login(owner)
+    page = client.get(battle.get_absolute_url()).content.decode()
+    assert page.count("/home/arena/.cache") == 2
+
+
+def test_staff_read_any_failure_with_its_line_in_the_admin_but_no_unrevealed_blind_answer(
+        admin_client, owner, catalogue):
+    from tests.arena.factories import comparison
+
+    gen = failed(owner, catalogue[0])
+    blind = comparison(owner, catalogue[0], catalogue[1], texts=None, blind=True)
+    listing = admin_client.get("/admin/playground/generation/").content.decode()
+    assert str(gen.id) in listing and str(blind.left.id) not in listing
+    page = admin_client.get(f"/admin/playground/generation/{gen.id}/change/").content.decode()
+    assert "/home/arena/.cache" in page
+    assert admin_client.get(f"/admin/playground/generation/{blind.left.id}/change/").status_code == 302

@@ -1,0 +1,33 @@
+"""Generations in the admin, read-only: where staff read why any one failed, with the worker's own
+line (`metrics["failure_detail"]`, kept with paths and tracebacks) that users never see. The
+answers of blind battles not yet revealed are left out, as everywhere (`visible()`): their model
+would name a contestant."""
+
+from django.contrib import admin
+
+from .models import Generation
+
+
+@admin.register(Generation)
+class GenerationAdmin(admin.ModelAdmin):
+    list_display = ("id", "model", "owner", "origin", "status", "created_at", "failure_reason")
+    list_filter = ("status", "origin")
+    list_select_related = ("model", "owner")
+    search_fields = ("prompt", "failure_reason")
+    readonly_fields = (*(f.name for f in Generation._meta.fields), "failure_detail")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).visible()
+
+    @admin.display(description="The worker's own line")
+    def failure_detail(self, gen: Generation) -> str:
+        return (gen.metrics or {}).get("failure_detail", "")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
