@@ -130,6 +130,7 @@ class Line:
         lock = self.redis.lock(self.keys.admission_lock(), timeout=LOCK_TTL_S, blocking_timeout=LOCK_WAIT_S)
         if not lock.acquire():
             return []  # another pass held it all along: the next one serves whatever this one would have
+        self.now = timezone.now()  # after the wait: admissions are stamped in the order they happen
         try:
             units = self.drop_ended(self.waiting_units())
             order = fairness.line([u.waiting() for u in units], self.last_served(units))
