@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import redis
 import requests
 
@@ -134,6 +135,16 @@ class LiveApp:
             if status.get(b"state") in (b"starting", b"ready"):
                 pids[key.split(":")[-1]] = int(status[b"pid"])
         return pids
+
+
+def launcher_child(app, part: str) -> psutil.Process:
+    """The one child of this app's launcher (found by its Redis prefix) whose command line names
+    `part` ("celery", "orchestrator"): to kill it as a crash would."""
+    (launcher,) = [p for p in psutil.process_iter(["cmdline", "environ"])
+                   if "arena.launcher" in " ".join(p.info["cmdline"] or [])
+                   and (p.info["environ"] or {}).get("ARENA_REDIS_PREFIX") == app.prefix]
+    (child,) = [c for c in launcher.children() if part in " ".join(c.cmdline())]
+    return child
 
 
 @contextmanager

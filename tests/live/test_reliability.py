@@ -25,7 +25,7 @@ from arena.generations.run import WORKER_STOPPED
 from inference.worker import redis_client
 
 from ..private_redis import PrivateRedis
-from .app import running_app
+from .app import launcher_child, running_app
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(600)]
 MODEL = "smollm2-135m"
@@ -94,14 +94,6 @@ class Watcher:
 
     def close(self):
         self.connection.__exit__(None, None, None)
-
-
-def launcher_child(app, part: str) -> psutil.Process:
-    (launcher,) = [p for p in psutil.process_iter(["cmdline", "environ"])
-                   if "arena.launcher" in " ".join(p.info["cmdline"] or [])
-                   and (p.info["environ"] or {}).get("ARENA_REDIS_PREFIX") == app.prefix]
-    (child,) = [c for c in launcher.children() if part in " ".join(c.cmdline())]
-    return child
 
 
 def model_workers(app) -> list[psutil.Process]:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from .test_reliability import launcher_child
+from .app import launcher_child
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
 CONTESTANTS = ["smollm2-135m", "smollm2-135m-llamacpp", "gemma-3-270m-llamacpp"]

@@ -5,10 +5,7 @@ tiny random-weight model, and an orchestrator ticked by the test."""
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import redis
@@ -22,10 +19,10 @@ from orchestration.backends.nodes import NodesBackend
 from orchestration.policy import Config, Node
 from orchestration.service import Orchestrator
 
+from .agents import AgentProcess
 from .helpers import HELD, Recorder, acquired, generate, lease, placement, release, run_until
 
 pytestmark = pytest.mark.timeout(180)
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class NodeRecorder(Recorder):
@@ -37,35 +34,6 @@ class NodeRecorder(Recorder):
         super().transition(worker_id, slug, state, at, **fields)
         if "node" in fields:
             self.nodes[worker_id] = fields["node"]
-
-
-class AgentProcess:
-    def __init__(self, node_id: str, budget_mb: float, env: dict, log_path: Path):
-        self.node_id = node_id
-        self.log_path = log_path
-        self._log = open(log_path, "wb")  # noqa: SIM115 - open for the process lifetime, closed in stop()
-        self.proc = subprocess.Popen(
-            [sys.executable, "manage.py", "arena_agent", "--node-id", node_id, "--budget-mb", str(budget_mb),
-             "--exit-with-parent"],
-            cwd=REPO_ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self._log.close()
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from orchestration.policy import Config, Node
 from orchestration.service import Orchestrator
 from tests.private_redis import PrivateRedis, make_tls_files
 
+from .agents import AgentProcess
 from .helpers import acquired, generate, release, run_until
-from .test_nodes import AgentProcess
 
 pytestmark = pytest.mark.timeout(180)
 PASSWORD = f"arena-pw-{secrets.token_hex(8)}"

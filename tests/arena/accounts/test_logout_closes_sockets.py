@@ -5,13 +5,11 @@ import asyncio
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
-from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.test import Client
 
 from arena.accounts import sockets
-from arena.asgi import application
+
+from .status_sockets import browser, close_code, status_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,32 +17,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def staff(db):
     return get_user_model().objects.create_superuser("boss", password="boss-pass-123")
-
-
-def browser(user) -> tuple[Client, str]:
-    client = Client()
-    client.force_login(user)
-    return client, client.cookies[settings.SESSION_COOKIE_NAME].value
-
-
-def status_socket(session: str) -> WebsocketCommunicator:
-    headers = [(b"cookie", f"{settings.SESSION_COOKIE_NAME}={session}".encode()),
-               (b"origin", b"http://localhost"), (b"host", b"localhost")]
-    return WebsocketCommunicator(application, "/ws/status/", headers=headers)
-
-
-async def close_code(comm, timeout: float = 5.0) -> int | None:
-    """Read frames until the socket is closed by the server; its close code (None: still open after
-    `timeout`). Waits with receive_nothing: a receive_output that times out would cancel the app."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        if await comm.receive_nothing(timeout=0.1):
-            continue
-        message = await comm.receive_output(timeout=1)
-        if message["type"] == "websocket.close":
-            return message.get("code", 1000)
-    return None
 
 
 async def test_logging_out_closes_that_sessions_sockets_only(staff):

@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from arena import streams
 from arena.accounts import socket_cap, sockets
 
-from .test_logout_closes_sockets import browser, close_code, status_socket
+from .status_sockets import browser, close_code, status_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CAP = 20

@@ -41,6 +41,7 @@ from arena.suites import judge, parsing
 from arena.suites.services import start_run
 from arena.tournaments.models import Tournament
 from inference.structured import constraint_problem
+from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
 from tests.arena.factories import suite
 
@@ -411,16 +412,6 @@ def test_a_nul_in_a_share_token_or_model_slug_in_the_url_is_a_404(client, token,
 
 
 # --- states the fuzzer seldom reaches, checked against the same description -------------------
-def assert_conforms(body, path: str, method: str = "get", status: int = 200) -> None:
-    """`body` matches the description's schema for that response, formats (uuid, date-time, uri) included."""
-    import jsonschema_rs
-
-    from arena.api.views import FULL_SPEC
-
-    schema = FULL_SPEC["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
-    jsonschema_rs.Draft202012Validator(schema, validate_formats=True).validate(body)
-
-
 def test_a_finished_tournament_and_the_exports_of_its_battles_match_the_description(client, token, owner, catalogue):
     """The reveal (winner, contestants, every match's models and speeds) and export rows with
     both sides filled: the fuzzer's random picks rarely finish a tournament."""

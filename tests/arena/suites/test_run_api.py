@@ -9,10 +9,10 @@ from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.suites import judge, runner
 from arena.suites.models import SuiteRun
-from tests.arena.api.test_fuzz_api import assert_conforms
+from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
 from tests.arena.factories import suite
-from tests.arena.suites.test_runner import run_to_end
+from tests.arena.suites.running import run_to_end
 
 pytestmark = pytest.mark.django_db
 

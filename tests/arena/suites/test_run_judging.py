@@ -14,7 +14,7 @@ from arena.battles.models import Battle
 from arena.suites.models import SuiteRun, VerdictError
 from arena.suites.services import start_run
 from tests.arena.factories import identifiers, suite
-from tests.arena.suites.test_runner import run_to_end
+from tests.arena.suites.running import run_to_end
 
 pytestmark = pytest.mark.django_db
 

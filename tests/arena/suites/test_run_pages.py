@@ -15,7 +15,7 @@ from arena.suites import judge
 from arena.suites.models import SuiteRun
 from arena.suites.services import start_run
 from tests.arena.factories import suite
-from tests.arena.suites.test_runner import end_all, live, run_to_end
+from tests.arena.suites.running import end_all, live, run_to_end
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from arena.suites.models import Suite
-from tests.arena.api.test_fuzz_api import assert_conforms
+from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
 from tests.arena.factories import suite
 
