@@ -19,7 +19,7 @@ the server closes before the end is reconnected, as htmx's ws extension does: th
 starts from the beginning, so the client's text restarts with it.
 
 Faults, spread evenly over the run (a fault every run/(k+1) seconds, cycling through the four
-kinds, k = max(4, 2 × minutes)), each on the running processes:
+kinds, k = max(4, minutes): one a minute), each on the running processes:
 - worker_kill: a model worker SIGKILLed (one serving a request if any; pids from the
   orchestrator's worker records in Redis);
 - browser_vanish: the next playground client closes its socket after its third token;
@@ -345,6 +345,7 @@ def play_one_tournament(soak: Soak, user: User, state: dict) -> None:
         state = wait_tournament_sides(soak, user, tid, battle_id, sides)
         if state is None:
             return
+        time.sleep(random.uniform(1, 4))  # the user reads both answers
         if all(r.paced["status"] == "done" for r in sides.values()):
             action = ("winner", {"match": match["id"], "winner": random.choice(["left", "right"])})
         else:
@@ -634,7 +635,7 @@ def run_soak(app: LiveApp, redis_server: PrivateRedis, minutes: float, users: in
     soak = Soak(app, redis_server, make_users(app, users), max_tokens)
     warm_up(app, soak.users[0])
     run_s = minutes * 60
-    count = faults if faults is not None else max(len(FAULT_KINDS), int(2 * minutes))
+    count = faults if faults is not None else max(len(FAULT_KINDS), int(minutes))
     started = time.time()
     threads = [threading.Thread(target=client_loop, args=(soak, i), daemon=True) for i in range(clients)]
     threads += [threading.Thread(target=play_tournaments, args=(soak, soak.users[-1]), daemon=True),
