@@ -135,8 +135,10 @@ def paced_frame(sides: list[Side], before: list | None, now: list) -> str:
         if prev is None:
             parts += [paced_status(side.name, view), _paced_output(side.name, view), metrics(side)]
             continue
-        if view.text != prev.text:
+        if view.text != prev.text and view.text.startswith(prev.text):
             parts.append(output_append(side.name, view.text[len(prev.text):]))
+        elif view.text != prev.text:  # a headless stream's whole answer replaced its tail (pacing.SideFeed)
+            parts.append(output_replace(side.name, view.text))
         if view.state != prev.state or view.place != prev.place:
             parts.append(paced_status(side.name, view))
             if view.ended:

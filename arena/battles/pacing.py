@@ -46,6 +46,9 @@ class SideFeed:
     started_at: float | None = None
     ended_at: float | None = None
     end_event: dict | None = None
+    # Set by the first event: a token first means the stream lost its beginning (Redis restarted
+    # empty mid-answer and the worker wrote on into a fresh stream), so only the end's text is whole.
+    headless: bool | None = None
 
     @property
     def ended(self) -> bool:
@@ -59,6 +62,8 @@ class SideFeed:
         kind = ev["type"]
         if self.ended:
             return
+        if self.headless is None:
+            self.headless = kind == p.TOKEN
         if kind == p.QUEUED:
             self.place = (int(ev.get("position") or 1), int(ev.get("waiting") or 1))
         elif kind == p.LOADING and self.loading_at is None:
@@ -72,6 +77,8 @@ class SideFeed:
             final_text = ev.get("text")
             if isinstance(final_text, str) and final_text.startswith(self.text[:self._complete_chars()]):
                 self.text = final_text  # the worker's own final text (a stop sequence trimmed)
+            elif isinstance(final_text, str) and self.headless:  # the whole answer, not the tail we saw
+                self.text, self.piece_ends, self.complete_at = final_text, [], []
             self.ended_at, self.end_event = t, ev
             self._complete_pieces(t, final=True)
 

@@ -210,3 +210,28 @@ def test_a_waiting_battle_shows_its_place_in_line_on_both_sides_and_nothing_else
     assert frame.count("1st in line of 2") == 2 and " s<" not in frame  # no seconds: nothing to time a side by
     pacer.add(0, 3.0, {"type": p.LOADING, "elapsed_s": 0.5})
     assert [v.state for v in pacer.view(3.5)] == ["loading", "loading"]
+
+
+def test_a_stream_that_lost_its_beginning_shows_the_whole_answer_from_its_end():
+    """Redis restarted empty mid-answer: the worker wrote on into a fresh stream, so a pacer
+    rebuilt from it sees only the tail; the end event's own text is the whole answer."""
+    whole = "A CPU cache is a small fast memory."
+    pacer = Pacer(words_per_s=1 / GAP)
+    stream_words(pacer, 0, ["A", " CPU", " cache", " is", " a", " small", " fast", " memory."], 0.0, 0.01)
+    pacer.add(1, 0.5, tok(" cache is a"))  # the first event of a fresh stream: a token, no start
+    pacer.add(1, 0.6, tok(" small fast memory."))
+    pacer.add(1, 0.7, done(whole))
+    views = pacer.view(100.0)
+    assert [v.text for v in views] == [whole, whole] and [v.state for v in views] == ["done", "done"]
+
+
+def test_a_paced_frame_replaces_a_text_that_does_not_extend_what_was_shown():
+    from arena.battles.fragments import Side, paced_frame
+    from arena.battles.pacing import SideView
+
+    sides = [Side("left", 0.0, blind=True), Side("right", 0.0, blind=True)]
+    before = [SideView(" cache is", "running"), SideView("B", "running")]
+    now = [SideView("A CPU cache", "running"), SideView("B c", "running")]
+    frame = paced_frame(sides, before, now)
+    assert 'id="left-output" class="output">A CPU cache<' in frame  # replaced whole
+    assert 'hx-swap-oob="beforeend"' in frame and "> c<" in frame  # the other side appended as usual
