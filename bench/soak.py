@@ -94,7 +94,10 @@ TOURNAMENT = ["smollm2-135m-llamacpp", "gemma-3-270m-llamacpp", "smollm2-135m-ll
 PROMPTS = ["Write a short poem about the sea.", "Explain what a CPU cache is.", "List uses of a paperclip.",
            "Tell me a story about a lighthouse.", "Why is the sky blue?", "Describe a cat in three sentences."]
 FAULT_KINDS = ["worker_kill", "browser_vanish", "redis_restart", "celery_kill"]
-VANISH_TOKENS = 400  # the answer whose browser vanishes after its third token
+# The answer whose browser vanishes after its third token: long, so that it is still going
+# when the disconnect grace (1 s here) has passed, not one that stops by itself first.
+VANISH_TOKENS = 400
+VANISH_PROMPT = "Write a long story about a dragon who learns to bake."
 FINAL = ("done", "failed", "cancelled")
 FAULT_SLACK_S = 20  # a fault's effects (sweeper, relaunch) reach a generation within this
 SAMPLE_EVERY_S = 5
@@ -191,10 +194,11 @@ def ws_connect(soak: Soak, user: User, path: str):
 
 def play_generation(soak: Soak, user: User) -> None:
     vanish = soak.vanish_next.is_set()
-    if vanish:  # a long answer, so that it is still going when its browser vanishes
+    if vanish:
         soak.vanish_next.clear()
     chosen = {**params(soak), "max_new_tokens": VANISH_TOKENS} if vanish else params(soak)
-    gen_id = start_from_page(soak, user, random.choice(PLAYGROUND_MODELS), random.choice(PROMPTS), chosen)
+    prompt = VANISH_PROMPT if vanish else random.choice(PROMPTS)
+    gen_id = start_from_page(soak, user, random.choice(PLAYGROUND_MODELS), prompt, chosen)
     if gen_id:
         watch_generation(soak, user, soak.add(Record("playground", gen_id, user.name, time.time())), vanish)
 
@@ -586,6 +590,8 @@ def judge(soak: Soak, run_s: float, unexpiring: int) -> dict:
         "client_problems": len(soak.problems),
         "details": {"lost": lost[:20], "mismatches": mismatched[:20], "failed_other": failed_other[:20],
                     "tournament_api_text_differs": paced_differs[:20],
+                    "vanished": [f"{r.key}: {(r.stored or {}).get('status')} after {len(r.received)} characters"
+                                 for r in soak.records if r.vanished],
                     "errors_5xx": soak.errors_5xx[:20], "problems": soak.problems[:20]},
     }
 
