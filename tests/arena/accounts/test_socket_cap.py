@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from arena import streams
@@ -103,7 +104,11 @@ SLOT_TTL_S = 4.0  # renewed every 1.3 s: a loaded machine still renews well insi
 async def test_the_slots_of_a_killed_process_lapse(staff):
     boss, _other = staff
     (mine,) = await sync_to_async(sessions)(boss)
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "ARENA_WS_SLOT_TTL_S": str(SLOT_TTL_S)}
+    # This process's own prefix, as is: under pytest-xdist tests/settings.py would add the worker's
+    # name to it a second time, and the holder's slots would count for nobody here.
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "ARENA_WS_SLOT_TTL_S": str(SLOT_TTL_S),
+           "ARENA_REDIS_PREFIX": settings.ARENA_REDIS_PREFIX}
+    env.pop("PYTEST_XDIST_WORKER", None)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(boss.pk), str(CAP)], env=env,
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
