@@ -366,6 +366,7 @@ def run_load(app: LiveApp, *, viewers: int, generations: int, max_new_tokens: in
         # The per-user limits the application ran with (0: off).
         "max_concurrent_per_user": int(app.env.get("ARENA_MAX_CONCURRENT_PER_USER") or 0),
         "rate_limit_per_min": int(app.env.get("ARENA_RATE_LIMIT_PER_MIN") or 0),
+        "max_concurrent_generations": int(app.env.get("ARENA_MAX_CONCURRENT_GENERATIONS") or 16),
         "problems": problems[:20],
     }
 
@@ -427,6 +428,7 @@ def app_env(generations: int, users: int) -> dict[str, str]:
     return {
         "ARENA_MAX_CONCURRENT_PER_USER": str(max(4, per_user)),
         "ARENA_RATE_LIMIT_PER_MIN": str(max(30, per_user + 1)),  # + the warm-up generation
+        "ARENA_MAX_CONCURRENT_GENERATIONS": str(max(16, generations)),  # the fair line's capacity: all at once
         "ARENA_CELERY_CONCURRENCY": str(generations + 8),  # one Celery thread follows each generation
         "ARENA_WORKER_MAX_BATCH": str(generations),
         "ARENA_WORKER_MAX_QUEUE": str(max(32, generations)),
