@@ -85,6 +85,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inference.worker import redis_client
 from tests.live.app import LiveApp, running_app
+from tests.live.app import launcher_child as app_launcher_child
 from tests.private_redis import PrivateRedis
 
 PLAYGROUND_MODELS = ["smollm2-135m-llamacpp", "smollm2-135m"]  # both engines
@@ -396,14 +397,11 @@ def client_loop(soak: Soak, index: int) -> None:
 
 # --- faults ----------------------------------------------------------------------------------
 def launcher_child(app: LiveApp, part: str) -> psutil.Process | None:
-    for proc in psutil.process_iter(["cmdline", "environ"]):
-        try:
-            if "arena.launcher" in " ".join(proc.info["cmdline"] or []) and \
-                    (proc.info["environ"] or {}).get("ARENA_REDIS_PREFIX") == app.prefix:
-                return next((c for c in proc.children() if part in " ".join(c.cmdline())), None)
-        except psutil.Error:
-            continue
-    return None
+    """The launcher's child named by `part`, or None while there is none (it is being started again)."""
+    try:
+        return app_launcher_child(app, part)
+    except (ValueError, psutil.Error):  # not exactly one: gone a moment ago, or not back yet
+        return None
 
 
 def kill_a_worker(soak: Soak) -> bool:
