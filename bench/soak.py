@@ -42,6 +42,9 @@ as both have ended). Counted, per generation (a battle's side is one):
 - stored_equals_streamed: for every generation stored DONE whose client heard "done", the text
   the client assembled from the stream equals the stored text (and, for the playground, the
   done event's own text too);
+- waited_in_line: generations whose client was told a place in the fair line (a playground
+  socket's QUEUED event, a comparison side's "in line" status): with `--capacity` small, the
+  line is soaked through the faults too;
 - errors_5xx: HTTP responses (and WebSocket handshakes) with a 5xx status the clients got;
 - rss_growth_pct: the summed RSS of the launcher's long-running children (daphne, Celery,
   orchestrator; model workers are left out: they load and unload on demand), sampled every
@@ -54,7 +57,7 @@ as both have ended). Counted, per generation (a battle's side is one):
 Goals (exit status 1 when one is missed): lost 0, failed_other 0, 5xx 0, stored_equals_streamed;
 and unless --no-memory-goals: rss_growth_pct <= 10, redis_mb_growth <= REDIS_GROWTH_MB,
 redis_unexpiring_keys 0. The last stdout line is the JSON.
-Usage: python bench/soak.py [--minutes 20] [--users 8] [--clients 3] [--max-tokens 32]
+Usage: python bench/soak.py [--minutes 20] [--users 8] [--clients 3] [--max-tokens 32] [--capacity N]
 """
 
 from __future__ import annotations
@@ -121,6 +124,7 @@ class Record:
     ended: float | None = None
     stored: dict | None = None  # {"status", "text", "failure_reason"}
     paced: dict | None = None  # a tournament side as its API showed it once ended (paced, blind)
+    waited: bool = False  # its client was told a place in the fair line (a QUEUED event or status)
 
 
 @dataclass
@@ -232,7 +236,9 @@ def watch_generation(soak: Soak, user: User, record: Record, vanish: bool, deadl
             try:
                 for raw in sock:
                     event = json.loads(raw)
-                    if event["type"] == "token":
+                    if event["type"] == "queued":
+                        record.waited = True
+                    elif event["type"] == "token":
                         record.received += event.get("text", "")
                         tokens += 1
                         if vanish and tokens >= 3:
@@ -321,6 +327,7 @@ def feed_battle_frame(frame: str, sides: dict[str, Record]) -> None:
         record = sides[side]
         record.received = (record.received if "beforeend" in how else "") + html.unescape(text)
     for side, state in STATUS.findall(frame):
+        sides[side].waited = sides[side].waited or (state == "queued" and "in line of" in frame)
         if state in FINAL and not sides[side].told:
             sides[side].told, sides[side].ended = state, time.time()
 
@@ -575,6 +582,7 @@ def judge(soak: Soak, run_s: float, unexpiring: int) -> dict:
         "by_kind": {k: sum(r.kind == k for r in soak.records) for k in ("playground", "openai", "comparison",
                                                                           "tournament")},
         "done": sum((r.stored or {}).get("status") == "done" for r in soak.records),
+        "waited_in_line": sum(r.waited for r in soak.records),  # told a place in the line (playground, comparison)
         "lost": len(lost), "failed_by_faults": failed_faults, "failed_other": len(failed_other),
         "cancelled_by_vanish": vanished_cancelled,
         "stored_equals_streamed": not mismatched, "mismatches": len(mismatched),
@@ -673,10 +681,12 @@ def report(result: dict, memory: bool = True) -> list[str]:
 
 
 @contextmanager
-def soak_app(redis_server: PrivateRedis, data_dir: Path):
+def soak_app(redis_server: PrivateRedis, data_dir: Path, capacity: int | None = None):
     """The application on the private Redis; a short watch TTL so that the sweeper ends what a
-    killed Celery worker followed within seconds (as tests/live/test_reliability.py runs it)."""
-    with running_app(redis_server.url, data_dir, ARENA_WATCH_TTL_S="3") as app:
+    killed Celery worker followed within seconds (as tests/live/test_reliability.py runs it);
+    `capacity`: generations it runs at once (the fair line holds the rest; None: its default)."""
+    env = {} if capacity is None else {"ARENA_MAX_CONCURRENT_GENERATIONS": str(capacity)}
+    with running_app(redis_server.url, data_dir, ARENA_WATCH_TTL_S="3", **env) as app:
         app.redis = redis_client(redis_server.url, decode_responses=False)  # rides the restarts out
         yield app
 
@@ -689,11 +699,14 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--drain-s", type=float, default=240)
     parser.add_argument("--no-memory-goals", action="store_true", help="report RSS/Redis growth, do not judge it")
+    parser.add_argument("--capacity", type=int, help="the app's ARENA_MAX_CONCURRENT_GENERATIONS: small, so that "
+                                                     "requests wait in the fair line through the faults")
     args = parser.parse_args()
     redis_server = PrivateRedis()
     redis_server.start()
     try:
-        with tempfile.TemporaryDirectory(prefix="arena-soak-") as tmp, soak_app(redis_server, Path(tmp)) as app:
+        with (tempfile.TemporaryDirectory(prefix="arena-soak-") as tmp,
+              soak_app(redis_server, Path(tmp), args.capacity) as app):
             result = run_soak(app, redis_server, args.minutes, args.users, args.clients, args.max_tokens,
                               args.drain_s)
     finally:

@@ -64,6 +64,10 @@ def test_a_battle_frame_reader_builds_the_text_as_htmx_would():
     soak.feed_battle_frame(side("done") + '<div id="left-output" class="output markdown"><p>Hi</p></div>', sides)
     assert sides["left"].received == "Hello world & co" and sides["left"].told == "done"
     assert sides["right"].received == "" and sides["right"].told is None
+    assert not sides["right"].waited
+    soak.feed_battle_frame('<div id="right-status" class="status status-queued" data-state="queued">Queued '
+                           "<span class='detail'>2nd in line of 3</span></div>", sides)
+    assert sides["right"].waited and not sides["left"].waited
 
 
 def test_a_told_state_the_store_contradicts_is_lost_and_a_fault_explains_a_failure():
