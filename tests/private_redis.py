@@ -63,16 +63,18 @@ def make_tls_files(directory: Path) -> TlsFiles:
 
 class PrivateRedis:
     """`password`: the server's requirepass (clients put it in the URL), or with `username` an
-    ACL user's (the default user then off); `tls`: it speaks only TLS (rediss://) and asks every
-    client for a certificate signed by the same CA."""
+    ACL user's (the default user then off), kept to the keys and channels of `acl_prefix` when
+    given, by the rule docs/operations.md recommends; `tls`: it speaks only TLS (rediss://) and
+    asks every client for a certificate signed by the same CA."""
 
-    def __init__(self, password: str | None = None, tls: TlsFiles | None = None, username: str | None = None):
+    def __init__(self, password: str | None = None, tls: TlsFiles | None = None, username: str | None = None,
+                 acl_prefix: str | None = None):
         self.server = shutil.which("redis-server")
         if not self.server:
             pytest.skip("redis-server is not installed")
         self.port = _free_port()
         self.dir = tempfile.mkdtemp(prefix="arena-private-redis-")
-        self.password, self.tls, self.username = password, tls, username
+        self.password, self.tls, self.username, self.acl_prefix = password, tls, username, acl_prefix
         auth = f"{username or ''}:{password}@" if password else ""
         self.url = f"{'rediss' if tls else 'redis'}://{auth}127.0.0.1:{self.port}/0"
         self.proc: subprocess.Popen | None = None
@@ -88,7 +90,7 @@ class PrivateRedis:
     def _command(self) -> list[str]:
         cmd = [self.server, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.dir]
         if self.password and self.username:
-            cmd += ["--user", "default", "off", "--user", self.username, "on", f">{self.password}", "~*", "&*", "+@all"]
+            cmd += ["--user", "default", "off", "--user", self.username, "on", f">{self.password}", *self._acl_rule()]
         elif self.password:
             cmd += ["--requirepass", self.password]
         if not self.tls:
@@ -96,6 +98,14 @@ class PrivateRedis:
         return [*cmd, "--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(self.tls.server_cert),
                 "--tls-key-file", str(self.tls.server_key), "--tls-ca-cert-file", str(self.tls.ca),
                 "--tls-auth-clients", "yes"]
+
+    def _acl_rule(self) -> list[str]:
+        """Every key and channel, or only the prefix's (Celery's remote-control channel named
+        literally: Celery subscribes to it as a pattern, and ACLs match patterns literally)."""
+        if not self.acl_prefix:
+            return ["~*", "&*", "+@all"]
+        prefix = self.acl_prefix
+        return [f"~{prefix}:*", f"&{prefix}:*", f"&{prefix}:celery:/0.celery.pidbox", "+@all"]
 
     def start(self) -> None:
         # The password reaches the server on its command line: a test's throwaway one (in

@@ -31,8 +31,13 @@ PASSWORD = f"arena-pw-{secrets.token_hex(8)}"
 
 @pytest.fixture(params=["password", "acl-user", "tls"])
 def secured(request, tmp_path):
+    """A private redis-server with a password; the ACL user may touch only its prefix's keys and channels."""
     tls = make_tls_files(tmp_path) if request.param == "tls" else None
-    server = PrivateRedis(password=PASSWORD, tls=tls, username="arena" if request.param == "acl-user" else None)
+    prefix = f"arena-test-{uuid.uuid4().hex[:12]}"
+    acl = request.param == "acl-user"
+    server = PrivateRedis(password=PASSWORD, tls=tls, username="arena" if acl else None,
+                          acl_prefix=prefix if acl else None)
+    server.prefix = prefix
     server.start()
     yield server
     server.stop()
@@ -49,6 +54,9 @@ def test_clients_without_the_password_are_refused(secured):
         redis.Redis.from_url(without_password(secured.url), **tls).ping()
     with pytest.raises(redis.AuthenticationError):  # WRONGPASS
         redis.Redis.from_url(secured.url.replace(PASSWORD, "guess"), **tls).ping()
+    if secured.acl_prefix:  # the arena's ACL user reaches no key outside its prefix
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            secured.client().set("another-app:key", "1")
     if secured.tls:
         with pytest.raises(redis.ConnectionError):  # plain TCP on the TLS port
             redis.Redis.from_url(secured.url.replace("rediss://", "redis://"), socket_timeout=5).ping()
@@ -64,7 +72,7 @@ def test_the_nodes_backend_serves_a_model_through_it(secured, tiny_model_dir, tm
     for name, value in secured.env().items():  # this process is the orchestrator's machine
         if name != "REDIS_URL":
             monkeypatch.setenv(name, value)
-    prefix = f"arena-test-{uuid.uuid4().hex[:12]}"
+    prefix = secured.prefix
     data = tmp_path / "data"
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "arena.settings", **secured.env(),
            "ARENA_REDIS_PREFIX": prefix, "ARENA_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1",
@@ -94,3 +102,5 @@ def test_the_nodes_backend_serves_a_model_through_it(secured, tiny_model_dir, tm
         app.close()
     logs = [agent.log_path, *data.glob("logs/**/*.log")]
     assert len(logs) > 1 and not [log for log in logs if PASSWORD in log.read_text(errors="replace")]
+    if secured.acl_prefix:  # kept to its prefix, and nothing the arena did was refused
+        assert client.acl_log() == [], client.acl_log()
