@@ -77,11 +77,9 @@ def _days(value):
 
 def _create(request):
     try:
-        body = json_body(request)
+        body = json_body(request, CREATE_FIELDS)
     except ValueError as exc:
         return error(400, str(exc))
-    if unknown := sorted(set(body) - CREATE_FIELDS):
-        return error(400, f"Unknown field(s): {', '.join(unknown)}.")
     name = body.get("name") if body.get("name") is not None else ""
     if not isinstance(name, str) or len(name.strip()) > NAME_MAX_LENGTH:
         return error(400, f"name must be a string of at most {NAME_MAX_LENGTH} characters.",

@@ -1,6 +1,7 @@
 """Bearer-token authentication and JSON error bodies for the API."""
 
 import functools
+from collections.abc import Iterable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -66,11 +67,14 @@ def token_required(view):
     return wrapper
 
 
-def json_body(request) -> dict:
-    """The request's JSON object; raises ValueError with a message fit for a 400."""
+def json_body(request, fields: Iterable[str] | None = None) -> dict:
+    """The request's JSON object; raises ValueError with a message fit for a 400, also for a
+    field not in `fields` when given (a misspelt field must not be silently ignored)."""
     if not request.body:
         raise ValueError("The request body must be a JSON object.")
     body = jsonbody.parse(request.body)  # ValueError for anything a 400 must refuse
     if not isinstance(body, dict):
         raise ValueError("The request body must be a JSON object.")
+    if fields is not None and (unknown := sorted(set(body) - set(fields))):
+        raise ValueError(f"Unknown field(s): {', '.join(unknown)}.")
     return body

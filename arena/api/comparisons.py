@@ -56,12 +56,9 @@ def _get_battle_for_user(request, battle_id) -> Battle | None:
 @token_required
 def create_comparison(request):
     try:
-        body = json_body(request)
+        body = json_body(request, FIELDS)
     except ValueError as exc:
         return error(400, str(exc))
-    unknown = sorted(set(body) - FIELDS)
-    if unknown:
-        return error(400, f"Unknown field(s): {', '.join(unknown)}.")
     for key in ("params", "left_params", "right_params"):
         if key in body and not isinstance(body[key], dict):
             return error(400, f"{key} must be an object.", {key: "must be an object"})

@@ -88,12 +88,9 @@ def models(request):
 @token_required
 def create_generation(request):
     try:
-        body = json_body(request)
+        body = json_body(request, {"model", "prompt", "system_prompt", "params", "tag"})
     except ValueError as exc:
         return error(400, str(exc))
-    unknown = sorted(set(body) - {"model", "prompt", "system_prompt", "params", "tag"})
-    if unknown:
-        return error(400, f"Unknown field(s): {', '.join(unknown)}.")
     params = body.get("params") or {}
     if not isinstance(params, dict):
         return error(400, "params must be an object.", {"params": "must be an object"})
