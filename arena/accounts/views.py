@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -56,10 +56,7 @@ def tokens_page(request):
 @login_required
 @require_POST
 def token_revoke(request, token_id):
-    token = ApiToken.objects.filter(id=token_id, user=request.user).first()
-    if token is None:
-        raise Http404("No such token.")
-    token.revoke()
+    get_object_or_404(ApiToken, id=token_id, user=request.user).revoke()
     return redirect("account-tokens")
 
 

@@ -4,7 +4,7 @@ shared page shows in share.py, the export formats in export.py."""
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
@@ -77,9 +77,7 @@ def share_create(request, kind, object_id):
 @login_required
 @require_POST
 def share_revoke(request, link_id):
-    link = ShareLink.objects.filter(id=link_id, owner=request.user).first()
-    if link is None:
-        raise Http404("No such link.")
+    link = get_object_or_404(ShareLink, id=link_id, owner=request.user)
     link.revoke()
     return _back(request, link.target.get_absolute_url() + "#share")
 
