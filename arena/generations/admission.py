@@ -18,7 +18,7 @@ are free), and once a second from the orchestrator's loop (`Admitter`), which al
 what the others missed (Redis down for a moment, a process killed between the two).
 
 A pass also ends waiting runs that will never start: the user stopped them (their cancel key),
-every viewer of a web one left (as `Follower.check_abandoned` does for running ones), or one
+every viewer of a web one left (`run.abandoned`, as for running ones), or one
 waited past ARENA_QUEUE_TIMEOUT_S. Once admitted, a run is the sweeper's (sweeper.py) if its
 Celery message is lost.
 """
@@ -42,7 +42,7 @@ from inference import protocol as p
 
 from . import fairness
 from .models import Generation
-from .run import Follower
+from .run import Follower, abandoned
 from .sweeper import NEVER_STARTED
 
 log = logging.getLogger(__name__)
@@ -191,18 +191,13 @@ class Line:
         if any(cancelled for cancelled, _viewers in seen):
             return "cancelled"
         web = unit.rows[0]["origin"] == Generation.Origin.WEB
-        if web and all(self._abandoned(viewers) for _cancelled, viewers in seen):
+        if web and all(abandoned(viewers) for _cancelled, viewers in seen):
             return "cancelled"
         if len(unit.rows) < unit.size:
             return HALF_A_BATTLE
         if (self.now.timestamp() - unit.waiting().since) > settings.ARENA_QUEUE_TIMEOUT_S:
             return NEVER_STARTED
         return None
-
-    def _abandoned(self, viewers: list) -> bool:
-        left_at, count = viewers
-        return bool(left_at) and int(count or 0) <= 0 and (
-            time.time() - float(left_at) > settings.ARENA_DISCONNECT_GRACE_S)
 
     def end(self, unit: Unit, reason: str) -> None:
         for gen in Generation.objects.select_related("model").filter(id__in=unit.ids):

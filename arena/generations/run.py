@@ -221,8 +221,7 @@ class Follower:
         """A web generation whose every viewer left more than the grace ago is cancelled."""
         if self.gen.origin != Generation.Origin.WEB:
             return
-        left_at, count = self.redis.hmget(self.keys.viewers(str(self.gen.id)), ["left_at", "count"])
-        if left_at and int(count or 0) <= 0 and time.time() - float(left_at) > settings.ARENA_DISCONNECT_GRACE_S:
+        if abandoned(self.redis.hmget(self.keys.viewers(str(self.gen.id)), ["left_at", "count"])):
             self.redis.set(self.keys.cancel(str(self.gen.id)), "abandoned", ex=p.STREAM_TTL_S)
 
     def cancel_requested(self) -> bool:
@@ -298,6 +297,12 @@ class Follower:
     def emit(self, kind: str, **fields) -> None:
         self.redis.xadd(self.stream, p.event(kind, **fields))
         self.redis.expire(self.stream, p.STREAM_TTL_S)
+
+
+def abandoned(viewers: list) -> bool:
+    """From a generation's viewers hash ([left_at, count]): every viewer left more than the grace ago."""
+    left_at, count = viewers
+    return bool(left_at) and int(count or 0) <= 0 and time.time() - float(left_at) > settings.ARENA_DISCONNECT_GRACE_S
 
 
 def read_many(followers: list[Follower], block_ms: int) -> dict[Follower, list[dict]]:
