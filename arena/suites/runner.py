@@ -93,6 +93,8 @@ def step(run: SuiteRun) -> plan.Plan:
             run.state, run.finished_at = SuiteRun.State.DONE, timezone.now()
             fields += ["state", "finished_at"]
         run.save(update_fields=fields)
+        if todo.start_answers or todo.start_judgements:
+            admission.submit()  # one pass of the line for all this step started, once committed
     if (todo.start_answers or todo.start_judgements) and \
             SuiteRun.objects.filter(id=run.id, state=SuiteRun.State.CANCELLED).exists():
         _cancel_live(run)  # a cancel landed during this step, after it listed the live generations
@@ -169,8 +171,7 @@ def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, order: s
 def _generation(run: SuiteRun, model, prompt: str, params: dict, system_prompt: str = "") -> Generation:
     gen = Generation.objects.create(owner=run.owner, model=model, origin=Generation.Origin.SUITE, prompt=prompt,
                                     system_prompt=system_prompt, params=params, tag=run.suite.tag)
-    admission.submit()
-    return gen
+    return gen  # it joins the line when the step commits (`step`)
 
 
 def _record(run: SuiteRun, pair: plan.Pair, outcome: str, generations: dict) -> None:
