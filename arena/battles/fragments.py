@@ -10,9 +10,8 @@ from django.utils.html import format_html, format_html_join
 
 from arena import markdown
 from arena.playground import fragments as playground
-from arena.playground.fragments import STATUS_TEXT, place_in_line
+from arena.playground.fragments import STATUS_TEXT, in_line, place_in_line
 from inference import protocol as p
-from orchestration.client import ordinal
 
 BLIND_FAILURE = "This answer failed. Run the match again."
 CHART_W, CHART_H = 160, 36
@@ -153,8 +152,7 @@ def paced_status(side: str, view) -> str:
         return format_html('<div id="{}-status" class="status status-loading" data-state="loading">Preparing</div>',
                            side)
     if view.state == "queued" and view.place:  # a battle waits as one: both sides stand in the same place
-        position, waiting = view.place
-        return status(side, "queued", f"{ordinal(position)} in line of {waiting}")
+        return status(side, "queued", in_line(*view.place))
     return status(side, view.state, BLIND_FAILURE if view.state == "failed" else "")
 
 

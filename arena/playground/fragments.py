@@ -86,8 +86,12 @@ def for_event(ev: dict, created_at: float) -> str:
 
 def place_in_line(ev: dict) -> str:
     """A QUEUED event's detail: "3rd in line of 7 — 12 s" (arena/generations/admission.py)."""
-    place = ordinal(int(ev.get("position") or 1))
-    return f"{place} in line of {ev.get('waiting', '?')} — {ev.get('elapsed_s', 0):.0f} s"
+    return f"{in_line(int(ev.get('position') or 1), ev.get('waiting', '?'))} — {ev.get('elapsed_s', 0):.0f} s"
+
+
+def in_line(position: int, waiting) -> str:
+    """"2nd in line of 5"."""
+    return f"{ordinal(position)} in line of {waiting}"
 
 
 def final(ev: dict, created_at: float) -> str:
