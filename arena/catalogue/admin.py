@@ -27,11 +27,11 @@ class ModelEntryForm(forms.ModelForm):  # the admin gives it the model and the f
 @admin.register(ModelEntry)
 class ModelEntryAdmin(admin.ModelAdmin):
     form = ModelEntryForm
-    list_display = ("name", "slug", "engine", "kind", "precision", "memory_estimate_mb", "enabled",
+    list_display = ("name", "label", "slug", "engine", "kind", "precision", "memory_estimate_mb", "enabled",
                     "preparation_state")
     list_filter = ("engine", "kind", "enabled")
     fieldsets = (
-        (None, {"fields": ("name", "slug", "description", "enabled")}),
+        (None, {"fields": ("name", "label", "slug", "description", "enabled")}),
         ("How it is served", {"fields": ("engine", "kind", "base", "precision", "source", "gguf_file", "draft",
                                          "context_length", "max_concurrency", "memory_estimate_mb")}),
         ("OpenAI-compatible endpoint (engine: openai)", {"fields": ("base_url", "remote_model", "api_key_env")}),

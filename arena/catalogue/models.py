@@ -10,9 +10,12 @@ from inference.protocol import ENGINE_KINDS, ModelSpec, ParamError, SamplingPara
 from inference.sources import ModelSourceError, check_source
 from inference.structured import engine_problem
 
+from . import labels
+
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MAX_ALIASES = 30
 MAX_ALIAS_LENGTH = 60
+LABEL_TAKEN = "Another entry has this label: labels tell entries apart in charts and tables, so each needs its own."
 
 
 class ModelEntryQuerySet(models.QuerySet):
@@ -43,6 +46,12 @@ class ModelEntry(models.Model):
 
     slug = models.SlugField(unique=True, max_length=80)
     name = models.CharField(max_length=120)
+    label = models.CharField(
+        max_length=labels.MAX_LABEL, blank=True,
+        help_text="A short name that tells this entry apart from the others in charts and tables, e.g. "
+        "\"SmolLM2 135M · llama.cpp Q4_1 · spec\". Left empty, it is derived from the name and how the entry "
+        "is served. No two entries share one.",
+    )
     description = models.TextField(blank=True)
     engine = models.CharField(max_length=20, choices=Engine.choices, default=Engine.TRANSFORMERS)
     source = models.CharField(
@@ -104,6 +113,23 @@ class ModelEntry(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def save(self, *args, **kwargs):
+        if not self.label.strip():
+            self.label = self.default_label()
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "label"}
+        super().save(*args, **kwargs)
+
+    def default_label(self) -> str:
+        """The derived label (arena/catalogue/labels.py), made unique with the slug if another entry has it."""
+        derived = labels.derive(self.name, self.engine, self.kind, self.precision, self.gguf_file,
+                                self.draft.name if self.draft_id else "")
+        return labels.unique(derived, self.slug, self._labels_of_others())
+
+    def _labels_of_others(self) -> set[str]:
+        others = ModelEntry.objects.exclude(pk=self.pk) if self.pk else ModelEntry.objects.all()
+        return {label.casefold() for label in others.values_list("label", flat=True)}
+
     @property
     def is_endpoint(self) -> bool:
         return self.engine == self.Engine.OPENAI
@@ -118,6 +144,7 @@ class ModelEntry(models.Model):
             errors["default_params"] = str(exc)
         errors.update(self._draft_errors())
         errors.update(self._alias_errors())
+        errors.update(self._label_errors())
         if errors:
             raise ValidationError(errors)
 
@@ -178,6 +205,12 @@ class ModelEntry(models.Model):
             return {"draft": "The draft must be a full-precision or AWQ entry, not another speculative one."}
         if self.engine == self.Engine.LLAMACPP and self.draft.engine != self.Engine.LLAMACPP:
             return {"draft": "A llama.cpp entry's draft must be a llama.cpp entry (a GGUF of the same tokenizer)."}
+        return {}
+
+    def _label_errors(self) -> dict[str, str]:
+        self.label = " ".join(self.label.split())
+        if self.label and self.label.casefold() in self._labels_of_others():
+            return {"label": LABEL_TAKEN}
         return {}
 
     def _alias_errors(self) -> dict[str, str]:
