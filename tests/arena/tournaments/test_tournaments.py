@@ -27,6 +27,7 @@ from arena.tournaments.openapi import OPENAPI_PATHS
 from arena.tournaments.tasks import prewarm_next
 from tests.arena.api_client import api
 from tests.arena.factories import finish_battle, identifiers
+from tests.figures import shows_figure
 
 pytestmark = pytest.mark.django_db
 PARAMS = {"temperature": 0.7, "max_new_tokens": 16}
@@ -329,6 +330,12 @@ def test_stop_resume_rerun_and_replay_from_the_page(client, owner, catalogue):
     assert client.post(reverse("tournament-rerun", args=[t.id]), {"match": current(t).id}).status_code == 302
     assert current(t).battle.parent == first
     replay_form = {"prompt": "Name a fruit.", "max_new_tokens": "8"}
+    page = client.get(t.get_absolute_url()).content.decode()
+    assert 'id="replay-form"' not in page  # mid-tournament: no replay offered, and none taken
+    mid_way = client.post(reverse("tournament-replay", args=[t.id]), replay_form)
+    assert mid_way.status_code == 409 and not Tournament.objects.filter(parent=t).exists()
+    play_through(t)
+    assert 'id="replay-form"' in client.get(t.get_absolute_url()).content.decode()
     response = client.post(reverse("tournament-replay", args=[t.id]), replay_form)
     replay = Tournament.objects.get(parent=t)
     assert response.status_code == 302 and response["Location"] == replay.get_absolute_url()
@@ -419,7 +426,7 @@ def test_api_create_read_and_judge_blind_until_the_reveal(client, token, catalog
         finish_battle(match.battle)
         state = api(client, "get", f"/api/v1/tournaments/{t.id}", token)
         text = state.content.decode()
-        assert all(word not in text for word in identifiers(catalogue)) and "12.5" not in text
+        assert all(word not in text for word in identifiers(catalogue)) and not shows_figure(text, "12.5")
         picked = api(client, "post", f"/api/v1/tournaments/{t.id}/winner", token,
                      {"match": match.id, "winner": "right"})
         assert picked.status_code == 200, picked.content
