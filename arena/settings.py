@@ -1,6 +1,7 @@
 """Settings for LLM Arena. Every default is embedded so `make run` needs no config;
 each can be overridden from the environment (see README, "Configuration")."""
 
+import base64
 import os
 import secrets
 from datetime import timedelta
@@ -20,18 +21,18 @@ def _env_bool(name: str, default: bool = False) -> bool:
     return os.environ.get(name, str(default)).strip().lower() in ("1", "true", "yes", "on")
 
 
-def _secret_key() -> str:
-    """ARENA_SECRET_KEY, else one generated on first run and kept in a private file."""
-    if os.environ.get("ARENA_SECRET_KEY"):
-        return os.environ["ARENA_SECRET_KEY"]
-    path = DATA_DIR / "secret_key"
+def _private_key(env_name: str, file_name: str, make) -> str:
+    """The environment's `env_name`, else a key `make()` generated on first run and kept in a private file."""
+    if os.environ.get(env_name):
+        return os.environ[env_name]
+    path = DATA_DIR / file_name
     if not path.exists():
         # Written whole under a private name, then linked into place: processes starting at
         # once (the launcher's, two node agents) all end up reading the one key that won.
-        draft = path.with_name(f"secret_key.{os.getpid()}")
+        draft = path.with_name(f"{file_name}.{os.getpid()}")
         fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(50))
+            fh.write(make())
         try:
             os.link(draft, path)
         except FileExistsError:
@@ -71,7 +72,12 @@ if ARENA_PRODUCTION:
     if ARENA_BEHIND_PROXY:
         # Only behind a proxy that sets X-Forwarded-Proto itself: anyone could send the header.
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECRET_KEY = _secret_key()
+SECRET_KEY = _private_key("ARENA_SECRET_KEY", "secret_key", lambda: secrets.token_urlsafe(50))
+# The key that encrypts endpoint API keys stored in the catalogue (Fernet: 32 random bytes, base64):
+# its own, so a leaked SECRET_KEY does not open them. Every node agent needs the same one
+# (ARENA_SECRETS_KEY), as it opens a worker's key when it starts it (orchestration/sealing.py).
+ARENA_SECRETS_KEY = _private_key("ARENA_SECRETS_KEY", "secrets_key",
+                                 lambda: base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
 
 INSTALLED_APPS = [
     "daphne",
@@ -186,6 +192,23 @@ AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "playground"
 LOGOUT_REDIRECT_URL = "login"
+# --- Joining (arena/accounts/joining.py) -------------------------------------------------
+# Staff invite people with one-time links that open for this many days; with ARENA_OPEN_SIGNUP=1
+# anyone may also sign up, as an inactive user a staff member approves on /accounts/invitations/.
+ARENA_INVITATION_DAYS = int(os.environ.get("ARENA_INVITATION_DAYS", 7))
+ARENA_OPEN_SIGNUP = _env_bool("ARENA_OPEN_SIGNUP")
+# E-mail (invitations, password reset): printed on the server's console unless EMAIL_HOST names an
+# SMTP server (EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS / EMAIL_USE_SSL).
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_BACKEND = ("django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                 else "django.core.mail.backends.console.EmailBackend")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", 587 if _env_bool("EMAIL_USE_TLS") else 25))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = _env_bool("EMAIL_USE_TLS")
+EMAIL_USE_SSL = _env_bool("EMAIL_USE_SSL")
+EMAIL_TIMEOUT = 20
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "LLM Arena <arena@localhost>")
 
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"

@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
@@ -27,13 +27,13 @@ urlpatterns = [
     path("", include("arena.suites.urls")),
     path("", include("arena.suites.run_urls")),  # the run pages (the runs' API is in arena.suites.urls)
     path("", include("arena.history.urls")),
-    path("", include("arena.accounts.urls")),  # the API token page and /api/v1/tokens
+    path("", include("arena.accounts.urls")),  # logging in, passwords, invitations, sign-up, API tokens
     path("v1/", include("arena.openai_compat.urls")),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("status/", workers.status_page, name="status"),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    # Browsers ask for /favicon.ico on pages without an icon link (and feeds, bookmarks): the page icon.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=False)),
     path("api/v1/openapi.json", api.openapi, name="api-openapi"),
     path("api/v1/models", api.models, name="api-models"),
     path("api/v1/generations", api.create_generation, name="api-generations"),

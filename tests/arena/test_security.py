@@ -420,7 +420,7 @@ def test_no_password_or_token_is_ever_logged(client, owner, catalogue, caplog, c
         api(client, "post", "/v1/chat/completions", credential, {"model": "no-such-model", "messages": []})
         client.get("/api/v1/models", HTTP_AUTHORIZATION=f"Token {credential}")  # the wrong scheme
     # Tokens made on the command line go to the terminal, once, and nowhere else.
-    call_command("arena_token", "scripted")
+    call_command("arena_token", "scripted", "--create-service-account")
     printed = capfd.readouterr()
     made = printed.out.strip().splitlines()[-1]
     assert made.startswith("arena_") and printed.out.count(made) == 1 and made not in printed.err

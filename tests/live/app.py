@@ -50,7 +50,8 @@ class LiveApp:
         return out.stdout.strip()
 
     def token(self, username: str) -> str:
-        return self.manage("arena_token", username).splitlines()[-1]
+        """A new API token of `username`, made a service account (no password) if it does not exist."""
+        return self.manage("arena_token", username, "--create-service-account").splitlines()[-1]
 
     def register_token(self, username: str, token: str) -> None:
         """Store `token` as `username`'s API token (as ApiToken.issue stores one): a token known

@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def staff_token(live_app):
-    return live_app.manage("arena_token", "catalogue-ops", "--staff").splitlines()[-1]
+    return live_app.manage("arena_token", "catalogue-ops", "--staff", "--create-service-account").splitlines()[-1]
 
 
 def test_the_test_action_reports_a_llamacpp_entrys_speed(live_app, staff_token):

@@ -103,7 +103,7 @@ def test_the_page_is_csrf_protected(owner):
 
 def test_arena_token_still_prints_a_working_token(client, db):
     out = StringIO()
-    call_command("arena_token", "scripted", stdout=out)
+    call_command("arena_token", "scripted", "--create-service-account", stdout=out)
     token = out.getvalue().strip()
     assert api(client, "get", "/api/v1/models", token).status_code == 200
     record = ApiToken.objects.get()

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.django_db
 
 
 
-def test_arena_token_creates_the_user_and_prints_a_working_token(client, catalogue, capsys):
-    call_command("arena_token", "robot")
+def test_arena_token_creates_a_service_account_and_prints_a_working_token(client, catalogue, capsys):
+    call_command("arena_token", "robot", "--create-service-account")
     token = capsys.readouterr().out.strip()
     assert token.startswith("arena_")
     assert not ApiToken.objects.filter(digest=token).exists()  # only a hash is stored

@@ -16,7 +16,7 @@ ENDPOINT = {"slug": "hosted", "name": "Hosted model", "engine": "openai", "base_
 
 @pytest.fixture
 def staff_token(capsys):
-    call_command("arena_token", "ops", "--staff")
+    call_command("arena_token", "ops", "--staff", "--create-service-account")
     return capsys.readouterr().out.strip()
 
 
