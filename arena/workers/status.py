@@ -33,18 +33,20 @@ def for_viewer(user) -> dict:
     return snapshot(streams.client(), streams.keys(), hide=secret_slugs(user))
 
 
-def page_context(user) -> dict:
+def page_context(user, now: float | None = None) -> dict:
     """What the status page and its socket render for `user` (templates/workers/_status.html)."""
     hide = secret_slugs(user)
-    return {"status": snapshot(streams.client(), streams.keys(), hide=hide), "preparations": preparations(hide=hide)}
+    return {"status": snapshot(streams.client(), streams.keys(), hide=hide, now=now),
+            "preparations": preparations(hide=hide)}
 
 
-def snapshot(client, keys, *, hide: frozenset[str] = frozenset()) -> dict:
+def snapshot(client, keys, *, hide: frozenset[str] = frozenset(), now: float | None = None) -> dict:
     """{"running", "at", "nodes": [...], "workers": [...], "hidden": {...} | None,
-    "cold_starts": {slug: {...}}}, without the workers of the `hide` slugs."""
+    "cold_starts": {slug: {...}}}, without the workers of the `hide` slugs. Each shown worker
+    and cold start carries its catalogue entry's `name` (its slug if the entry is gone)."""
     raw = client.get(keys.orchestrator_status())
     published = json.loads(raw) if raw else {"at": None, "nodes": [], "workers": []}
-    now = time.time()
+    now = time.time() if now is None else now
     status = {"at": published["at"], "running": bool(published["at"]) and now - published["at"] < STALE_AFTER_S}
     status["nodes"] = []
     for node in published["nodes"]:
@@ -56,13 +58,40 @@ def snapshot(client, keys, *, hide: frozenset[str] = frozenset()) -> dict:
         status["nodes"].append(node)
     shown = [w for w in published["workers"] if w.get("slug") not in hide]
     hidden = [w for w in published["workers"] if w.get("slug") in hide]
+    cold_starts = cold_start_history(hide=hide)
+    names = entry_names({w.get("slug") for w in shown} | set(cold_starts))
     for worker in shown:
         ready_at = worker.get("ready_at")
         worker["uptime_s"] = round(now - ready_at, 1) if ready_at else None
+        worker["name"] = names.get(worker.get("slug"), worker.get("slug"))
+    for slug, row in cold_starts.items():
+        row["name"] = names.get(slug, slug)
     status["workers"] = shown
     status["hidden"] = hidden_aggregate(hidden) if hide else None
-    status["cold_starts"] = cold_start_history(hide=hide)
+    status["cold_starts"] = cold_starts
     return status
+
+
+def entry_names(slugs) -> dict[str, str]:
+    """{slug: catalogue name} for the entries that exist (people read names; slugs are for scripts)."""
+    return dict(ModelEntry.objects.filter(slug__in=[s for s in slugs if s]).values_list("slug", "name"))
+
+
+def human_duration(seconds) -> str:
+    """"7.4 s", "52 s", "5 min 52 s", "2 h 5 min", "3 d 4 h": two units at most, none of them zero
+    in front (a status page is read at a glance: "352 s" makes the reader divide by 60)."""
+    if seconds is None:
+        return "–"
+    seconds = max(0.0, float(seconds))
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    for size, unit, smaller, small_unit in ((86400, "d", 3600, "h"), (3600, "h", 60, "min"), (60, "min", 1, "s")):
+        if whole >= size:
+            big, rest = divmod(whole, size)
+            rest //= smaller
+            return f"{big} {unit} {rest} {small_unit}" if rest else f"{big} {unit}"
+    return f"{whole} s"
 
 
 def hidden_aggregate(workers: list[dict]) -> dict | None:

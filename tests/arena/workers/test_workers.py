@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.migrations.recorder import MigrationRecorder
 
 from arena.workers.models import DatabaseRecorder, WorkerProcess
-from arena.workers.status import cold_start_history
+from arena.workers.status import cold_start_history, human_duration
 
 pytestmark = pytest.mark.django_db
 
@@ -55,3 +55,42 @@ def test_cold_start_history_counts_the_starts_that_became_ready_per_model():
     recorder.transition("b-2", "b", "starting", 0.0)
     recorder.transition("b-2", "b", "failed", 5.0, reason="load error")  # never ready: no cold start
     assert cold_start_history() == {"a": {"starts": 2, "mean_s": 3.0}, "b": {"starts": 1, "mean_s": 10.0}}
+
+
+# --- the status page: names and durations people read ------------------------------------------
+@pytest.mark.parametrize(("seconds", "shown"), [
+    (7.44, "7.4 s"), (52.4, "52 s"), (352, "5 min 52 s"), (360, "6 min"), (7500, "2 h 5 min"),
+    (3 * 86400 + 4 * 3600 + 59, "3 d 4 h"), (None, "–"),
+])
+def test_durations_read_as_minutes_hours_and_days(seconds, shown):
+    assert human_duration(seconds) == shown
+
+
+def test_the_status_page_names_each_worker_and_says_how_long_in_minutes(smollm):
+    """A worker ready 352 s before a fixed clock reads "5 min 52 s" under its catalogue name (not its slug)."""
+    import json
+
+    from django.contrib.auth import get_user_model
+    from django.template.loader import render_to_string
+
+    from arena import streams
+    from arena.workers.status import page_context
+
+    now = 1_800_000_000.0
+    recorder = DatabaseRecorder()
+    recorder.transition(f"{smollm.slug}-0001", smollm.slug, "starting", now - 400)
+    recorder.transition(f"{smollm.slug}-0001", smollm.slug, "ready", now - 352, cold_start_s=48.0)
+    client, keys = streams.client(), streams.keys()
+    client.set(keys.orchestrator_status(), json.dumps({
+        "at": now, "nodes": [], "workers": [{"worker_id": f"{smollm.slug}-0001", "slug": smollm.slug, "node": "local",
+                                             "state": "ready", "reserved_mb": 500, "in_flight": 0,
+                                             "ready_at": now - 352, "cold_start_s": 48.0}]}))
+    try:
+        staff = get_user_model().objects.create_user("staff", is_staff=True)
+        html = render_to_string("workers/_status.html", page_context(staff, now=now))
+    finally:
+        client.delete(keys.orchestrator_status())
+    assert f'<td title="{smollm.slug}">{smollm.name}</td>' in html  # the worker's row and its cold starts
+    assert html.count(f">{smollm.name}</td>") == 2
+    assert "<td data-uptime>5 min 52 s</td>" in html and "352 s" not in html
+    assert "<td>48 s</td>" in html  # its cold start, and the mean of one
