@@ -14,6 +14,8 @@ from . import display
 from .forms import MatchForm, ReplayForm, TournamentForm, WinnerForm
 from .models import Tournament, TournamentError
 
+REPLAY_AFTER_END = "A tournament can be replayed with another prompt once it has ended."
+
 
 def _get_tournament_for_user(request, tournament_id) -> Tournament:
     """Only the owner may open or act on a tournament; others get a 404, not a hint it exists."""
@@ -145,6 +147,8 @@ def tournament_resume(request, tournament_id):
 @require_POST
 def tournament_replay(request, tournament_id):
     tournament = _get_tournament_for_user(request, tournament_id)
+    if not tournament.revealed:  # the page offers it only then: a replay mid-way would leave this one hanging
+        return _render_detail(request, tournament, error=REPLAY_AFTER_END, status=409)
     form = ReplayForm(request.POST)
     if not form.is_valid():
         return _render_detail(request, tournament, replay_form=form, status=400)
