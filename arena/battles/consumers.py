@@ -152,9 +152,11 @@ class BattleConsumer(StreamSocket):
         await self.send(text_data=fragments.stored(self.views[stream], gen))
 
     async def followed(self) -> None:
+        """Both answers have ended: the vote opens (a tournament match's pick follows the sides'
+        states in CSS) and the Stop button goes."""
         # The streams' outcomes, not the rows: the battle task may not have stored them yet.
         votable = all(view.state == "done" for view in self.views.values())
-        await self.send(text_data=fragments.verdict_open(votable))
+        await self.send(text_data=fragments.verdict_open(votable) + fragments.STOP_GONE)
 
     async def send_error(self, message: str) -> None:
         await self.send(text_data=format_html('<div id="battle-notice" class="notice">{}</div>', message))

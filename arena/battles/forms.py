@@ -45,6 +45,9 @@ class ComparisonForm(forms.Form):
     left_temperature = _temperature("Left temperature (overrides)")
     right_temperature = _temperature("Right temperature (overrides)")
     tag = TagField()
+    # "Edit the prompt" of a follow-up: the battle whose turn this redoes; each side keeps that
+    # side's own earlier turns (the page's, not the API's: services.start_comparison).
+    continues = forms.UUIDField(required=False, widget=forms.HiddenInput)
 
     SHARED = ("temperature", "top_p", "max_new_tokens", "seed")
 

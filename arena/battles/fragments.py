@@ -172,6 +172,10 @@ def stored(view: Side, gen) -> str:
             + metrics(view))
 
 
+# Sent once both answers have ended: nothing is left to stop (its place stays, empty).
+STOP_GONE = '<div id="battle-stop" hidden></div>'
+
+
 def verdict_open(open_: bool) -> str:
     """The vote buttons, enabled once both answers are in."""
     disabled = "" if open_ else " disabled"

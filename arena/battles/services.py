@@ -33,13 +33,20 @@ def start_battle(user, *, prompt: str, sides: dict[str, dict], mode: str = Battl
     return battle
 
 
-def start_comparison(user, cleaned: dict, origin: str = Generation.Origin.WEB) -> Battle:
+def start_comparison(user, cleaned: dict, origin: str = Generation.Origin.WEB, redo: Battle | None = None) -> Battle:
+    """`redo`: a battle whose turn this one redoes with the form's prompt (its "Edit the prompt"):
+    each side goes on from that side's own earlier turns. Raises conversations.ConversationTooLong
+    (nothing created) when a side's conversation would be past a limit."""
     sides = {
         side: {"model": cleaned[f"{side}_model"], "system_prompt": cleaned.get(f"{side}_system_prompt"),
-               "params": cleaned[f"{side}_params"]}
-        for side in ("left", "right")
+               "params": cleaned[f"{side}_params"], "history": list(gen.history) if redo else []}
+        for side, gen in (redo.sides if redo else (("left", None), ("right", None)))
     }
-    return start_battle(user, prompt=cleaned["prompt"], sides=sides, origin=origin, tag=cleaned.get("tag") or "")
+    if redo:
+        for s in sides.values():
+            conversations.check(prompt=cleaned["prompt"], history=s["history"], system_prompt=s["system_prompt"] or "")
+    return start_battle(user, prompt=cleaned["prompt"], sides=sides, origin=origin, tag=cleaned.get("tag") or "",
+                        parent=redo)
 
 
 def _side_settings(gen: Generation, history: list | None = None) -> dict:

@@ -33,41 +33,48 @@ def compare(request):
     form = ComparisonForm(request.POST or None, initial=_initial(request))
     refusal = None
     if request.method == "POST" and form.is_valid():
+        redo = _own_comparison(request, form.cleaned_data.get("continues"))
         try:
-            return redirect(services.start_comparison(request.user, form.cleaned_data))
+            return redirect(services.start_comparison(request.user, form.cleaned_data, redo=redo))
         except LimitExceeded as exc:
             form.add_error(None, exc.message)
             refusal = exc
+        except ConversationTooLong as exc:
+            form.add_error(None, f"{exc.message} Start a new comparison to go on.")
     recent = Battle.objects.filter(owner=request.user, mode=Battle.Mode.COMPARISON).select_related(
         "left__model", "right__model")[:10]
-    response = render(request, "battles/compare.html", {"form": form, "recent": recent},
+    continuing = _own_comparison(request, form["continues"].value())
+    response = render(request, "battles/compare.html", {"form": form, "recent": recent, "continuing": continuing},
                       status=400 if form.errors else 200)
     return refused_page(response, refusal) if refusal else response
 
 
 def _initial(request) -> dict:
     """Two different models preselected; `?from=<battle>` fills in one of the user's battles to edit."""
-    source = request.GET.get("from")
-    if source:
-        battle = Battle.objects.filter(id=source, owner=request.user, blind=False).first() if _is_uuid(source) else None
-        if battle:
-            return {"prompt": battle.prompt, "tag": battle.tag,
-                    "left_model": battle.left.model, "right_model": battle.right.model,
-                    "left_system_prompt": battle.left.system_prompt,
-                    "right_system_prompt": battle.right.system_prompt,
-                    **{k: battle.left.params.get(k) for k in ("top_p", "max_new_tokens", "seed")},
-                    "left_temperature": battle.left.params.get("temperature"),
-                    "right_temperature": battle.right.params.get("temperature")}
+    battle = _own_comparison(request, request.GET.get("from"))
+    if battle:
+        return {"prompt": battle.prompt, "tag": battle.tag,
+                "continues": battle.id if battle.left.history or battle.right.history else None,
+                "left_model": battle.left.model, "right_model": battle.right.model,
+                "left_system_prompt": battle.left.system_prompt,
+                "right_system_prompt": battle.right.system_prompt,
+                **{k: battle.left.params.get(k) for k in ("top_p", "max_new_tokens", "seed")},
+                "left_temperature": battle.left.params.get("temperature"),
+                "right_temperature": battle.right.params.get("temperature")}
     enabled = list(ModelEntry.objects.enabled()[:2])
     return {"left_model": enabled[0], "right_model": enabled[-1]} if enabled else {}
 
 
-def _is_uuid(value: str) -> bool:
+def _own_comparison(request, battle_id) -> Battle | None:
+    """One of the user's own named battles (`?from=` and "continues" name one), else None."""
+    if not battle_id:
+        return None
     try:
-        uuid.UUID(value)
+        battle_id = uuid.UUID(str(battle_id))
     except ValueError:
-        return False
-    return True
+        return None
+    return Battle.objects.select_related("left__model", "right__model").filter(
+        id=battle_id, owner=request.user, blind=False).first()
 
 
 @login_required

@@ -1,6 +1,8 @@
 from django import template
+from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from arena import markdown
 from arena.battles import fragments
 
 register = template.Library()
@@ -16,6 +18,16 @@ def battle_side(battle, side: str):
     if paced is not None:  # blind: what its pacing shows now, not what is stored
         return mark_safe(fragments.paced_frame([view], None, [paced]))
     return mark_safe(fragments.stored(view, gen))
+
+
+@register.simple_tag
+def side_thread(battle, side: str):
+    """The earlier turns of this side's own conversation, as a chat transcript: each side of a
+    follow-up continues its own thread (its own earlier answers), which Swap carries with it."""
+    gen = battle.left if side == "left" else battle.right
+    turns = [{"role": t.get("role"), "html": markdown.render(t.get("content") or "") if t.get("role") == "assistant"
+              else None, "content": t.get("content") or ""} for t in gen.history]
+    return render_to_string("battles/_thread.html", {"side": side, "turns": turns})
 
 
 @register.simple_tag

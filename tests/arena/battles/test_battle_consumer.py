@@ -75,6 +75,7 @@ async def test_both_sides_stream_into_their_own_panes_then_the_vote_opens(battle
     final = await receive_all(comm, 1.0)
     assert "12.5" in final and "30.0" in final and "<svg" in final
     assert 'id="vote-buttons"' in final and "disabled" not in final.split('id="vote-buttons"')[1]
+    assert '<div id="battle-stop" hidden></div>' in final  # nothing left to stop: the button goes
     await comm.disconnect()
 
 

@@ -102,6 +102,49 @@ def test_rerun_swap_and_follow_up_make_new_battles_linked_to_the_first(client, o
     assert follow.right.history[-1] == {"role": "assistant", "content": "Red."}
 
 
+def thread(html: str, side: str) -> str:
+    """The text of one side's transcript of earlier turns on a battle page."""
+    after = html.split(f'<ol class="thread" data-thread="{side}"')
+    assert len(after) == 2, f"no {side} thread"
+    return after[1].split("</ol>")[0]
+
+
+LEFT_ANSWER, RIGHT_ANSWER = "The left model answers with a heron.", "The right model answers with an otter."
+
+
+def test_each_follow_up_side_shows_its_own_thread_and_keeps_it_through_swap_rerun_and_edit(client, owner, battle):
+    client.force_login(owner)
+    finish_battle(battle, LEFT_ANSWER, RIGHT_ANSWER)
+    client.post(reverse("battle-continue", args=[battle.id]), {"prompt": "And another?"})
+    follow = Battle.objects.get(parent=battle)
+    html = client.get(follow.get_absolute_url()).content.decode()
+    left, right = thread(html, "left"), thread(html, "right")
+    assert LEFT_ANSWER in left and RIGHT_ANSWER not in left and "Hi" in left
+    assert RIGHT_ANSWER in right and LEFT_ANSWER not in right and "Hi" in right
+    assert left.index("turn-user") < left.index("turn-assistant")  # turn by turn: the question, then its answer
+
+    finish_battle(follow, "Second left.", "Second right.")
+    client.post(reverse("battle-swap", args=[follow.id]))
+    swapped = Battle.objects.get(parent=follow)
+    assert swapped.left.model == battle.right.model
+    html = client.get(swapped.get_absolute_url()).content.decode()
+    assert RIGHT_ANSWER in thread(html, "left") and LEFT_ANSWER not in thread(html, "left")  # its own, moved along
+    assert LEFT_ANSWER in thread(html, "right") and RIGHT_ANSWER not in thread(html, "right")
+
+    client.post(reverse("battle-rerun", args=[swapped.id]))
+    rerun = Battle.objects.filter(parent=swapped).get()
+    assert (rerun.left.history, rerun.right.history) == (swapped.left.history, swapped.right.history)
+
+    # Edit the prompt: the form carries which battle's turn it redoes, and each side keeps its thread.
+    form = client.get(reverse("compare") + f"?from={follow.id}").content.decode()
+    assert f'name="continues" value="{follow.id}"' in form and 'class="hint continuing"' in form
+    response = post_compare(client, left_model=follow.left.model.slug, right_model=follow.right.model.slug,
+                            prompt="Or rather this?", continues=str(follow.id))
+    edited = Battle.objects.filter(parent=follow).exclude(id=swapped.id).get()
+    assert response.status_code == 302 and edited.prompt == "Or rather this?"
+    assert (edited.left.history, edited.right.history) == (follow.left.history, follow.right.history)
+
+
 def test_follow_up_waits_for_both_answers(client, owner, battle):
     client.force_login(owner)
     response = client.post(reverse("battle-continue", args=[battle.id]), {"prompt": "More"})
