@@ -15,4 +15,19 @@
     if (!field || !navigator.clipboard) return;
     navigator.clipboard.writeText(field.value).then(function () { button.textContent = "Copied"; });
   });
+  // A streaming answer that starts out of sight (on a phone the playground's answer lies below
+  // its form) is brought into view once, when its socket's first message arrives; one already in
+  // sight stays put, and later messages never scroll (the reader may have scrolled away).
+  var streamsSeen = new WeakSet();
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
+    var socket = event.target;
+    if (!(socket instanceof Element) || streamsSeen.has(socket)) return;
+    streamsSeen.add(socket);
+    var answer = socket.matches("[data-scroll-on-stream]") ? socket : socket.querySelector("[data-scroll-on-stream]");
+    if (!answer) return;
+    var top = answer.getBoundingClientRect().top;
+    if (top >= 0 && top < window.innerHeight * 0.6) return;
+    var still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    answer.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
+  });
 })();
