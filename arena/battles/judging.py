@@ -37,3 +37,23 @@ def seen_as(order: str, shown_first_wins: bool) -> str:
     under `order`: the translation a judge's positional answer needs."""
     first_is_left = order == "left_first"
     return LEFT if first_is_left == shown_first_wins else RIGHT
+
+
+def orders_agree(judgements: list[dict]) -> bool | None:
+    """Whether the judge said the same in both orders (None: not two readings, e.g. a person's
+    verdict). False means the pair became a tie because the orders disagreed."""
+    verdicts = [reading.get("verdict") for reading in judgements or ()]
+    if len(verdicts) != 2:
+        return None
+    return verdicts[0] == verdicts[1]
+
+
+def agreement(all_judgements) -> tuple[int, int]:
+    """(pairs on which the judge agreed with itself across the two orders, pairs judged in both)."""
+    agreed = total = 0
+    for judgements in all_judgements:
+        same = orders_agree(judgements)
+        if same is not None:
+            total += 1
+            agreed += same
+    return agreed, total

@@ -171,7 +171,13 @@ RUN_SUMMARY = {
 
 RUN = {**RUN_SUMMARY, "required": [*RUN_SUMMARY["required"], "results"],
        "properties": {**RUN_SUMMARY["properties"],
-                      "results": {"type": "array", "items": RESULT, "description": "Per contestant, in order"}}}
+                      "results": {"type": "array", "items": RESULT, "description": "Per contestant, in order"},
+                      "judge_agreement": {
+                          "type": ["object", "null"],
+                          "description": ("How often the judge said the same when shown each answer first (a pair "
+                                          "whose two orders disagree is a tie); null: no judge or no pair yet"),
+                          "properties": {"agreed": {"type": "integer"}, "total": {"type": "integer"},
+                                         "percent": {"type": "integer"}}}}}
 
 RUN_PATHS = {
     "/api/v1/suite-runs": {

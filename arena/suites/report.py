@@ -1,12 +1,23 @@
 """What a suite run's page shows besides its progress and results: the answers grid, each
-contestant's failures, the judged pairs with both raw judgements, and the quality-against-speed
-charts from the run's own answers (the leaderboard's chart code, arena.leaderboard)."""
+contestant's failures, the judged pairs with both raw judgements and how often the judge agreed
+with itself across the two orders, and the quality-against-speed charts from the run's own
+answers (the leaderboard's chart code, arena.leaderboard).
+
+While a run is live its page polls `update` (the progress fragment's hx-get, every 2 s). The
+poll's URL carries what the page shows (`seen`: each answer's status and attempt, and how many
+judged pairs), so the reply swaps in (hx-swap-oob) only the answers that changed and appends
+only the new judged pairs: an answer the user opened stays open. Once the run has ended the
+reply is every part of the page, final (controls without Cancel, answers, pairs, charts), and
+carries no trigger, so the polling stops."""
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
+from arena.battles.judging import agreement
 from arena.generations.models import Generation
 from arena.leaderboard import frontier, measures, ratings
-from arena.leaderboard.records import SCORES
+from arena.leaderboard.records import SCORES, names
 
 from .models import SuiteAnswer, SuiteRun
 
@@ -15,12 +26,36 @@ def _answers(run: SuiteRun):
     return SuiteAnswer.objects.filter(run=run).select_related("generation__model", "prompt")
 
 
+class Cell(NamedTuple):
+    """One contestant's answer to one prompt on the page: its element's id, the answer (None: not
+    started) and its mark in `seen` (status letter and attempt: it changes whenever the cell does)."""
+
+    id: str
+    answer: Any
+
+    @property
+    def mark(self) -> str:
+        return f"{self.answer.generation.status[:1]}{self.answer.attempts}" if self.answer else "-"
+
+
 def grid(run: SuiteRun) -> list[dict]:
-    """One row per prompt, in order: the prompt and each contestant's answer (None: not started)."""
-    cells = {(a.prompt_id, a.contestant_id): a for a in _answers(run)}
+    """One row per prompt, in order: the prompt and a Cell per contestant."""
+    answers = {(a.prompt_id, a.contestant_id): a for a in _answers(run)}
     contestants = run.contestants
-    return [{"prompt": prompt, "answers": [cells.get((prompt.id, m.id)) for m in contestants]}
+    return [{"prompt": prompt, "cells": [Cell(f"suite-answer-{prompt.id}-{m.id}", answers.get((prompt.id, m.id)))
+                                         for m in contestants]}
             for prompt in run.suite.ordered_prompts()]
+
+
+def seen(cells: list[Cell], judged: list) -> str:
+    """What a page shows, for its next poll: every cell's mark, then how many judged pairs."""
+    return ".".join(cell.mark for cell in cells) + f"~{len(judged)}"
+
+
+def judge_agreement(judged: list) -> dict | None:
+    """How often the judge said the same in both orders (None: no pair judged in both yet)."""
+    agreed, total = agreement(battle.judgements for battle in judged)
+    return {"agreed": agreed, "total": total, "percent": round(100 * agreed / total)} if total else None
 
 
 def failures(run: SuiteRun) -> list[dict]:
@@ -35,7 +70,7 @@ def failures(run: SuiteRun) -> list[dict]:
 
 def judged_pairs(run: SuiteRun):
     """The model judge's verdicts, oldest first, with both answers' models."""
-    return run.verdicts().select_related("left__model", "right__model").order_by("created_at")
+    return run.verdicts().select_related("left__model", "right__model").order_by("created_at", "id")
 
 
 def rated_verdicts(run: SuiteRun, user):
@@ -58,12 +93,33 @@ def charts(run: SuiteRun, user) -> list[dict]:
         return []
     contestants = run.contestants
     fitted = ratings.fit([m.slug for m in contestants], triples)
-    labels = {m.slug: m.name for m in contestants}
     answers = Generation.objects.filter(id__in=SuiteAnswer.objects.filter(run=run).values("generation_id"))
-    return frontier.charts(measures.points(user, fitted, labels, generations=answers))
+    return frontier.charts(measures.points(user, fitted, names(), generations=answers))
 
 
 def page(run: SuiteRun) -> dict:
     """What the run's page and its read-only shared page both show."""
-    return {"run": run, "results": run.results(), "contestants": run.contestants, "grid": grid(run),
-            "failures": failures(run), "judged": judged_pairs(run)}
+    rows, judged = grid(run), list(judged_pairs(run))
+    cells = [cell for row in rows for cell in row["cells"]]
+    return {"run": run, "results": run.results(), "contestants": run.contestants, "grid": rows,
+            "failures": failures(run), "judged": judged, "agreement": judge_agreement(judged),
+            "seen": seen(cells, judged)}
+
+
+def update(run: SuiteRun, shown: str, user) -> dict:
+    """The reply to a poll from a page that shows `shown` (its `seen`): the progress, with
+    `changed` (the cells whose answer changed since) and `new_judged` (the judged pairs it lacks;
+    None: it must be given all of them); once the run has ended, `ended` and the whole page."""
+    context = page(run)
+    if not run.live:
+        return {**context, "ended": True, "charts": charts(run, user)}
+    marks, _, judged_count = shown.partition("~")
+    cells = [cell for row in context["grid"] for cell in row["cells"]]
+    old = marks.split(".")
+    if len(old) == len(cells):
+        changed = [cell for cell, mark in zip(cells, old, strict=True) if cell.mark != mark]
+    else:  # another grid (or no `seen`): every cell
+        changed = cells
+    judged = context["judged"]
+    count = int(judged_count) if judged_count.isdigit() else -1
+    return {**context, "changed": changed, "new_judged": judged[count:] if 0 <= count <= len(judged) else None}

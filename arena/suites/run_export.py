@@ -5,7 +5,9 @@ loads.
 
 CSV: one row per answer (prompt x contestant). JSON: {"dataset", "exported_at", "filters",
 "run", "answers", "verdicts"}, each verdict a history battle record plus the prompt's place
-and both raw judgements. Verdicts are the model judge's and the owner's revealed blind ones
+and both raw judgements, and whether the judge's two orders agreed (a pair on which they
+disagree is a tie: `tie_reason`); the run holds how often they agreed (`judge_agreement`).
+Verdicts are the model judge's and the owner's revealed blind ones
 (an unrevealed one would name the contestants before the reveal, as in the history export).
 
 LLM Comparator compares two models by one rater (the run's judge, or for a run people judge,
@@ -25,18 +27,20 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Q
 from django.utils import timezone
 
+from arena.battles.judging import orders_agree
 from arena.battles.models import Battle
 from arena.history.export import battle_record, csv_lines, side_record
 
 from .models import SuiteAnswer, SuiteRun
-from .report import rated_verdicts
+from .report import judge_agreement, judged_pairs, rated_verdicts
 
 ANSWER_COLUMNS = ["run_id", "prompt_position", "prompt", "reference", "contestant", "attempts", "model",
                   "model_name", "system_prompt", "params", "status", "text", "output_valid", "finish_reason",
                   "failure_reason", "prompt_tokens", "generated_tokens", "time_to_first_token_s",
-                  "tokens_per_s", "generation_id"]
+                  "tokens_per_s", "load_wait_s", "queue_wait_s", "generation_id"]
 SCORE = {"left": 1.0, "right": -1.0, "tie": 0.0, "both_bad": 0.0}  # the left side's, in LLM Comparator's terms
 LABEL = {1.0: "A is better", -1.0: "B is better", 0.0: "Same"}
+TIE_REASON = "the two orders disagreed"
 
 
 def filename(run: SuiteRun, what: str, fmt: str) -> str:
@@ -66,8 +70,12 @@ def verdicts(run: SuiteRun):
 
 
 def verdict_record(battle: Battle, positions: dict, absolute) -> dict:
+    """A verdict with both of a model judge's readings; `orders_agree` False (and `tie_reason`):
+    the pair is a tie because the two orders disagreed (None: a person's verdict)."""
+    agree = orders_agree(battle.judgements) if battle.judge_id else None
     return {**battle_record(battle, absolute), "prompt_position": positions.get(battle.left_id),
-            "judgements": battle.judgements}
+            "judgements": battle.judgements, "orders_agree": agree,
+            "tie_reason": TIE_REASON if agree is False else None}
 
 
 def csv_chunks(run: SuiteRun) -> Iterator[str]:
@@ -82,6 +90,7 @@ def json_document(run: SuiteRun, absolute) -> Iterator[str]:
                 "format": run.format, "judge": run.judge.slug if run.judge_id else None,
                 "judge_template": run.judge_template, "params": run.params, "state": run.state,
                 "done": run.done, "total": run.total, "contestants": [m.slug for m in run.contestants],
+                "judge_agreement": judge_agreement(list(judged_pairs(run))),
                 "permalink": absolute(run.get_absolute_url())},
         "answers": list(answers(run)),
         "verdicts": [verdict_record(b, positions, absolute) for b in verdicts(run)],

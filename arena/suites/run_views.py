@@ -59,9 +59,10 @@ def run_detail(request, run_id):
 @login_required
 @require_GET
 def run_progress(request, run_id):
-    """The progress fragment the run page polls every 2 s while the run is live."""
+    """What the run page's poll (every 2 s while the run is live) swaps in: the progress and what
+    changed since `seen` (what the page shows), or, once the run ended, the whole page, final."""
     run = _get_run_for_user(request, run_id)
-    return render(request, "suite_runs/_progress.html", {"run": run, "results": run.results()})
+    return render(request, "suite_runs/_live.html", report.update(run, request.GET.get("seen", ""), request.user))
 
 
 @login_required

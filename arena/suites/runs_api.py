@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from arena.api.auth import created, error, json_body, token_required
 from arena.catalogue.models import ModelEntry
 
-from . import runner
+from . import report, runner
 from .models import Suite, SuiteRun
 from .services import RunError, start_run
 
@@ -49,7 +49,10 @@ def result_json(row: dict) -> dict:
 
 
 def run_json(run: SuiteRun) -> dict:
-    return {**summary_json(run), "results": [result_json(row) for row in run.results()]}
+    """A run with its results and how often its judge agreed with itself across the two orders
+    (None: no judge, or no pair judged yet)."""
+    return {**summary_json(run), "results": [result_json(row) for row in run.results()],
+            "judge_agreement": report.judge_agreement(list(report.judged_pairs(run)))}
 
 
 # --- reading a request ----------------------------------------------------------------------

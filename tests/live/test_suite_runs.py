@@ -1,6 +1,7 @@
 """A suite run end to end on the running application: a real 3-contestant x 4-prompt round robin
 judged by a packaged model, started through the API, watched in headless Chromium (the progress
-bar), with the Celery worker SIGKILLed mid-run. The run resumes by itself (the orchestrator's
+bar, and at the end, without a reload, the answers, judged pairs and controls swapped in), with
+the Celery worker SIGKILLed mid-run. The run resumes by itself (the orchestrator's
 loop restarts its steps; the sweeper fails what the killed worker followed, and the runner tries
 that again), and at the end every answer and every judgement is stored exactly once."""
 
@@ -12,6 +13,7 @@ import time
 import pytest
 
 from .app import launcher_child
+from .artefacts import DESKTOP, PHONE, screenshot
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
 CONTESTANTS = ["smollm2-135m", "smollm2-135m-llamacpp", "gemma-3-270m-llamacpp"]
@@ -98,6 +100,21 @@ def test_a_judged_round_robin_survives_a_celery_kill_and_stores_everything_once(
                            f" == '{total}'", timeout=10_000)
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)
     assert len({done for done, _ in seen}) > 2  # it moved while the run ran
+
+    # Without a reload, the page swapped in the end of the run: every answer's final status,
+    # every judged pair with the judge's self-agreement, the charts, and no Cancel any more.
+    page.wait_for_selector('#suite-run-progress[data-state="done"]', timeout=15_000)
+    page.wait_for_selector("#suite-run-charts figure", state="attached", timeout=15_000)
+    statuses = page.eval_on_selector_all(".suite-answer", "els => els.map(e => e.dataset.status)")
+    assert statuses == ["done"] * len(PROMPTS) * len(CONTESTANTS), statuses
+    assert page.locator("#suite-run-verdict-list > .judged-pair").count() == PAIRS * len(PROMPTS)
+    assert page.locator(".judge-agreement").inner_text().startswith("Judge agreed with itself on ")
+    assert page.locator("#suite-run-cancel").count() == 0
+    assert page.locator("#suite-run-controls .exports").is_visible()
+    screenshot(page, "suite-run-finished-desktop")
+    page.set_viewport_size(PHONE)
+    screenshot(page, "suite-run-finished-phone")
+    page.set_viewport_size(DESKTOP)
 
     db = stored(live_app, run_id)
     # Every answer and every judgement exactly once, each from a generation that finished; a

@@ -36,11 +36,25 @@ def vote_buttons(battle):
 
 
 @register.simple_tag
-def side_label(battle, side: str) -> str:
-    """The model's name, or a neutral label while the battle is blind."""
+def side_label(battle, side: str, short: bool = False) -> str:
+    """The model's name (`short`: its catalogue label, where space is short), or a neutral label
+    while the battle is blind: never a name before the reveal."""
     if battle.names_visible:
-        return (battle.left if side == "left" else battle.right).model.name
+        model = (battle.left if side == "left" else battle.right).model
+        return (getattr(model, "label", "") or model.name) if short else model.name
     return "Model A" if side == "left" else "Model B"
+
+
+OUTCOME_WORDS = {"tie": "Tie", "both_bad": "Both are bad"}
+
+
+@register.filter
+def verdict(battle, short: bool = False) -> str:
+    """The verdict naming the winner ("Gemma 3 270M is better"; "Model A is better" while the
+    battle is blind), not the side it sat on."""
+    if battle.outcome in ("left", "right"):
+        return f"{side_label(battle, battle.outcome, short)} is better"
+    return OUTCOME_WORDS.get(battle.outcome, "")
 
 
 @register.simple_tag

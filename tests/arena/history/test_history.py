@@ -259,7 +259,8 @@ def test_a_shared_comparison_is_read_only(client, owner, catalogue):
     share(client, battle)
     link = ShareLink.objects.get(battle=battle)
     html = client.__class__().get(url_of(link)).content.decode()
-    assert "Blue." in html and "Red." in html and "Gemma 3 270M (base)" in html and "Right is better" in html
+    assert "Blue." in html and "Red." in html and "Gemma 3 270M (base)" in html
+    assert "Verdict: Gemma 3 270M (base) is better." in html and "Right is better" not in html  # names the winner
     for action in ("vote", "rerun", "swap", "continue", "stop"):
         assert f"/{action}" not in html
     assert "<form" not in html and "<button" not in html

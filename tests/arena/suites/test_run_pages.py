@@ -110,7 +110,7 @@ def test_the_progress_fragment_polls_while_the_run_is_live(mine, owner, three):
     runner.step(run)
     run.refresh_from_db()
     html = mine.get(f"/suite-runs/{run.id}/progress").content.decode()
-    assert 'hx-trigger="every 2s"' in html and f'hx-get="/suite-runs/{run.id}/progress"' in html
+    assert 'hx-trigger="every 2s"' in html and f'hx-get="/suite-runs/{run.id}/progress?seen=' in html
     assert f'data-done="{run.done}"' in html and 0 < run.done < run.total
     assert "min left" in html or "under a minute left" in html
     assert "<html" not in html  # a fragment
