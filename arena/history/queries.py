@@ -17,6 +17,7 @@ from django.db.models import Q, QuerySet
 from arena import tags
 from arena.battles.models import Battle
 from arena.generations.models import Generation
+from arena.suites.models import SuiteRun
 from arena.tournaments.models import Tournament
 
 MAX_TERMS = 10
@@ -52,9 +53,9 @@ class Filters:
         """The non-empty filters, for links that keep them (pages, exports)."""
         return {k: v for k, v in (("q", self.q), ("tag", self.tag)) if v}
 
-    def apply(self, qs: QuerySet, fields: list[str]) -> QuerySet:
+    def apply(self, qs: QuerySet, fields: list[str], tag_field: str = "tag") -> QuerySet:
         if self.tag:
-            qs = qs.filter(tag=self.tag)
+            qs = qs.filter(**{tag_field: self.tag})
         for term in self.terms():
             match = Q()
             for field in fields:
@@ -66,6 +67,7 @@ class Filters:
 GENERATION_TEXT = ["prompt", "system_prompt"]
 BATTLE_TEXT = ["left__prompt", "left__system_prompt", "right__system_prompt"]
 TOURNAMENT_TEXT = ["prompt", "system_prompt"]
+SUITE_RUN_TEXT = ["suite__name"]  # a suite's name says what its prompts are about
 
 
 def generations(user, filters: Filters = Filters()) -> QuerySet:
@@ -96,6 +98,11 @@ def tournaments(user, filters: Filters = Filters()) -> QuerySet:
     return filters.apply(qs, TOURNAMENT_TEXT).order_by("-created_at")
 
 
+def suite_runs(user, filters: Filters = Filters()) -> QuerySet:
+    qs = SuiteRun.objects.filter(owner=user).select_related("suite", "judge")
+    return filters.apply(qs, SUITE_RUN_TEXT, tag_field="suite__tag").order_by("-created_at")
+
+
 def tags_used(user) -> list[str]:
     """Every tag the user has given (generations, battles, tournaments): the filter's choices."""
     found = set(tags.used_by(user))
@@ -107,4 +114,4 @@ def tags_used(user) -> list[str]:
 def counts(user, filters: Filters) -> dict[str, int]:
     """How many of each the filters match: the tabs' numbers."""
     return {"generations": generations(user, filters).count(), "comparisons": comparisons(user, filters).count(),
-            "tournaments": tournaments(user, filters).count()}
+            "tournaments": tournaments(user, filters).count(), "suite_runs": suite_runs(user, filters).count()}

@@ -6,6 +6,7 @@ urlpatterns = [
     path("history/", views.generations, name="history"),
     path("history/comparisons/", views.comparisons, name="history-comparisons"),
     path("history/tournaments/", views.tournaments, name="history-tournaments"),
+    path("history/suite-runs/", views.suite_runs, name="history-suite-runs"),
     path("history/shared/", views.shared, name="history-shared"),
     re_path(r"^history/export/(?P<dataset>battles|generations)\.(?P<fmt>csv|json)$", views.export_page,
             name="history-export"),

@@ -19,6 +19,7 @@ TABS = {
     "generations": ("Generations", queries.generations),
     "comparisons": ("Comparisons", queries.comparisons),
     "tournaments": ("Tournaments", queries.tournaments),
+    "suite_runs": ("Suite runs", queries.suite_runs),
 }
 
 
@@ -27,7 +28,7 @@ def _list(request, tab: str):
     rows = TABS[tab][1](request.user, filters)
     page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "history/list.html", {
-        "tab": tab, "tabs": TABS, "page": page, "filters": filters,
+        "tab": tab, "tab_label": TABS[tab][0], "tabs": TABS, "page": page, "filters": filters,
         "counts": queries.counts(request.user, filters), "tag_choices": queries.tags_used(request.user),
         "exportable": tab in ("generations", "comparisons"),
     })
@@ -46,6 +47,11 @@ def comparisons(request):
 @login_required
 def tournaments(request):
     return _list(request, "tournaments")
+
+
+@login_required
+def suite_runs(request):
+    return _list(request, "suite_runs")
 
 
 @login_required

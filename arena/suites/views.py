@@ -56,7 +56,8 @@ def suite_upload(request):
 @require_GET
 def suite_detail(request, suite_id):
     suite = _get_suite_for_user(request, suite_id)
-    return render(request, "suites/suite.html", {"suite": suite, "prompts": suite.ordered_prompts()})
+    return render(request, "suites/suite.html", {"suite": suite, "prompts": suite.ordered_prompts(),
+                                                 "runs": suite.runs.select_related("judge")})
 
 
 @login_required
@@ -65,6 +66,7 @@ def suite_delete(request, suite_id):
     suite = _get_suite_for_user(request, suite_id)
     if problem := suite.delete_problem:
         return render(request, "suites/suite.html", {"suite": suite, "prompts": suite.ordered_prompts(),
-                                                     "problem": problem}, status=409)
+                                                     "runs": suite.runs.select_related("judge"), "problem": problem},
+                      status=409)
     suite.delete()
     return redirect("suites")
