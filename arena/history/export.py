@@ -21,6 +21,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 
+from arena.battles.judging import orders_agree
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 
@@ -30,6 +31,7 @@ CHUNK = 200  # rows fetched per query (and per prefetch)
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 Absolute = Callable[[str], str]
+TIE_REASON = "the two orders disagreed"  # a model judge's tie that is not its verdict
 
 
 # --- records -----------------------------------------------------------------------------
@@ -57,6 +59,7 @@ def side_record(gen: Generation) -> dict:
 
 def battle_record(battle: Battle, absolute: Absolute) -> dict:
     winner = {"left": battle.left, "right": battle.right}.get(battle.outcome)
+    agree = orders_agree(battle.judgements) if battle.judge_id else None
     matches = list(battle.tournament_matches.all())  # prefetched
     return {
         "id": str(battle.id),
@@ -69,6 +72,11 @@ def battle_record(battle: Battle, absolute: Absolute) -> dict:
         "outcome": battle.outcome or None,
         "winner_model": winner.model.slug if winner else None,
         "judge": battle.judge.slug if battle.judge_id else None,  # a model judge's verdict, never a person's
+        # A model judge's two readings (one per order shown) and whether they agreed: a pair on
+        # which they disagree is a tie for that reason alone (arena.battles.judging).
+        "judgements": battle.judgements if battle.judge_id else None,
+        "orders_agree": agree,
+        "tie_reason": TIE_REASON if agree is False else None,
         "voted_at": _iso(battle.voted_at),
         "self_identified": battle.self_identified,
         "parent_id": str(battle.parent_id) if battle.parent_id else None,
@@ -100,7 +108,8 @@ _SIDE = ["model", "model_name", "system_prompt", "params", "status", "text", "fi
 
 COLUMNS = {
     "battles": ["id", "created_at", "mode", "blind", "tag", "prompt", "history",
-                "left_model", "right_model", "outcome", "winner_model", "judge", "voted_at",
+                "left_model", "right_model", "outcome", "winner_model", "judge", "orders_agree", "tie_reason",
+                "judgements", "voted_at",
                 *[f"{side}_{k}" for k in _SIDE[2:] for side in ("left", "right")],
                 "left_model_name", "right_model_name", "self_identified", "parent_id", "tournament_id", "permalink"],
     "generations": ["id", "created_at", "origin", "model", "model_name", "tag", "prompt", "system_prompt", "history",

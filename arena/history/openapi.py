@@ -45,6 +45,13 @@ BATTLE_ROW = {
         "winner_model": {"type": ["string", "null"], "description": "The slug of the side that won, if one did"},
         "judge": {"type": ["string", "null"],
                   "description": "The slug of the model judge whose verdict this is; null: a person's verdict"},
+        "orders_agree": {"type": ["boolean", "null"],
+                         "description": ("Whether the model judge said the same with each answer shown first; "
+                                         "false: the pair is a tie because its two orders disagreed")},
+        "tie_reason": {"type": ["string", "null"], "description": "Why a judged pair is a tie it did not say"},
+        "judgements": {"type": ["array", "null"], "items": {"type": "object"},
+                       "description": ("A model judge's two readings, one per order shown: order, raw text, and "
+                                       "verdict in the battle's left/right terms")},
         "voted_at": {"type": ["string", "null"], "format": "date-time"},
         "self_identified": {"type": "boolean"},
         "parent_id": {"type": ["string", "null"]},

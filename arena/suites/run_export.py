@@ -27,7 +27,6 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Q
 from django.utils import timezone
 
-from arena.battles.judging import orders_agree
 from arena.battles.models import Battle
 from arena.history.export import battle_record, csv_lines, side_record
 
@@ -40,7 +39,6 @@ ANSWER_COLUMNS = ["run_id", "prompt_position", "prompt", "reference", "contestan
                   "tokens_per_s", "load_wait_s", "queue_wait_s", "generation_id"]
 SCORE = {"left": 1.0, "right": -1.0, "tie": 0.0, "both_bad": 0.0}  # the left side's, in LLM Comparator's terms
 LABEL = {1.0: "A is better", -1.0: "B is better", 0.0: "Same"}
-TIE_REASON = "the two orders disagreed"
 
 
 def filename(run: SuiteRun, what: str, fmt: str) -> str:
@@ -70,12 +68,9 @@ def verdicts(run: SuiteRun):
 
 
 def verdict_record(battle: Battle, positions: dict, absolute) -> dict:
-    """A verdict with both of a model judge's readings; `orders_agree` False (and `tie_reason`):
-    the pair is a tie because the two orders disagreed (None: a person's verdict)."""
-    agree = orders_agree(battle.judgements) if battle.judge_id else None
-    return {**battle_record(battle, absolute), "prompt_position": positions.get(battle.left_id),
-            "judgements": battle.judgements, "orders_agree": agree,
-            "tie_reason": TIE_REASON if agree is False else None}
+    """A verdict as the history export writes one (with a model judge's two readings, whether
+    they agreed and, if not, why the pair is a tie), and the prompt's place."""
+    return {**battle_record(battle, absolute), "prompt_position": positions.get(battle.left_id)}
 
 
 def csv_chunks(run: SuiteRun) -> Iterator[str]:

@@ -131,6 +131,12 @@ def test_a_tie_from_orders_that_disagreed_says_so_with_both_readings(mine, owner
     assert by_id[str(disagreed.id)]["tie_reason"] == "the two orders disagreed"
     assert [j["verdict"] for j in by_id[str(disagreed.id)]["judgements"]] == ["left", "right"]
     assert by_id[str(agreeing.id)]["orders_agree"] is True and by_id[str(agreeing.id)]["tie_reason"] is None
+    # The history export of the battles says the same, in JSON and in CSV.
+    rows = json.loads(b"".join(mine.get("/history/export/battles.json").streaming_content))["rows"]
+    row = next(r for r in rows if r["id"] == str(disagreed.id))
+    assert row["tie_reason"] == "the two orders disagreed" and len(row["judgements"]) == 2
+    csv_text = b"".join(mine.get("/history/export/battles.csv").streaming_content).decode()
+    assert csv_text.count(",false,the two orders disagreed,") == 5
 
 
 def test_the_suite_page_and_history_list_the_suites_runs(mine, owner, outsider, three):
