@@ -48,7 +48,8 @@ def redis_client(redis_url):
 # own; the others start their own (reliability, launcher) and are groups like any module.
 LIVE_GROUPS = {
     "test_tournament_faults": "live-1", "test_tournament_browser": "live-1", "test_xss_browser": "live-1",
-    "test_engines": "live-1", "test_openai_client": "live-1",
+    "test_engines": "live-1", "test_openai_client": "live-1", "test_accounts_browser": "live-1",
+    "test_pages_browser": "live-1",
     "test_generation_flow": "live-2", "test_compare_browser": "live-2", "test_faults": "live-2",
     "test_load_bench": "live-2", "test_browser": "live-2", "test_blind_pacing": "live-2",
     # With the pacing test, never beside it: its minutes of decoding on every core skew the paced gaps.

@@ -24,7 +24,7 @@ def logged_in(user):
 
 
 def test_a_user_changes_their_password(member):
-    browser = logged_in(member)
+    browser, elsewhere = logged_in(member), logged_in(member)
     page = browser.get("/accounts/password_change/")
     assert page.status_code == 200 and "data-password-change" in page.content.decode()
     assert 'href="/accounts/password_change/"' in page.content.decode()  # the navigation links to it
@@ -35,6 +35,7 @@ def test_a_user_changes_their_password(member):
     member.refresh_from_db()
     assert member.check_password(NEW_PASSWORD)
     assert browser.get("/playground/").status_code == 200  # this session stays logged in
+    assert elsewhere.get("/playground/").status_code == 302  # the others are logged out (as the page says)
 
 
 def test_a_password_change_needs_the_old_password_and_a_valid_new_one(member):
