@@ -1,10 +1,32 @@
 """What the leaderboard's server-rendered SVG charts share: a linear scale from values to
-pixels and round tick values. The views build dicts of coordinates; the templates draw them."""
+pixels, round tick values, and the names charts show. The builders return dicts of
+coordinates; the templates draw them.
+
+Names: a chart shows each catalogue entry's label (ModelEntry.label: short, and no two alike),
+wrapped onto lines where it is long, never cut. A name cut to fit ("SmolLM2 135M Inst…") made
+"SmolLM2 135M Instruct, llama.cpp Q4_1" and its speculative variant look identical: the very
+variants the arena exists to tell apart. The full catalogue name stays in each mark's <title>.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from arena.catalogue.labels import SEP
+
+# The interval chart: a label column, then the plot, then the rating axis below.
+LABEL_W, PLOT_W, PAD, TOP = 200, 400, 12, 8
+LINE_CHARS, LINE_H, ROW_MIN_H = 28, 14, 24  # about 28 characters of 12 px text fill LABEL_W
+AXIS_H = 46  # tick labels and the axis title under the plot
+RATING_AXIS = "Rating (Bradley–Terry, Elo scale; 1000 = average)"
+INTERVAL_KEY = "dot: rating · bar: 95% confidence interval"
+
+
+class Name(NamedTuple):
+    label: str  # what a chart or a cramped table shows (unique among the names shown)
+    full: str  # the catalogue name: tooltips and the ratings table
 
 
 def scale(low: float, high: float, start: float, end: float) -> Callable[[float], float]:
@@ -22,3 +44,70 @@ def ticks(low: float, high: float, count: int = 5) -> list[float]:
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     first = math.ceil(low / step) * step
     return [round(first + i * step, 10) for i in range(int((high - first) / step) + 1)]
+
+
+def distinct(names: Sequence[Name], keys: Sequence[str]) -> list[Name]:
+    """`names` with any label another one already shows (ignoring case) followed by its key (a
+    slug, unique), so no two labels shown side by side are equal, whatever the catalogue holds."""
+    seen: set[str] = set()
+    out = []
+    for name, key in zip(names, keys, strict=True):
+        label = name.label if name.label.casefold() not in seen else f"{name.label}{SEP}{key}"
+        seen.add(label.casefold())
+        out.append(Name(label, name.full))
+    return out
+
+
+def wrap(text: str, width: int = LINE_CHARS) -> list[str]:
+    """`text` on lines of at most `width` characters, broken after a label's separators (" · ")
+    where it can, else between words; a word longer than a line is split, never dropped: the
+    lines joined hold every character of `text`."""
+    parts = text.split(SEP)
+    lines: list[str] = []
+    for i, part in enumerate(parts):
+        piece = part if i == 0 else "· " + part
+        joined = f"{lines[-1]}{SEP}{part}" if lines else piece
+        if lines and i and len(joined) <= width:
+            lines[-1] = joined
+        else:
+            lines += _words(piece, width)
+    return lines or [""]
+
+
+def _words(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+            continue
+        while len(word) > width:
+            lines.append(word[:width])
+            word = word[width:]
+        lines.append(word)
+    return lines
+
+
+def interval_chart(rows: Sequence[tuple[str, Name, float, float, float]]) -> dict:
+    """Each model's rating as a dot on its 95% interval, one row per model (in the given order),
+    its label wrapped in the column on the left, on one rating axis with ticks and a title.
+    `rows`: (slug, name, rating, lower, upper)."""
+    if not rows:
+        return {}
+    low = min(lower for *_x, lower, _u in rows) - 10
+    high = max(upper for *_x, upper in rows) + 10
+    left, right = LABEL_W + PAD, LABEL_W + PLOT_W - PAD
+    x = scale(low, high, left, right)
+    bars, y = [], TOP
+    for slug, name, rating, lower, upper in rows:
+        lines = wrap(name.label)
+        height = max(ROW_MIN_H, len(lines) * LINE_H + 10)
+        middle = y + height / 2
+        bars.append({"slug": slug, "name": name, "lines": lines, "y": middle,
+                     "text_y": round(middle - (len(lines) - 1) * LINE_H / 2 + 4, 1), "line_h": LINE_H,
+                     "x": x(rating), "x1": x(lower), "x2": x(upper), "rating": rating, "lower": lower, "upper": upper})
+        y += height
+    axis_y = y + 4
+    return {"width": LABEL_W + PLOT_W, "height": axis_y + AXIS_H, "bars": bars, "axis_y": axis_y, "top": TOP,
+            "left": left, "right": right, "mid": (left + right) / 2,
+            "ticks": [{"at": x(v), "label": f"{v:g}"} for v in ticks(low, high)],
+            "axis_title": RATING_AXIS, "key": INTERVAL_KEY}

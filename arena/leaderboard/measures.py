@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 
+from .charts import Name
 from .frontier import Point
 
 
@@ -48,9 +49,13 @@ def memory_figures(user, slugs: list[str]) -> dict[str, tuple[float, bool]]:
     return figures
 
 
-def points(user, ratings: dict[str, float], labels: dict[str, str], generations: QuerySet | None = None) -> list[Point]:
-    """One point per rated entry (slug -> rating), for frontier.charts; speeds measured over
-    `generations` (a suite run's answers, say), else over every visible one."""
+def points(user, ratings: dict[str, float], labels: dict[str, Name],
+           generations: QuerySet | None = None) -> list[Point]:
+    """One point per rated entry (slug -> rating), named by `labels` (records.names()), for
+    frontier.charts; speeds measured over `generations` (a suite run's answers, say), else over
+    every visible one."""
     speeds, memory = median_speeds(generations), memory_figures(user, list(ratings))
-    return [Point(labels.get(slug, slug), rating, speeds.get(slug), *memory.get(slug, (None, False)))
+    named = {slug: labels.get(slug) or Name(slug, slug) for slug in ratings}
+    held = {slug: memory.get(slug, (None, False)) for slug in ratings}
+    return [Point(named[slug].label, rating, speeds.get(slug), held[slug][0], held[slug][1], named[slug].full, slug)
             for slug, rating in ratings.items()]

@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from arena.battles.models import Battle
 
+from .charts import Name, distinct
+
 SCORES = {Battle.Outcome.LEFT: 1.0, Battle.Outcome.RIGHT: 0.0, Battle.Outcome.TIE: 0.5, Battle.Outcome.BOTH_BAD: 0.5}
 MODES = {"all": "All verdicts", "named": "Named comparisons", "blind": "Blind (tournament matches)"}
 PERIODS = {"all": None, "1": 1, "7": 7, "30": 30}
@@ -88,10 +90,15 @@ def agreement_records(mode: str = "all", days: int | None = None, tag: str = "",
     return [(left, right, outcome, judge is not None) for left, right, outcome, judge in rows]
 
 
-def names() -> dict[str, str]:
+def names() -> dict[str, Name]:
+    """Entry slug -> its Name: the label charts and tables show (ModelEntry.label; the name where an
+    entry has none yet), no two alike, and the full catalogue name. Verdicts are kept by slug, so
+    an entry's renamed or relabelled verdicts show its current label."""
     from arena.catalogue.models import ModelEntry
 
-    return dict(ModelEntry.objects.values_list("slug", "name"))
+    rows = list(ModelEntry.objects.order_by("created_at", "pk").values_list("slug", "label", "name"))
+    shown = distinct([Name(label or name, name) for _slug, label, name in rows], [slug for slug, *_x in rows])
+    return {slug: name for (slug, *_x), name in zip(rows, shown, strict=True)}
 
 
 

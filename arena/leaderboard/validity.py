@@ -6,13 +6,16 @@ from django.db.models import Count, Q
 from arena.generations.models import Generation
 
 
-def rates() -> list[dict]:
-    """Each model with constrained answers: valid, total and the rate, best first. Unrevealed blind
-    answers are left out, as everywhere (a tally per model would name them)."""
+def rates(labels: dict | None = None) -> list[dict]:
+    """Each model with constrained answers: valid, total and the rate, best first, with its Name
+    from `labels` (slug -> charts.Name) where given. Unrevealed blind answers are left out, as
+    everywhere (a tally per model would name them)."""
     rows = (Generation.objects.visible()
             .filter(status=Generation.Status.DONE, output_valid__isnull=False)
             .values("model__slug", "model__name")
             .annotate(total=Count("id"), valid=Count("id", filter=Q(output_valid=True))))
+    labels = labels or {}
     table = [{"model": r["model__slug"], "name": r["model__name"], "valid": r["valid"], "total": r["total"],
+              "label": labels[r["model__slug"]].label if r["model__slug"] in labels else r["model__name"],
               "rate": r["valid"] / r["total"]} for r in rows]
     return sorted(table, key=lambda r: (-r["rate"], -r["total"], r["name"]))

@@ -3,10 +3,8 @@ from django.shortcuts import render
 
 from . import cache, frontier, measures, ratings, records, style, validity
 from .agreement import agreement
-from .charts import scale
+from .charts import Name, interval_chart
 from .records import MODES, PERIODS, SOURCES, battle_records, flagged_count, names, tags
-
-CHART_W, ROW_H, PAD = 520, 22, 8
 
 
 @login_required
@@ -30,7 +28,7 @@ def leaderboard(request):
     rows = fit.ratings if fit else plain
     labels = names()
     without = {r.model: r for r in plain}
-    table = [{"row": r, "name": labels.get(r.model, r.model),
+    table = [{"row": r, "name": labels.get(r.model) or Name(r.model, r.model),
               "from_tournaments": results["from_tournaments"].get(r.model, 0), "plain": without[r.model]}
              for r in rows]
     context = {
@@ -41,8 +39,10 @@ def leaderboard(request):
         "agreement": results["agreement"],
         "style": controlled, "coefficients": fit.coefficients if fit else [],
         "battles": results["battles"], "tournament_battles": results["tournament_battles"],
-        "chart": _chart(table), "matrix": _matrix(table, results["cells"]),
-        "validity": validity.rates(),
+        "chart": interval_chart([(t["row"].model, t["name"], t["row"].rating, t["row"].lower, t["row"].upper)
+                                 for t in table]),
+        "matrix": _matrix(table, results["cells"]),
+        "validity": validity.rates(labels),
         "frontier": frontier.charts(measures.points(request.user, {r.model: r.rating for r in rows}, labels)),
     }
     return render(request, "leaderboard/leaderboard.html", context)
@@ -81,28 +81,15 @@ def _tournament_counts(records) -> dict[str, int]:
     return counts
 
 
-def _chart(table: list[dict]) -> dict:
-    """Each model's rating as a dot on its 95% interval, on one shared horizontal scale."""
-    if not table:
-        return {}
-    low = min(t["row"].lower for t in table) - 10
-    high = max(t["row"].upper for t in table) + 10
-    x = scale(low, high, PAD, CHART_W - PAD)
-    bars = [{"name": t["name"], "y": PAD + i * ROW_H + ROW_H / 2, "x": x(t["row"].rating),
-             "x1": x(t["row"].lower), "x2": x(t["row"].upper)} for i, t in enumerate(table)]
-    return {"width": CHART_W, "height": 2 * PAD + len(table) * ROW_H, "bars": bars,
-            "low": round(low), "high": round(high)}
-
-
 def _matrix(table: list[dict], cells: dict) -> list[dict]:
     """Rows and columns in rating order; each cell the row's win rate against the column."""
     order = [(t["row"].model, t["name"]) for t in table]
     matrix = []
     for slug, name in order:
         row = []
-        for other, _other_name in order:
+        for other, other_name in order:
             rate, n = cells.get((slug, other), (None, 0))
             hue = None if rate is None else round(rate * 120)  # red (0) to green (120)
-            row.append({"rate": rate, "n": n, "hue": hue, "self": slug == other})
-        matrix.append({"name": name, "cells": row})
+            row.append({"rate": rate, "n": n, "hue": hue, "self": slug == other, "against": other_name})
+        matrix.append({"slug": slug, "name": name, "cells": row})
     return matrix

@@ -27,7 +27,10 @@ def test_charts_plot_each_measure_and_mark_the_front():
     on_front = {chart["key"]: {d["name"] for d in chart["dots"] if d["front"]} for chart in (speed, memory)}
     assert on_front == {"speed": {"Fast", "Good", "Endpoint"}, "memory": {"Fast", "Good", "Never ran"}}
     assert {d["name"] for d in speed["dots"]} == {"Fast", "Good", "Beaten", "Endpoint"}
-    assert [d["estimate"] for d in memory["dots"]] == [False, True, True, True]
+    assert {d["name"]: d["estimate"] for d in memory["dots"]} == {"Fast": False, "Good": True, "Beaten": True,
+                                                                  "Never ran": True}
+    assert [d["number"] for d in speed["dots"]] == [1, 2, 3, 5]  # by rating, as in the memory chart: 4 never ran
+    assert [d["name"] for d in speed["dots"]] == ["Good", "Endpoint", "Beaten", "Fast"]
     dots = {d["name"]: d for d in speed["dots"]}
     assert dots["Fast"]["cx"] > dots["Endpoint"]["cx"] > dots["Good"]["cx"]  # faster: further right
     assert dots["Good"]["cy"] < dots["Fast"]["cy"]  # better rated: higher up (SVG's y grows down)
