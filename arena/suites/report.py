@@ -12,6 +12,7 @@ carries no trigger, so the polling stops."""
 
 from __future__ import annotations
 
+from itertools import groupby
 from typing import Any, NamedTuple
 
 from arena.battles.judging import agreement
@@ -20,6 +21,9 @@ from arena.leaderboard import frontier, measures, ratings
 from arena.leaderboard.records import SCORES, names
 
 from .models import SuiteAnswer, SuiteRun
+from .parsing import MAX_PROMPTS
+
+MAX_CELLS = MAX_PROMPTS * SuiteRun.MAX_CONTESTANTS  # a `seen` longer than any grid is not read
 
 
 def _answers(run: SuiteRun):
@@ -48,8 +52,24 @@ def grid(run: SuiteRun) -> list[dict]:
 
 
 def seen(cells: list[Cell], judged: list) -> str:
-    """What a page shows, for its next poll: every cell's mark, then how many judged pairs."""
-    return ".".join(cell.mark for cell in cells) + f"~{len(judged)}"
+    """What a page shows, for its next poll: every cell's mark, a run of equal marks written once
+    with its length ("d1*40.r1*2.-*200": a run fills its grid in order, so a 500-prompt suite's URL
+    stays short), then how many judged pairs."""
+    runs = [(mark, len(list(group))) for mark, group in groupby(cell.mark for cell in cells)]
+    return ".".join(mark if n == 1 else f"{mark}*{n}" for mark, n in runs) + f"~{len(judged)}"
+
+
+def _marks(shown: str) -> list[str]:
+    """The cell marks `seen` wrote ([] if it is not one)."""
+    marks = []
+    for part in shown.split(".") if shown else ():
+        mark, _, n = part.partition("*")
+        if n and not (n.isdigit() and int(n) <= MAX_CELLS):
+            return []
+        marks += [mark] * (int(n) if n else 1)
+        if len(marks) > MAX_CELLS:
+            return []
+    return marks
 
 
 def judge_agreement(judged: list) -> dict | None:
@@ -115,7 +135,7 @@ def update(run: SuiteRun, shown: str, user) -> dict:
         return {**context, "ended": True, "charts": charts(run, user)}
     marks, _, judged_count = shown.partition("~")
     cells = [cell for row in context["grid"] for cell in row["cells"]]
-    old = marks.split(".")
+    old = _marks(marks)
     if len(old) == len(cells):
         changed = [cell for cell, mark in zip(cells, old, strict=True) if cell.mark != mark]
     else:  # another grid (or no `seen`): every cell

@@ -173,3 +173,18 @@ def test_failed_cells_and_their_reasons_swap_in_live(mine, owner, three):
     assert set(cells(reply).values()) == {"failed"}
     assert re.search(r'id="suite-run-failures" hx-swap-oob="true"', reply)
     assert "The prompt is longer than the context." in reply
+
+
+def test_what_a_page_shows_is_written_short_and_read_back():
+    from arena.suites.report import MAX_CELLS, Cell, _marks, seen
+
+    class Answer:
+        def __init__(self, status, attempts=1):
+            self.generation, self.attempts = type("G", (), {"status": status})(), attempts
+
+    cells = [Cell("a", Answer("done"))] * 300 + [Cell("b", Answer("running", 2)), Cell("c", None)] + [
+        Cell("d", None)] * 700
+    shown = seen(cells, [1, 2])
+    assert shown == "d1*300.r2.-*701~2"
+    assert _marks(shown.partition("~")[0]) == [cell.mark for cell in cells]
+    assert _marks(f"d1*{MAX_CELLS + 1}") == [] and _marks("d1*x") == [] and _marks("") == []
