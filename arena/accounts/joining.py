@@ -73,7 +73,8 @@ def invitations_page(request):
     return render(request, "accounts/invitations.html", {
         "form": form, "new_link": new_link, "mail_note": mail_note,
         "invitations": Invitation.objects.select_related("created_by", "used_by"),
-        "waiting": SignUp.objects.filter(approved_at__isnull=True).select_related("user"),
+        # A user staff activated some other way (the admin's user page) waits for nothing.
+        "waiting": SignUp.objects.filter(approved_at__isnull=True, user__is_active=False).select_related("user"),
         "open_signup": settings.ARENA_OPEN_SIGNUP, "default_days": settings.ARENA_INVITATION_DAYS,
     }, status=400 if form.errors else 200)
 

@@ -2,7 +2,8 @@
 username (from any address) and per client address (for any username); after
 ARENA_LOGIN_FAILURE_LIMIT failures either is locked out, the right password included, until
 ARENA_LOGIN_COOLOFF_MIN minutes pass without another failure. What is ours: the client address
-(behind a proxy, the one the proxy saw), the lockout page, and what a success resets."""
+(behind a proxy, the one the proxy saw), the lockout page, and what a success resets. A wrong old
+password on the password change page counts too (arena/accounts/passwords.py)."""
 
 from __future__ import annotations
 

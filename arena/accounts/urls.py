@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from arena.accounts import joining, views
+from arena.accounts import joining, passwords, views
 
 urlpatterns = [
     path("account/tokens/", views.tokens_page, name="account-tokens"),
@@ -11,7 +11,7 @@ urlpatterns = [
     # Logging in and out, and one's own password: Django's views with our templates (templates/registration/).
     path("accounts/login/", joining.ArenaLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password_change/", passwords.ThrottledPasswordChangeView.as_view(), name="password_change"),
     path("accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("accounts/password_reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
     path("accounts/password_reset/done/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),

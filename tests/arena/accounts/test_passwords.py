@@ -84,3 +84,21 @@ def test_a_service_account_gets_no_reset_mail(db):
     get_user_model().objects.create_user("robot", email="robot@example.org")  # no password: tokens only
     Client().post("/accounts/password_reset/", {"email": "robot@example.org"})
     assert mail.outbox == []
+
+
+def test_wrong_old_passwords_count_as_failed_logins(member, settings):
+    """A borrowed session cannot guess the password on the change page: each wrong old password is a
+    failed login of that username, and at the limit the username is locked, here and on the login page."""
+    browser = logged_in(member)
+    wrong = {"old_password": "a-guess", "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD}
+    answers = [browser.post("/accounts/password_change/", wrong, REMOTE_ADDR=f"10.8.0.{i}")
+               for i in range(settings.AXES_FAILURE_LIMIT)]
+    assert [a.status_code for a in answers[:-1]] == [200] * (settings.AXES_FAILURE_LIMIT - 1)
+    assert answers[-1].status_code == 429 and "Too many failed logins" in answers[-1].content.decode()
+    right = {**wrong, "old_password": "member-pass-1"}
+    assert browser.post("/accounts/password_change/", right, REMOTE_ADDR="10.8.1.1").status_code == 429
+    member.refresh_from_db()
+    assert member.check_password("member-pass-1")  # unchanged
+    login = Client().post("/accounts/login/", {"username": "member", "password": "member-pass-1"},
+                          REMOTE_ADDR="10.8.2.1")
+    assert login.status_code == 429
