@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -130,6 +131,25 @@ def test_an_invitation_is_claimed_once(staff_client):
     first = User.objects.create_user("first")
     assert invitation.claim(first) is True
     assert invitation.claim(User.objects.create_user("second")) is False
+
+
+def test_a_link_claimed_while_the_form_was_sent_makes_no_account(staff_client):
+    """The other holder of the link wins between the page's check and this claim (their claim is made
+    here, through Django's query hook, the moment this form's user is inserted): this form's user is
+    rolled back and the page says what happened."""
+    _link, token = invite(staff_client)
+    invitation = Invitation.objects.get()
+    rival = User.objects.create_user("rival")
+
+    def rival_claims_first(execute, sql, params, many, context):
+        if sql.startswith('INSERT INTO "auth_user"'):
+            Invitation.objects.filter(id=invitation.id).update(used_at=timezone.now(), used_by=rival)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(rival_claims_first):
+        response = join(token)
+    assert response.status_code == 410 and joining.INVITATION_TAKEN_MEANWHILE in response.content.decode()
+    assert not User.objects.filter(username="newcomer").exists()
 
 
 def test_the_invitees_password_must_pass_djangos_validators(staff_client):
