@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from inference.endpoint import EndpointEngine
+from inference.endpoint import STORED_KEY_ENV, EndpointEngine
 from inference.hardware import resident_mb, usable_cpus
 from inference.protocol import ModelSpec
 
@@ -88,7 +88,12 @@ def _serve_endpoint(spec: ModelSpec) -> Served:
     if not spec.base_url.startswith(("http://", "https://")):
         raise EngineConfigError(f"The endpoint's base URL must start with http:// or https:// (got '{spec.base_url}').")
     key = ""
-    if spec.api_key_env:
+    if spec.api_key_sealed:
+        key = os.environ.get(STORED_KEY_ENV, "")
+        if not key:
+            raise EngineConfigError("This endpoint's stored API key did not reach the worker: the machine that "
+                                    "started it could not open it (every node needs the app's ARENA_SECRETS_KEY).")
+    elif spec.api_key_env:
         key = os.environ.get(spec.api_key_env, "")
         if not key:
             raise EngineConfigError(f"The environment variable {spec.api_key_env}, which should hold this "

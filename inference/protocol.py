@@ -193,10 +193,13 @@ class ModelSpec:
     num_speculative_tokens: int = 0
     memory_mb: float = 0  # the orchestrator reserves this much until the worker reports its measured figure
     # openai engine: where the model is served, and the NAME of the environment variable
-    # holding its key (the key itself never leaves the worker's environment).
+    # holding its key (the key itself never leaves the worker's environment), or the key the
+    # catalogue stores, sealed: opened only by the backend that spawns the worker, into the
+    # worker's environment (orchestration/sealing.py).
     base_url: str = ""
     remote_model: str = ""
     api_key_env: str = ""
+    api_key_sealed: str = ""
     max_concurrency: int = 0  # requests at once (0: the worker's batch size)
     server_command: str = ""  # server engine: the command template (inference.managed)
 

@@ -9,7 +9,10 @@
 
 Every write goes through the admin's own validation (ModelEntry.clean), so an engine and
 kind that do not go together are refused here with the same reason. An endpoint's key is
-never part of an entry: only the name of the environment variable that holds it.
+written, never read: "api_key" stores it encrypted (null removes it), and an entry shows only
+"api_key_stored"; or "api_key_env" names the environment variable that holds it. An openai or
+server entry being enabled is checked first (key, endpoint, model listed) and stays disabled
+when the check fails, with the reason in "check_error".
 """
 
 from __future__ import annotations
@@ -21,23 +24,26 @@ from django.db.models import ProtectedError
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_http_methods
 
+from arena.catalogue.forms import StoredKeyForm
 from arena.catalogue.models import ModelEntry
-from arena.catalogue.probe import probe
+from arena.catalogue.probe import run_test
 
 from .auth import error, form_error, json_body, token_required
 
-FIELDS = ("slug", "name", "description", "engine", "kind", "base", "precision", "source", "gguf_file", "draft",
-          "context_length", "max_concurrency", "memory_estimate_mb", "base_url", "remote_model", "api_key_env",
-          "server_command", "system_prompt", "default_params", "aliases", "enabled")
+FIELDS = ("slug", "name", "label", "description", "engine", "kind", "base", "precision", "source", "gguf_file",
+          "draft", "context_length", "max_concurrency", "memory_estimate_mb", "base_url", "remote_model",
+          "api_key_env", "server_command", "system_prompt", "default_params", "aliases", "enabled")
+WRITE_ONLY = ("api_key",)  # stored encrypted, never returned
+READ_ONLY = ("api_key_stored", "check_error", "checked_at")
 TYPES: dict[str, type | tuple[type, ...]] = {
     "base": bool, "enabled": bool, "context_length": int, "max_concurrency": int, "memory_estimate_mb": int,
-    "default_params": dict, "aliases": list, "draft": (str, type(None)),
+    "default_params": dict, "aliases": list, "draft": (str, type(None)), "api_key": (str, type(None)),
 }
 JSON_FIELDS = ("default_params", "aliases")
 STAFF_ONLY = "Managing the catalogue needs a staff token (manage.py arena_token USERNAME --staff)."
 
 
-class EntryForm(forms.ModelForm):
+class EntryForm(StoredKeyForm):
     draft = forms.ModelChoiceField(queryset=ModelEntry.objects.all(), to_field_name="slug", required=False,
                                    error_messages={"invalid_choice": "No catalogue entry has that slug."})
 
@@ -49,6 +55,9 @@ class EntryForm(forms.ModelForm):
 def entry_json(entry: ModelEntry) -> dict:
     data = {name: getattr(entry, name) for name in FIELDS if name != "draft"}
     data["draft"] = entry.draft.slug if entry.draft else None
+    data["api_key_stored"] = entry.has_stored_key
+    data["check_error"] = entry.check_error
+    data["checked_at"] = entry.checked_at.isoformat() if entry.checked_at else None
     return data
 
 
@@ -98,7 +107,7 @@ def test_entry(request, slug):
         return error(404, f"No catalogue entry '{slug}'.")
     if not entry.enabled:
         return error(409, f"'{slug}' is disabled: enable it to test it.")
-    result = probe(entry, request.user)
+    result = run_test(entry, request.user)
     return JsonResponse(result.as_json(), status=200 if result.ended else 202)
 
 
@@ -107,18 +116,24 @@ def _save(request, entry: ModelEntry | None) -> JsonResponse:
         body = json_body(request)
     except ValueError as exc:
         return error(400, str(exc))
-    unknown = sorted(set(body) - set(FIELDS))
+    unknown = sorted(set(body) - set(FIELDS) - set(WRITE_ONLY))
     if unknown:
-        return error(400, f"Unknown field(s): {', '.join(unknown)}. An entry has: {', '.join(FIELDS)}.")
+        settable = ", ".join((*FIELDS, *WRITE_ONLY))
+        return error(400, f"Unknown field(s): {', '.join(unknown)}. An entry has: {settable}"
+                          f" (and, read-only, {', '.join(READ_ONLY)}).")
     wrong = {name: f"must be {_type_name(name)}" for name, value in body.items() if not _typed(name, value)}
     if wrong:
         return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in wrong.items()), wrong)
-    current = entry_json(entry or ModelEntry())  # a new entry starts from the model's defaults
-    data = {**current, **body}
+    current = {name: value for name, value in entry_json(entry or ModelEntry()).items() if name in FIELDS}
+    key = body.pop("api_key", "")  # a string stores it; null removes the stored one
+    data = {**current, **body, "api_key": key or "", "remove_stored_key": key is None}
     form = EntryForm(_as_form_data(data), instance=entry)
     if not form.is_valid():
         return form_error(form)
+    held = form.instance.hold_for_check()  # no transaction here: the check does not hold the write lock
     saved = form.save()
+    if held:
+        saved.enable_if_checked()
     return JsonResponse(entry_json(saved), status=200 if entry else 201)
 
 

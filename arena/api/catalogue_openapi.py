@@ -1,5 +1,6 @@
 """OpenAPI description of the staff catalogue API (arena/api/catalogue.py)."""
 
+from arena.catalogue.labels import MAX_LABEL
 from arena.catalogue.models import MAX_ALIAS_LENGTH, MAX_ALIASES, ModelEntry
 
 from .openapi import PARAMS, TOO_LARGE, _err, _json
@@ -8,6 +9,9 @@ _STR = {"type": "string"}
 ENTRY_FIELDS = {
     "slug": {"type": "string", "pattern": r"^[-a-zA-Z0-9_]+$", "maxLength": 80},
     "name": {"type": "string", "maxLength": 120},
+    "label": {"type": "string", "maxLength": MAX_LABEL,
+              "description": "A short name that tells the entry apart in charts and tables; no two entries share "
+                             "one. Empty: derived from the name and how the entry is served"},
     "description": _STR,
     "engine": {"type": "string", "enum": list(ModelEntry.Engine.values),
                "description": "transformers (this app's worker), llamacpp (a GGUF file as shipped), openai "
@@ -26,7 +30,8 @@ ENTRY_FIELDS = {
     "base_url": {"type": "string", "maxLength": 500, "description": "openai engine: e.g. https://host/v1"},
     "remote_model": {"type": "string", "maxLength": 200, "description": "openai engine: the model's name there"},
     "api_key_env": {"type": "string", "maxLength": 128,
-                    "description": "openai engine: the NAME of the environment variable holding the key"},
+                    "description": "openai engine: the NAME of the environment variable holding the key (where the "
+                                   "workers run), or use api_key instead"},
     "server_command": {"type": "string",
                        "description": "server engine: the command that starts an OpenAI-compatible server, with "
                                       "{port} (and {host}, {api_key}, {model}, {fraction})"},
@@ -39,10 +44,23 @@ ENTRY_FIELDS = {
                                "left out of the leaderboard by default"},
     "enabled": {"type": "boolean"},
 }
-ENTRY = {"type": "object", "properties": ENTRY_FIELDS}
+WRITE_ONLY_FIELDS = {
+    "api_key": {"type": ["string", "null"], "writeOnly": True,
+                "description": "openai engine: the endpoint's key, stored encrypted and never returned (the entry "
+                               "shows api_key_stored); null removes the stored key"},
+}
+READ_ONLY_FIELDS = {
+    "api_key_stored": {"type": "boolean", "readOnly": True, "description": "Whether a key is stored (api_key)"},
+    "check_error": {"type": "string", "readOnly": True,
+                    "description": "openai, server: why the check before enabling failed (the key is there, the "
+                                   "endpoint answers and lists the model); empty once it passed. An entry that "
+                                   "fails it stays disabled"},
+    "checked_at": {"type": ["string", "null"], "format": "date-time", "readOnly": True},
+}
+ENTRY = {"type": "object", "properties": {**ENTRY_FIELDS, **READ_ONLY_FIELDS}}
 NEW_ENTRY = {"type": "object", "required": ["slug", "name", "engine"], "additionalProperties": False,
-             "properties": ENTRY_FIELDS}
-CHANGES = {"type": "object", "additionalProperties": False, "properties": ENTRY_FIELDS}
+             "properties": {**ENTRY_FIELDS, **WRITE_ONLY_FIELDS}}
+CHANGES = {"type": "object", "additionalProperties": False, "properties": {**ENTRY_FIELDS, **WRITE_ONLY_FIELDS}}
 SLUG = [{"name": "slug", "in": "path", "required": True, "schema": {"type": "string", "pattern": r"^[-a-zA-Z0-9_]+$"}}]
 PROBE = {"type": "object", "properties": {
     "slug": _STR, "status": _STR, "generation_id": _STR, "ok": {"type": "boolean"},
@@ -61,7 +79,8 @@ CATALOGUE_PATHS = {
         },
         "post": {
             "operationId": "addCatalogueEntry",
-            "summary": "Staff: add an entry (validated as the admin validates it)",
+            "summary": "Staff: add an entry (validated as the admin validates it; an enabled openai or server "
+                       "entry is checked first and stays disabled, with check_error, if the check fails)",
             "requestBody": {"required": True, **_json(NEW_ENTRY)},
             "responses": {"201": {"description": "Added", **_json(ENTRY)},
                           "400": _err("Invalid entry; `fields` says which"), **COMMON, **TOO_LARGE},
@@ -74,7 +93,7 @@ CATALOGUE_PATHS = {
                               "404": _err("No such entry"), **COMMON}},
         "patch": {
             "operationId": "changeCatalogueEntry",
-            "summary": "Staff: change some fields of an entry",
+            "summary": "Staff: change some fields of an entry (enabling an openai or server entry checks it first)",
             "requestBody": {"required": True, **_json(CHANGES)},
             "responses": {"200": {"description": "Changed", **_json(ENTRY)},
                           "400": _err("Invalid change; `fields` says which"), "404": _err("No such entry"),
@@ -91,7 +110,8 @@ CATALOGUE_PATHS = {
         "parameters": SLUG,
         "post": {
             "operationId": "testCatalogueEntry",
-            "summary": "Staff: start the entry, send one short prompt, report TTFT and tokens/s or the error",
+            "summary": "Staff: check an openai or server entry (status 'check failed' with the reason), then "
+                       "start the entry, send one short prompt, report TTFT and tokens/s or the error",
             "responses": {"200": {"description": "The probe ended (ok tells whether it answered)", **_json(PROBE)},
                           "202": {"description": "Still running after 120 s: follow generation_id", **_json(PROBE)},
                           "404": _err("No such entry"), "409": _err("The entry is disabled"), **COMMON},

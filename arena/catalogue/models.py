@@ -1,21 +1,29 @@
 """The model catalogue: what a user can pick, and how each entry is served."""
 
+import os
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import timezone
 
 from inference.managed import check_template
 from inference.protocol import ENGINE_KINDS, ModelSpec, ParamError, SamplingParams
 from inference.sources import ModelSourceError, check_source
 from inference.structured import engine_problem
+from orchestration import sealing
 
-from . import labels
+from . import checks, labels
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MAX_ALIASES = 30
 MAX_ALIAS_LENGTH = 60
 LABEL_TAKEN = "Another entry has this label: labels tell entries apart in charts and tables, so each needs its own."
+KEY_TWICE = ("Either a stored key or a key variable, not both: clear the variable's name to use the stored key, "
+             "or remove the stored key to use the variable.")
+# What the check before enabling covers: a change to any of these is checked again.
+CHECKED_FIELDS = ("engine", "base_url", "remote_model", "api_key_env", "api_key_sealed", "server_command")
 
 
 class ModelEntryQuerySet(models.QuerySet):
@@ -83,8 +91,17 @@ class ModelEntry(models.Model):
     api_key_env = models.CharField(
         blank=True, max_length=128, verbose_name="API key variable",
         help_text="The NAME of the environment variable that holds the endpoint's key on the machines that run "
-        "workers. The key itself is never stored here.",
+        "workers (or store the key itself instead, encrypted).",
     )
+    # The endpoint's key pasted in the admin or the API, Fernet-encrypted with ARENA_SECRETS_KEY
+    # (orchestration/sealing.py): never shown back, opened only to check the endpoint and by the
+    # backend that spawns the entry's worker.
+    api_key_sealed = models.TextField(blank=True, editable=False)
+    check_error = models.TextField(
+        blank=True, editable=False,
+        help_text="Why the last check failed (key, endpoint, model listed); empty once it passed.",
+    )
+    checked_at = models.DateTimeField(null=True, blank=True, editable=False)
     server_command = models.TextField(
         blank=True,
         help_text="server engine: the command that starts an OpenAI-compatible server, with {port} (and optionally "
@@ -134,6 +151,66 @@ class ModelEntry(models.Model):
     def is_endpoint(self) -> bool:
         return self.engine == self.Engine.OPENAI
 
+    # --- the key and the check before enabling ------------------------------------------------
+    @property
+    def is_checked(self) -> bool:
+        """An entry served by something this app does not load itself is checked before it is enabled."""
+        return self.engine in (self.Engine.OPENAI, self.Engine.SERVER)
+
+    @property
+    def has_stored_key(self) -> bool:
+        return bool(self.api_key_sealed)
+
+    def store_key(self, key: str) -> None:
+        """Keep `key` encrypted (an empty one removes the stored key); save to keep it."""
+        self.api_key_sealed = sealing.seal(settings.ARENA_SECRETS_KEY, key) if key else ""
+
+    def endpoint_key(self) -> str:
+        """The key as a worker here would send it: the stored one opened, else the named variable of
+        this app's environment (on a single machine, the one its workers get). Only for the check."""
+        if self.api_key_sealed:
+            return sealing.unseal(settings.ARENA_SECRETS_KEY, self.api_key_sealed)
+        return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+
+    def run_check(self) -> str:
+        """Check the key, the endpoint and its model list (arena/catalogue/checks.py); record and return
+        the problem ("" when it passed). Saves nothing."""
+        problem = checks.problem(self) or ""
+        self.check_error, self.checked_at = problem, timezone.now()
+        return problem
+
+    def hold_for_check(self) -> bool:
+        """Before an admin or API save. True when the entry must pass the check first: an openai or server
+        entry being enabled, or enabled with what the check covers changed. It is then saved disabled,
+        and `enable_if_checked` enables it once the check passes."""
+        if not self.is_checked:
+            self.check_error, self.checked_at = "", None
+            return False
+        previous = ModelEntry.objects.filter(pk=self.pk).first() if self.pk else None
+        changed = previous is None or any(getattr(previous, f) != getattr(self, f) for f in CHECKED_FIELDS)
+        if changed:  # an earlier check's reason says nothing of the entry as it is now
+            self.check_error, self.checked_at = "", None
+        if not self.enabled or (previous is not None and previous.enabled and not changed):
+            return False
+        self.enabled = False
+        return True
+
+    def enable_if_checked(self) -> str:
+        """Check a held entry and enable it only if it passed, recording the outcome; the problem, or "".
+        Call it outside any transaction (after the save commits): it waits on the network, and must
+        not hold the database's write lock meanwhile."""
+        problem = self.run_check()
+        self.enabled = not problem
+        ModelEntry.objects.filter(pk=self.pk).update(enabled=self.enabled, check_error=self.check_error,
+                                                     checked_at=self.checked_at)
+        return problem
+
+    def recheck(self) -> str:
+        """The check again (the change page's Test), recorded; enabled or not stays as it is."""
+        problem = self.run_check()
+        ModelEntry.objects.filter(pk=self.pk).update(check_error=self.check_error, checked_at=self.checked_at)
+        return problem
+
     def clean(self):
         errors = self._engine_errors()
         if self.engine in (self.Engine.TRANSFORMERS, self.Engine.LLAMACPP):
@@ -179,7 +256,9 @@ class ModelEntry(models.Model):
             errors["remote_model"] = "An endpoint needs the model's name at the endpoint."
         if self.api_key_env and not ENV_NAME.match(self.api_key_env):
             errors["api_key_env"] = ("The NAME of an environment variable (letters, digits, _), not the key itself: "
-                                     "set the key in that variable where the workers run.")
+                                     "set the key in that variable where the workers run, or store the key.")
+        elif self.api_key_env and self.api_key_sealed:
+            errors["api_key_env"] = KEY_TWICE
         if self.draft_id is not None:
             errors["draft"] = "An endpoint has no draft model."
         return errors
@@ -259,6 +338,7 @@ class ModelEntry(models.Model):
             base_url=self.base_url,
             remote_model=self.remote_model,
             api_key_env=self.api_key_env,
+            api_key_sealed=self.api_key_sealed if self.is_endpoint else "",
             max_concurrency=self.max_concurrency,
             server_command=self.server_command if self.engine == self.Engine.SERVER else "",
         )

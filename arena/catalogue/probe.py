@@ -1,8 +1,10 @@
 """Testing a catalogue entry: start it, send one short prompt, report TTFT and tokens/s or the error.
 
-Used by the admin's "Test" action and POST /api/v1/catalogue/{slug}/test. The probe is an
-ordinary generation of the staff user who asked (tagged `catalogue-test`, so it shows in
-their history), so it goes through the orchestrator exactly as a user's request would.
+Used by the Test button of an entry's admin page and POST /api/v1/catalogue/{slug}/test. An
+openai or server entry is checked first (key, endpoint, model listed: arena/catalogue/checks.py,
+recorded on the entry); the probe is an ordinary generation of the staff user who asked (tagged
+`catalogue-test`, so it shows in their history), so it goes through the orchestrator exactly as a
+user's request would.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ PROBE_PROMPT = "Say hello in five words."
 PROBE_PARAMS = {"temperature": 0.0, "max_new_tokens": 16}
 PROBE_TAG = "catalogue-test"
 POLL_S = 0.25
+CHECK_FAILED = "check failed"  # a ProbeResult's status when the check before the probe failed
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ class ProbeResult:
     @property
     def ended(self) -> bool:
         """False when the wait ran out first (the generation goes on)."""
-        return self.status in Generation.FINISHED
+        return self.status in Generation.FINISHED or self.status == CHECK_FAILED
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -46,6 +49,13 @@ class ProbeResult:
             ttft = f"{self.time_to_first_token_s:.2f} s" if self.time_to_first_token_s is not None else "?"
             return f"{self.slug}: answered in {ttft} to the first token, {rate}: {self.text!r}"
         return f"{self.slug}: {self.error}"
+
+
+def run_test(entry: ModelEntry, user, timeout_s: float = 120.0) -> ProbeResult:
+    """An openai or server entry's check (recorded on it), then, if it passed, the probe."""
+    if entry.is_checked and (problem := entry.recheck()):
+        return ProbeResult(slug=entry.slug, status=CHECK_FAILED, generation_id="", ok=False, error=problem)
+    return probe(entry, user, timeout_s)
 
 
 def probe(entry: ModelEntry, user, timeout_s: float = 120.0) -> ProbeResult:

@@ -10,9 +10,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from inference.endpoint import STORED_KEY_ENV
 from inference.hardware import usable_cpus
 from inference.protocol import ModelSpec
-from orchestration import cpus
+from orchestration import cpus, sealing
 from orchestration.policy import LOCAL_NODE, Node
 from orchestration.resources import node_budget_mb
 
@@ -31,7 +32,7 @@ class LocalBackend:
     """Starts `python -m inference.worker` subprocesses and watches them exit."""
 
     def __init__(self, redis_url: str, prefix: str, log_dir: Path, env: dict[str, str] | None = None,
-                 budget_mb: float | None = None, node_id: str = LOCAL_NODE):
+                 budget_mb: float | None = None, node_id: str = LOCAL_NODE, secrets_key: str | None = None):
         self.node = node_id
         self.redis_url = redis_url
         self.budget_mb = node_budget_mb() if budget_mb is None else budget_mb
@@ -39,6 +40,11 @@ class LocalBackend:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, **(env or {})}
+        # Opens the stored keys of the entries it starts (orchestration/sealing.py); a worker gets its
+        # own entry's key, never this one.
+        self.secrets_key = self.env.pop(sealing.SECRETS_KEY_ENV, "") if secrets_key is None else secrets_key
+        self.env.pop(sealing.SECRETS_KEY_ENV, None)
+        self.env.pop(STORED_KEY_ENV, None)  # only a worker whose entry stores a key gets one
         self._procs: dict[str, _Process] = {}
 
     def nodes(self) -> list[Node]:
@@ -54,8 +60,10 @@ class LocalBackend:
             "--prefix", self.prefix,
         ]
         share = self._cpu_share()
-        # The URL (and any password in it) goes in the environment, not on the command line `ps` shows.
-        env = {**self.env, **(cpus.worker_env(share) if share else {}), "REDIS_URL": self.redis_url}
+        # The URL (and any password in it) goes in the environment, not on the command line `ps` shows;
+        # so does the entry's stored API key, opened here (the spec carries it sealed).
+        env = {**self.env, **(cpus.worker_env(share) if share else {}), "REDIS_URL": self.redis_url,
+               **sealing.worker_env(spec, self.secrets_key)}
         with open(log_path, "ab") as log:
             # Its own session: Ctrl-C in the terminal reaches the launcher, which stops
             # everything in order; the worker also dies with its parent (PDEATHSIG).

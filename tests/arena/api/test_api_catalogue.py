@@ -1,5 +1,6 @@
 """The staff catalogue API: list, add, change, remove, with the admin's validation.
-(The `test` action runs against real workers in tests/live/test_engines.py.)"""
+(The `test` action runs against real workers in tests/live/test_engines.py; keys and the check before
+enabling in test_api_catalogue_keys.py.)"""
 
 import pytest
 from django.core.management import call_command
@@ -10,8 +11,9 @@ from tests.arena.api_client import api
 
 pytestmark = pytest.mark.django_db
 
+# Disabled: enabling an endpoint checks it first (tests/arena/api/test_api_catalogue_keys.py).
 ENDPOINT = {"slug": "hosted", "name": "Hosted model", "engine": "openai", "base_url": "https://api.example.com/v1",
-            "remote_model": "gpt-x", "api_key_env": "TEAM_KEY", "max_concurrency": 4}
+            "remote_model": "gpt-x", "api_key_env": "TEAM_KEY", "max_concurrency": 4, "enabled": False}
 
 
 @pytest.fixture
@@ -81,9 +83,9 @@ def test_invalid_entries_are_refused_with_the_reason(client, staff_token, body, 
     assert not ModelEntry.objects.filter(slug=body["slug"]).exists()
 
 
-def test_unknown_fields_and_an_api_key_are_refused(client, staff_token):
-    response = api(client, "post", "/api/v1/catalogue", staff_token, {**ENDPOINT, "api_key": "sk-secret"})
-    assert response.status_code == 400 and "Unknown field(s): api_key" in response.json()["error"]["message"]
+def test_unknown_fields_are_refused(client, staff_token):
+    response = api(client, "post", "/api/v1/catalogue", staff_token, {**ENDPOINT, "apikey": "sk-secret"})
+    assert response.status_code == 400 and "Unknown field(s): apikey" in response.json()["error"]["message"]
     assert "sk-secret" not in response.content.decode()
 
 

@@ -11,7 +11,7 @@ from tests.arena.api_client import api
 pytestmark = pytest.mark.django_db
 
 ENDPOINT = {"slug": "hosted", "name": "Hosted model", "engine": "openai", "base_url": "https://api.example.com/v1",
-            "remote_model": "gpt-x"}
+            "remote_model": "gpt-x", "enabled": False}  # enabled, it would be checked first
 
 
 @pytest.fixture

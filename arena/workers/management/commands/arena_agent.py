@@ -37,7 +37,8 @@ class Command(BaseCommand):
         from arena.celery import app
 
         backend = LocalBackend(settings.REDIS_URL, settings.ARENA_REDIS_PREFIX,
-                               settings.ARENA_WORKER_LOG_DIR / f"node-{node_id}", budget_mb=budget, node_id=node_id)
+                               settings.ARENA_WORKER_LOG_DIR / f"node-{node_id}", budget_mb=budget, node_id=node_id,
+                               secrets_key=settings.ARENA_SECRETS_KEY)
         keys = Keys(settings.ARENA_REDIS_PREFIX)
         agent = Agent(node_id, budget, redis_connect.connect(settings.REDIS_URL), keys, backend)
         self.stdout.write(f"Node agent {node_id} running: {budget:.0f} MB for models, queue {agent.queue}")

@@ -21,7 +21,8 @@ def build_backend(client: redis.Redis, keys: Keys):
     if name == "local":
         from orchestration.backends.local import LocalBackend
 
-        return LocalBackend(settings.REDIS_URL, settings.ARENA_REDIS_PREFIX, settings.ARENA_WORKER_LOG_DIR)
+        return LocalBackend(settings.REDIS_URL, settings.ARENA_REDIS_PREFIX, settings.ARENA_WORKER_LOG_DIR,
+                            secrets_key=settings.ARENA_SECRETS_KEY)
     if name == "nodes":
         from arena.celery import app
         from orchestration.backends.nodes import NodesBackend

@@ -1,0 +1,67 @@
+"""A real HTTP server on 127.0.0.1 (a thread of the test process) that answers GET /v1/models as
+an OpenAI-compatible endpoint does, only for its one key, for the catalogue's check before
+enabling. Each behaviour has a base URL of its own: good (lists its models), slow (answers
+after `slow_s`), broken (HTTP 500), html (not JSON)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+KEY = "sk-catalogue-check-Zq7vRw2Lm9XpT4"
+MODELS = ("team/model-a", "team/model-b")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ModelsEndpoint
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        mode, _, rest = self.path.lstrip("/").partition("/")
+        self.server.seen.append((self.path, self.headers.get("authorization", "")))
+        if rest != "v1/models":
+            return self._send(404, b'{"error": {"message": "Not found"}}')
+        if mode == "slow":
+            time.sleep(self.server.slow_s)
+        if mode == "broken":
+            return self._send(500, b'{"error": {"message": "boom"}}')
+        if mode == "html":
+            return self._send(200, b"<html>Welcome to nginx</html>", "text/html")
+        if self.headers.get("authorization") != f"Bearer {self.server.key}":
+            # A careless server echoes the key it refused: the check must not repeat it.
+            said = self.headers.get("authorization", "")
+            return self._send(401, json.dumps({"error": {"message": f"Incorrect API key: {said}"}}).encode())
+        body = {"object": "list", "data": [{"id": m, "object": "model"} for m in self.server.models]}
+        return self._send(200, json.dumps(body).encode())
+
+    def _send(self, status: int, body: bytes, kind: str = "application/json"):
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class ModelsEndpoint(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, key: str = KEY, models=MODELS, slow_s: float = 2.0):
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.key, self.models, self.slow_s = key, list(models), slow_s
+        self.seen: list[tuple[str, str]] = []
+
+    def url(self, mode: str = "good") -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/{mode}/v1"
+
+    def __enter__(self):
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+        self.server_close()
