@@ -15,6 +15,21 @@
     if (!field || !navigator.clipboard) return;
     navigator.clipboard.writeText(field.value).then(function () { button.textContent = "Copied"; });
   });
+  // A box that scrolls sideways (a wide table or the bracket on a phone) takes keyboard focus
+  // while its content overflows, so arrow keys scroll it too; one that fits is no tab stop.
+  var SCROLL_BOXES = ".table-scroll, .scroll-x, .bracket, .suite-run-answers, .output pre, .output table";
+  function focusableScrollBoxes() {
+    document.querySelectorAll(SCROLL_BOXES).forEach(function (box) {
+      if (box.scrollWidth > box.clientWidth) {
+        if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
+      } else if (box.getAttribute("tabindex") === "0") {
+        box.removeAttribute("tabindex");
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", focusableScrollBoxes);
+  document.addEventListener("htmx:load", focusableScrollBoxes);
+  window.addEventListener("resize", focusableScrollBoxes);
   // A streaming answer that starts out of sight (on a phone the playground's answer lies below
   // its form) is brought into view once, when its socket's first message arrives; one already in
   // sight stays put, and later messages never scroll (the reader may have scrolled away).
