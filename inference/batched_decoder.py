@@ -24,7 +24,16 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
 from inference import protocol
-from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Failure, Finish, TokenChunk
+from inference.chunks import (
+    FINISH_CANCELLED,
+    FINISH_LENGTH,
+    FINISH_STOP,
+    FINISH_STOP_SEQUENCE,
+    Chunk,
+    Failure,
+    Finish,
+    TokenChunk,
+)
 from inference.constrained import mask_logits
 from inference.decoding import StopText
 from inference.engine import Engine, IncrementalDetokenizer, TokenSampler, sampling_generator
@@ -153,7 +162,7 @@ class BatchedDecoder:
         row.first_token_time = row.first_token_time or row.last_token_time
         chunks: list[Chunk] = [TokenChunk(token_id, row.stop_text.feed(row.detokenizer.add(token_id)))]
         if row.stop_text.stopped:
-            chunks.append(row.finish(FINISH_STOP))
+            chunks.append(row.finish(FINISH_STOP_SEQUENCE))
         elif row.constraint is not None and row.constraint.accept(token_id):  # the grammar is complete
             chunks.append(self._end(row, FINISH_STOP))
         elif row.generated >= row.max_new_tokens:
@@ -167,7 +176,7 @@ class BatchedDecoder:
         """The row's Finish with the text it still holds (an unfinished character, a stop's maybe-start)."""
         text = row.stop_text.feed(row.detokenizer.flush())
         if row.stop_text.stopped and reason != FINISH_CANCELLED:
-            return row.finish(FINISH_STOP, text)
+            return row.finish(FINISH_STOP_SEQUENCE, text)
         return row.finish(reason, text + row.stop_text.flush())
 
     def _set_rows(self, rows: list[BatchRow]) -> None:

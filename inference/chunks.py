@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FINISH_STOP = "stop"
-FINISH_LENGTH = "length"
+FINISH_STOP = "stop"  # the model ended its answer (an end-of-sequence token, a complete grammar)
+FINISH_LENGTH = "length"  # cut at max_new_tokens (or where the context was full)
+FINISH_STOP_SEQUENCE = "stop_sequence"  # cut before one of the request's stop sequences
 FINISH_CANCELLED = "cancelled"
 
 
@@ -21,7 +22,7 @@ class TokenChunk:
 
 @dataclass(frozen=True)
 class Finish:
-    reason: str  # FINISH_STOP | FINISH_LENGTH | FINISH_CANCELLED
+    reason: str  # FINISH_STOP | FINISH_LENGTH | FINISH_STOP_SEQUENCE | FINISH_CANCELLED
     generated_tokens: int  # tokens yielded as TokenChunks (an end-of-sequence token is not one)
     prompt_tokens: int
     first_token_time: float | None  # time.time() of the first / last yielded token

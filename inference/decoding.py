@@ -16,7 +16,7 @@ import time
 from collections.abc import Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from inference.chunks import FINISH_CANCELLED, FINISH_STOP, Chunk, Failure, Finish, TokenChunk
+from inference.chunks import FINISH_CANCELLED, FINISH_STOP_SEQUENCE, Chunk, Failure, Finish, TokenChunk
 from inference.protocol import SamplingParams
 
 if TYPE_CHECKING:
@@ -114,7 +114,8 @@ def with_stop_sequences(
     """An engine's chunks with their text cut at the first stop sequence.
 
     Token chunks carry only what may be streamed; on a stop the engine's generator
-    is closed and a Finish(FINISH_STOP) ends the stream. Works for any engine.
+    is closed and a Finish(FINISH_STOP_SEQUENCE) ends the stream. Works for any engine (an endpoint's
+    too: its server is not sent the stop sequences, so the cut is seen here and reported as one).
     """
     generated = 0
     first_time: float | None = None
@@ -130,12 +131,12 @@ def with_stop_sequences(
             yield TokenChunk(chunk.token_id, stop_text.feed(chunk.text_delta))
             if stop_text.stopped:
                 chunks.close()
-                yield Finish(FINISH_STOP, generated, prompt_tokens, first_time, last_time)
+                yield Finish(FINISH_STOP_SEQUENCE, generated, prompt_tokens, first_time, last_time)
                 return
         else:
             text = stop_text.feed(chunk.text_delta)
             if stop_text.stopped and chunk.reason != FINISH_CANCELLED:
-                yield dataclasses.replace(chunk, text_delta=text, reason=FINISH_STOP)
+                yield dataclasses.replace(chunk, text_delta=text, reason=FINISH_STOP_SEQUENCE)
             else:
                 yield dataclasses.replace(chunk, text_delta=text + stop_text.flush())
             return

@@ -78,8 +78,9 @@ class EndpointEngine:
         }
         if params.seed is not None:
             body["seed"] = params.seed
-        if params.stop:
-            body["stop"] = list(params.stop)
+        # No "stop": a server that stops at a stop sequence says only "stop", as at the end of an
+        # answer, and hides the sequence. Cut here instead (decoding.with_stop_sequences, which
+        # closes the stream, so the server stops too) and the Finish says it was a stop sequence.
         body.update(self.constraint(params))
         if self.base:
             return "/completions", {**body, "prompt": plain_text(messages)}

@@ -30,7 +30,9 @@ QUEUED = "queued"  # accepted; waiting for a free slot: {"position", "waiting", 
 LOADING = "loading"  # a worker for the model is starting: {"elapsed_s", "model", "progress"}
 STARTED = "started"  # a worker took the job: {"prompt_tokens", "queue_s"}
 TOKEN = "token"  # {"text": the new text, "n": generated tokens so far}
-DONE = "done"  # {"text", "finish_reason": "stop"|"length", "metrics"}
+# finish_reason: "stop" (the model ended its answer), "length" (cut at max_new_tokens, or a full
+# context), "stop_sequence" (cut before a stop sequence; workers before it said "stop").
+DONE = "done"  # {"text", "finish_reason": "stop"|"length"|"stop_sequence", "metrics"}
 FAILED = "failed"  # {"reason": readable by a user, "code"}
 CANCELLED = "cancelled"  # {"text": partial text, "metrics"}
 TERMINAL_EVENTS = frozenset({DONE, FAILED, CANCELLED})
@@ -381,8 +383,10 @@ def request_metrics(
     prompt_tokens: int,
     generated_tokens: int,
 ) -> dict[str, Any]:
-    """Per-request metrics in the shape of vLLM's RequestMetrics, plus derived rates."""
-    ttft = (first_token_time - arrival_time) if first_token_time else None
+    """Per-request metrics in the shape of vLLM's RequestMetrics, plus derived rates. Unlike vLLM's,
+    `ttft_s` counts from when the worker began the request (`first_scheduled_time`): the time the job
+    waited in the worker's queue is `time_in_queue`, apart (see `time_to_first_token`)."""
+    ttft = (first_token_time - (first_scheduled_time or arrival_time)) if first_token_time else None
     decode_s = (last_token_time - first_token_time) if first_token_time and last_token_time else 0.0
     decode_rate = (generated_tokens - 1) / decode_s if generated_tokens > 1 and decode_s > 0 else None
     return {
@@ -397,3 +401,13 @@ def request_metrics(
         "ttft_s": ttft,
         "decode_tokens_per_s": decode_rate,
     }
+
+
+def time_to_first_token(metrics: dict[str, Any]) -> float | None:
+    """Seconds from when the worker began the request to its first token, from a terminal event's
+    metrics (an older worker's `ttft_s` counted from the job's arrival: the raw times say it alike)."""
+    first = metrics.get("first_token_time")
+    began = metrics.get("first_scheduled_time") or metrics.get("arrival_time")
+    if not first or not began:
+        return None
+    return max(0.0, first - began)

@@ -17,13 +17,14 @@ FIELDS = {"left_model", "right_model", "prompt", "left_system_prompt", "right_sy
 
 def side_json(gen: Generation, names_visible: bool) -> dict:
     """One side; while the battle is blind, without the model and without speeds."""
-    side = {"status": gen.status, "text": gen.text,
+    side = {"status": gen.status, "text": gen.text, "finish_reason": gen.finish_reason,
             "failure_reason": gen.failure_reason if names_visible or not gen.failure_reason
             else "This answer failed.", "output_valid": gen.output_valid}
     if names_visible:
         side |= {"model": gen.model.slug, "system_prompt": gen.system_prompt, "params": gen.params,
                  "metrics": {"time_to_first_token_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s,
-                             "generated_tokens": gen.generated_tokens, "load_wait_s": gen.load_wait_s}}
+                             "generated_tokens": gen.generated_tokens, "load_wait_s": gen.load_wait_s,
+                             "queue_wait_s": gen.queue_wait_s}}
     return side
 
 

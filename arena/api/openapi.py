@@ -2,6 +2,7 @@
 
 from django.conf import settings
 
+from arena.generations.status import FINISH_REASON_SCHEMA
 from inference.protocol import SamplingParams
 from inference.structured import MAX_REGEX_CHARS
 
@@ -89,6 +90,12 @@ TAG = {"type": "string", "maxLength": 40, "pattern": rf"^[{_BLANK}]*(?:\w[\w{_BL
                       "lower case with blanks trimmed and inner runs of blanks as '-'. The leaderboard and history "
                       "filter by it"}
 
+FINISH_REASON = FINISH_REASON_SCHEMA
+TTFT_TEXT = ("Seconds from when the model's worker began the answer to its first token: neither the wait in line "
+             "nor the model's load (load_wait_s, queue_wait_s)")
+LOAD_TEXT = "Seconds waiting for a worker to be ready: the model's load on a cold start, about 0 when warm"
+QUEUE_TEXT = "Seconds waiting in line for a free slot (the fair line, then the worker's own queue)"
+
 OUTPUT_VALID = {"type": ["boolean", "null"],
                 "description": "Whether the finished answer follows params.json_schema or params.regex; null when "
                                "it had neither or has not finished"}
@@ -104,10 +111,17 @@ GENERATION = {
         "params": PARAMS,
         "tag": TAG,
         "text": {"type": "string"},
-        "finish_reason": {"type": "string"},
+        "finish_reason": FINISH_REASON,
         "failure_reason": {"type": "string"},
         "output_valid": OUTPUT_VALID,
-        "metrics": {"type": "object"},
+        "metrics": {"type": "object", "properties": {
+            "prompt_tokens": {"type": ["integer", "null"]},
+            "generated_tokens": {"type": ["integer", "null"]},
+            "time_to_first_token_s": {"type": ["number", "null"], "description": TTFT_TEXT},
+            "tokens_per_s": {"type": ["number", "null"], "description": "Decode rate after the first token"},
+            "load_wait_s": {"type": ["number", "null"], "description": LOAD_TEXT},
+            "queue_wait_s": {"type": ["number", "null"], "description": QUEUE_TEXT},
+        }},
         "request_metrics": {"type": "object"},
         "created_at": {"type": "string", "format": "date-time"},
         "finished_at": {"type": ["string", "null"], "format": "date-time"},
@@ -128,12 +142,13 @@ SIDE = {
     "properties": {
         "status": GENERATION["properties"]["status"],
         "text": {"type": "string"},
+        "finish_reason": FINISH_REASON,
         "failure_reason": {"type": "string"},
         "output_valid": OUTPUT_VALID,
         "model": {"type": "string"},
         "system_prompt": {"type": "string"},
         "params": PARAMS,
-        "metrics": {"type": "object"},
+        "metrics": GENERATION["properties"]["metrics"],
     },
 }
 

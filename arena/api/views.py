@@ -67,6 +67,7 @@ def generation_json(gen: Generation) -> dict:
             "time_to_first_token_s": gen.time_to_first_token_s,
             "tokens_per_s": gen.tokens_per_s,
             "load_wait_s": gen.load_wait_s,
+            "queue_wait_s": gen.queue_wait_s,
         },
         # Everything the worker measured, in the shape of vLLM's per-request metrics
         # (queue time, inter-token latency mean/p95, speculative acceptance rate, ...).

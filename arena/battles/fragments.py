@@ -9,8 +9,9 @@ from __future__ import annotations
 from django.utils.html import format_html, format_html_join
 
 from arena import markdown
+from arena.generations import status as status_line
 from arena.playground import fragments as playground
-from arena.playground.fragments import STATUS_TEXT, in_line, place_in_line
+from arena.playground.fragments import in_line, place_in_line
 from inference import protocol as p
 
 BLIND_FAILURE = "This answer failed. Run the match again."
@@ -22,11 +23,13 @@ class Side:
 
     def __init__(self, name: str, created_at: float, blind: bool):
         self.name, self.created_at, self.blind = name, created_at, blind
+        self.started_at: float | None = None  # when its worker began the answer (its STARTED event)
         self.first_token_at: float | None = None
         self.last_token_at: float | None = None
         self.tokens = 0
         self.points: list[tuple[float, int]] = []  # (seconds since start, tokens so far)
         self.final: dict | None = None  # the terminal event's metrics, once there
+        self.waits: dict = {}  # a stored side's wait for its worker and in line (playground.waits)
         self.state = "queued"  # the last status shown: done / failed / cancelled once finished
 
     @property
@@ -41,19 +44,21 @@ class Side:
 
     def values(self) -> dict:
         metrics = self.final or {}
-        ttft = (self.first_token_at - self.created_at) if self.first_token_at else None
+        # From when its worker began (neither the wait in line nor the model's load); the terminal
+        # event's own figure once there, else its STARTED event to its first token.
+        ttft = p.time_to_first_token(metrics)
+        if ttft is None and self.first_token_at and self.started_at:
+            ttft = max(0.0, self.first_token_at - self.started_at)
         rate = metrics.get("decode_tokens_per_s")
         if rate is None and self.tokens > 1 and self.last_token_at and self.last_token_at > self.first_token_at:
             rate = (self.tokens - 1) / (self.last_token_at - self.first_token_at)
-        return {"ttft_s": ttft, "tokens_per_s": rate, "tokens": metrics.get("generated_tokens") or self.tokens or None}
+        return {"ttft_s": ttft, "tokens_per_s": rate, "tokens": metrics.get("generated_tokens") or self.tokens or None,
+                **self.waits}
 
 
 def status(side: str, state: str, detail: str = "") -> str:
-    return format_html(
-        '<div id="{}-status" class="status status-{}" data-state="{}">{}{}</div>',
-        side, state, state, STATUS_TEXT.get(state, state),
-        format_html(" <span class='detail'>{}</span>", detail) if detail else "",
-    )
+    """A live status line; an ended one says how it ended (arena/generations/status.py)."""
+    return status_line.html(f"{side}-status", state, detail)
 
 
 def output_replace(side: str, text: str, rendered: bool = False) -> str:
@@ -104,6 +109,7 @@ def for_event(view: Side, ev: dict) -> str:
             detail += f" — {ev['progress']}"
         return status(view.name, "loading", detail)
     if kind == p.STARTED:
+        view.started_at = ev["t"]
         return status(view.name, "running")
     if kind in p.TERMINAL_EVENTS:
         return final(view, ev)
@@ -113,11 +119,11 @@ def for_event(view: Side, ev: dict) -> str:
 def final(view: Side, ev: dict) -> str:
     kind = ev["type"]
     view.final = ev.get("metrics") or {}
-    state = view.state = {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}[kind]
+    view.state = {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}[kind]
     reason = ev.get("reason", "")
     if view.blind and reason:
         reason = BLIND_FAILURE
-    parts = [status(view.name, state, reason), metrics(view)]
+    parts = [status_line.of_event(f"{view.name}-status", ev, reason, blind=view.blind), metrics(view)]
     if kind in (p.DONE, p.CANCELLED) and "text" in ev:
         parts.append(output_replace(view.name, ev["text"], rendered=True))
     return "".join(parts)
@@ -153,6 +159,10 @@ def paced_status(side: str, view) -> str:
                            side)
     if view.state == "queued" and view.place:  # a battle waits as one: both sides stand in the same place
         return status(side, "queued", in_line(*view.place))
+    ended = view.end_event if view.state in ("done", "failed", "cancelled") else None
+    if ended is not None:  # how it ended, once its paced text is out; a cut is no clue to who answered
+        return status_line.of_event(f"{side}-status", ended, BLIND_FAILURE if view.state == "failed" else "",
+                                    blind=True)
     return status(side, view.state, BLIND_FAILURE if view.state == "failed" else "")
 
 
@@ -166,10 +176,12 @@ def stored(view: Side, gen) -> str:
     view.state = gen.status
     view.final = {"decode_tokens_per_s": gen.tokens_per_s, "generated_tokens": gen.generated_tokens}
     if gen.time_to_first_token_s is not None:
+        view.started_at = view.created_at
         view.first_token_at = view.created_at + gen.time_to_first_token_s
+    view.waits = playground.waits(gen)
     reason = BLIND_FAILURE if view.blind and gen.failure_reason else gen.failure_reason
-    return (status(view.name, gen.status, reason) + output_replace(view.name, gen.text, rendered=gen.finished)
-            + metrics(view))
+    return (status_line.of(gen, f"{view.name}-status", reason, blind=view.blind)
+            + output_replace(view.name, gen.text, rendered=gen.finished) + metrics(view))
 
 
 # Sent once both answers have ended: nothing is left to stop (its place stays, empty).

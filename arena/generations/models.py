@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from arena import tags
-from inference.protocol import SamplingParams
+from inference.protocol import SamplingParams, time_to_first_token
 from inference.public_text import public_reason
 from inference.structured import answer_valid
 
@@ -54,9 +54,19 @@ class Generation(models.Model):
     finish_reason = models.CharField(max_length=20, blank=True)
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     generated_tokens = models.PositiveIntegerField(null=True, blank=True)
-    time_to_first_token_s = models.FloatField(null=True, blank=True, help_text="From Send to the first token.")
+    # Where the time went, each part apart, so a cold start never reads as a slow model:
+    # created -> (queue_wait_s: the fair line, then the worker's own queue) -> (load_wait_s: a worker
+    # made ready) -> the worker begins -> (time_to_first_token_s) -> first token -> (tokens_per_s).
+    time_to_first_token_s = models.FloatField(
+        null=True, blank=True, help_text="From when the worker began the answer to its first token "
+        "(neither the wait in line nor the model's load).")
     tokens_per_s = models.FloatField(null=True, blank=True, help_text="Decode rate after the first token.")
-    load_wait_s = models.FloatField(null=True, blank=True, help_text="Time spent waiting for a worker to load.")
+    load_wait_s = models.FloatField(
+        null=True, blank=True, help_text="Time spent waiting for a worker to be ready (a model loading: a cold "
+        "start); about 0 when one was warm.")
+    queue_wait_s = models.FloatField(
+        null=True, blank=True, help_text="Time spent waiting in line: from creation to a free slot (the fair "
+        "line), plus any wait in the worker's own queue.")
     metrics = models.JSONField(default=dict, blank=True)
     output_valid = models.BooleanField(
         null=True, blank=True, help_text="Whether the answer follows its JSON schema or regex (empty: none given).")
@@ -123,15 +133,40 @@ class Generation(models.Model):
         }
         if status == self.Status.DONE:
             fields["output_valid"] = self.verdict(text)
-        ttft = metrics.get("first_token_time")
-        if ttft:
-            fields["time_to_first_token_s"] = max(0.0, ttft - self.created_at.timestamp())
+        ttft = time_to_first_token(metrics)
+        if ttft is not None:
+            fields["time_to_first_token_s"] = ttft
+        queue = self.queue_wait(metrics)
+        if queue is not None:
+            fields["queue_wait_s"] = queue
         updated = type(self).objects.filter(id=self.id, status__in=self.live_statuses()).update(status=status, **fields)
         if updated:
             self.status = status
             for name, value in fields.items():
                 setattr(self, name, value)
         return bool(updated)
+
+    def queue_wait(self, metrics: dict) -> float | None:
+        """Seconds in line: creation to admission (the fair line), plus the job's wait in its worker's
+        queue (`time_in_queue`, where the worker said); None if it never left the line."""
+        admitted = self.admitted_at or type(self).objects.filter(id=self.id).values_list(
+            "admitted_at", flat=True).first()
+        if admitted is None:
+            return None
+        return max(0.0, (admitted - self.created_at).total_seconds()) + max(0.0, metrics.get("time_in_queue") or 0.0)
+
+    def record_load_wait(self, seconds: float) -> None:
+        """How long its worker took to be ready, stored at once (before the job is handed over), so a
+        page rendering the answer's end already has it."""
+        self.load_wait_s = seconds
+        type(self).objects.filter(id=self.id).update(load_wait_s=seconds)
+
+    @property
+    def outcome(self) -> str:
+        """How it ended, as status lines say it (arena.generations.status.outcome)."""
+        from .status import outcome
+
+        return outcome(self.status, self.finish_reason)
 
     def verdict(self, text: str) -> bool | None:
         """Whether `text` follows this generation's constraint; None when it has none."""

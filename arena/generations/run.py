@@ -117,8 +117,9 @@ class Run:
             if time.time() - started > settings.ARENA_LOAD_TIMEOUT_S:
                 raise orch.WorkerUnavailable("The model worker stopped and no other one was started.")
             time.sleep(STALE_GRANT_POLL_S)
-        for follower in self.followers:
-            follower.gen.load_wait_s = time.time() - started
+        waited = time.time() - started
+        for follower in self.followers:  # a retry's wait adds to the first one's
+            follower.gen.record_load_wait((follower.gen.load_wait_s or 0.0) + waited)
         return workers
 
     def _waiting(self, elapsed: float, progress: str) -> None:
@@ -191,7 +192,7 @@ class Follower:
         kind = ev["type"]
         if kind == p.STARTED and not self.started:
             self.started = True
-            self.gen.claim(Generation.Status.LOADING, Generation.Status.RUNNING, load_wait_s=self.gen.load_wait_s)
+            self.gen.claim(Generation.Status.LOADING, Generation.Status.RUNNING)
         elif kind == p.TOKEN:
             self.text.append(ev.get("text", ""))
         elif kind in p.TERMINAL_EVENTS:

@@ -52,8 +52,10 @@ def side_record(gen: Generation) -> dict:
         "failure_reason": gen.failure_reason,
         "prompt_tokens": gen.prompt_tokens,
         "generated_tokens": gen.generated_tokens,
-        "time_to_first_token_s": gen.time_to_first_token_s,
+        "time_to_first_token_s": gen.time_to_first_token_s,  # from when the worker began: load and queue apart
         "tokens_per_s": gen.tokens_per_s,
+        "load_wait_s": gen.load_wait_s,
+        "queue_wait_s": gen.queue_wait_s,
     }
 
 
@@ -97,14 +99,14 @@ def generation_record(gen: Generation, absolute: Absolute) -> dict:
         "prompt": gen.prompt,
         "history": gen.history,
         **answer,
-        "load_wait_s": gen.load_wait_s,
         "finished_at": _iso(gen.finished_at),
         "permalink": absolute(gen.get_absolute_url()),
     }
 
 
 _SIDE = ["model", "model_name", "system_prompt", "params", "status", "text", "finish_reason", "failure_reason",
-         "prompt_tokens", "generated_tokens", "time_to_first_token_s", "tokens_per_s", "generation_id"]
+         "prompt_tokens", "generated_tokens", "time_to_first_token_s", "tokens_per_s", "load_wait_s", "queue_wait_s",
+         "generation_id"]
 
 COLUMNS = {
     "battles": ["id", "created_at", "mode", "blind", "tag", "prompt", "history",
@@ -114,8 +116,8 @@ COLUMNS = {
                 "left_model_name", "right_model_name", "self_identified", "parent_id", "tournament_id", "permalink"],
     "generations": ["id", "created_at", "origin", "model", "model_name", "tag", "prompt", "system_prompt", "history",
                     "params", "status", "text", "finish_reason", "failure_reason", "prompt_tokens",
-                    "generated_tokens", "time_to_first_token_s", "tokens_per_s", "load_wait_s", "finished_at",
-                    "permalink"],
+                    "generated_tokens", "time_to_first_token_s", "tokens_per_s", "load_wait_s", "queue_wait_s",
+                    "finished_at", "permalink"],
 }
 
 

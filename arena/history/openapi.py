@@ -1,6 +1,6 @@
 """OpenAPI 3.1 path items of the export endpoints, merged into arena.api.openapi.SPEC."""
 
-from arena.api.openapi import ERROR
+from arena.api.openapi import ERROR, FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
 
 _FILTERS = [
     {"name": "format", "in": "query", "required": False,
@@ -22,12 +22,14 @@ _SIDE = {
         "params": {"type": "object"},
         "status": {"type": "string"},
         "text": {"type": "string"},
-        "finish_reason": {"type": "string"},
+        "finish_reason": FINISH_REASON,
         "failure_reason": {"type": "string"},
         "prompt_tokens": {"type": ["integer", "null"]},
         "generated_tokens": {"type": ["integer", "null"]},
-        "time_to_first_token_s": {"type": ["number", "null"]},
+        "time_to_first_token_s": {"type": ["number", "null"], "description": TTFT_TEXT},
         "tokens_per_s": {"type": ["number", "null"]},
+        "load_wait_s": {"type": ["number", "null"], "description": LOAD_TEXT},
+        "queue_wait_s": {"type": ["number", "null"], "description": QUEUE_TEXT},
     },
 }
 
@@ -73,7 +75,6 @@ GENERATION_ROW = {
         "history": {"type": "array", "items": {"type": "object"}},
         # the answer's own fields, as in a battle's side (export.generation_record builds it so)
         **{name: schema for name, schema in _SIDE["properties"].items() if name != "generation_id"},
-        "load_wait_s": {"type": ["number", "null"]},
         "finished_at": {"type": ["string", "null"], "format": "date-time"},
         "permalink": {"type": "string", "format": "uri"},
     },

@@ -31,6 +31,12 @@ def usage(prompt_tokens: int | None, completion_tokens: int | None) -> dict[str,
             "total_tokens": prompt_tokens + completion_tokens}
 
 
+def finish_reason_of(reason: str | None) -> str:
+    """OpenAI's finish_reason for ours: "length" for an answer cut at max_tokens; "stop" for one the model
+    ended and for one cut at a stop sequence (OpenAI does not tell those apart; our own API does)."""
+    return "length" if reason == "length" else "stop"
+
+
 def completion(*, id: str, created: int, model: str, text: str, finish_reason: str,
                prompt_tokens: int | None, completion_tokens: int | None) -> dict[str, Any]:
     return {
@@ -42,7 +48,7 @@ def completion(*, id: str, created: int, model: str, text: str, finish_reason: s
             "index": 0,
             "message": {"role": "assistant", "content": text, "refusal": None},
             "logprobs": None,
-            "finish_reason": finish_reason or "stop",
+            "finish_reason": finish_reason_of(finish_reason),
         }],
         "usage": usage(prompt_tokens, completion_tokens),
         "system_fingerprint": None,
@@ -101,8 +107,9 @@ class StreamTranslator:
             return [*self._role(), sse(self.chunk({"content": ev["text"]}))]
         if kind == p.DONE:
             metrics = ev.get("metrics") or {}
-            return self.rest(ev.get("text") or "") + self.done(
-                ev.get("finish_reason") or "stop", metrics.get("prompt_tokens"), metrics.get("generated_tokens"))
+            return self.rest(ev.get("text") or "") + self.done(finish_reason_of(ev.get("finish_reason")),
+                                                               metrics.get("prompt_tokens"),
+                                                               metrics.get("generated_tokens"))
         if kind == p.FAILED:
             return self.error(generation_failed(ev.get("code"), ev.get("reason", "")))
         if kind == p.CANCELLED:

@@ -9,6 +9,8 @@ import json
 from functools import cached_property, lru_cache
 from urllib.parse import parse_qs
 
+from channels.db import database_sync_to_async
+
 from arena.generations.consumers import StreamSocket
 from arena.generations.models import Generation
 from inference import protocol as p
@@ -24,16 +26,34 @@ def token_html(text: str, n: int) -> str:
 
 class GenerationConsumer(StreamSocket):
     def subject_for(self, user, url_kwargs: dict):
-        return Generation.objects.visible().filter(id=url_kwargs["generation_id"], owner=user).first()
+        return (Generation.objects.visible().select_related("model")
+                .filter(id=url_kwargs["generation_id"], owner=user).first())
+
+    @cached_property
+    def query(self) -> dict[str, list[str]]:
+        return parse_qs(self.scope.get("query_string", b"").decode())
 
     @cached_property
     def as_json(self) -> bool:
         """Known before `opened`: a refusal at the handshake (too many sockets) is sent in the client's format too."""
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        return query.get("format") == ["json"]
+        return self.query.get("format") == ["json"]
+
+    @cached_property
+    def in_recent_list(self) -> bool:
+        """The playground page asks (`?recent=1`): its recent list shows this generation, whose
+        state the outcome's frame updates there too."""
+        return self.query.get("recent") == ["1"]
+
+    def recent_item(self, gen: Generation, state: str) -> str:
+        """`gen`'s line in the playground's recent list, now `state` ("" if not asked)."""
+        if not self.in_recent_list:
+            return ""
+        gen.model = self.model  # a refresh_from_db dropped the loaded entry; no query in the event loop
+        return fragments.recent_item(gen, state)
 
     async def opened(self) -> None:
         self.created_at = self.subject.created_at.timestamp()
+        self.model = self.subject.model  # loaded with it (subject_for)
         self.ended = False  # the stream's outcome has been shown
         await super().opened()
 
@@ -61,6 +81,8 @@ class GenerationConsumer(StreamSocket):
             for ev in events:
                 await self.send(text_data=json.dumps(ev))
         else:
+            if any(ev["type"] in p.TERMINAL_EVENTS for ev in events):
+                await self.refresh_waits()
             await self.send(text_data=self._snapshot_html(events))
         self.ended = any(ev["type"] in p.TERMINAL_EVENTS for ev in events)
         return last_id
@@ -83,28 +105,42 @@ class GenerationConsumer(StreamSocket):
 
     async def send_events(self, stream: str, events: list[dict]) -> None:
         """HTML: every event's fragments in one frame (htmx swaps them in order); JSON: a frame per event."""
-        self.ended = self.ended or any(ev["type"] in p.TERMINAL_EVENTS for ev in events)
+        ending = any(ev["type"] in p.TERMINAL_EVENTS for ev in events)
+        self.ended = self.ended or ending
         if self.as_json:
             for ev in events:
                 await self.send(text_data=json.dumps(ev))
         else:
+            if ending:
+                await self.refresh_waits()
             html = "".join(token_html(ev.get("text", ""), ev.get("n", 0)) if ev["type"] == p.TOKEN
                            else self._final(ev) if ev["type"] in p.TERMINAL_EVENTS
                            else fragments.for_event(ev, self.created_at) for ev in events)
             if html:
                 await self.send(text_data=html)
 
+    @database_sync_to_async
+    def refresh_waits(self) -> None:
+        """The waits the run recorded since the page opened, for the outcome's figures (only these
+        fields: a whole refresh would drop the model the frames name)."""
+        self.subject.refresh_from_db(fields=["admitted_at", "load_wait_s", "queue_wait_s"])
+
     def _final(self, ev: dict) -> str:
         """The outcome's fragments, with whether a finished answer follows its schema or regex."""
         verdict = self.subject.verdict(ev.get("text", "")) if ev["type"] == p.DONE else None
-        return fragments.final(ev, self.created_at) + fragments.validity(self.subject.params, verdict)
+        html = fragments.final(ev, self.created_at, self.subject) + fragments.validity(self.subject.params, verdict)
+        self.listed.update(fragments.ending(ev, self.subject.params))  # its line says how it ended
+        return html + self.recent_item(fragments.ended(self.subject, ev), ev["type"])
 
     async def send_stored(self, stream: str, gen: Generation) -> None:
         self.ended = True
         if self.as_json:
             await self.send(text_data=json.dumps({"type": gen.status, "text": gen.text, "reason": gen.failure_reason}))
         else:
-            await self.send(text_data=fragments.stored(gen))
+            self.listed.update(status=gen.status, finish_reason=gen.finish_reason, params=gen.params,
+                               generated_tokens=gen.generated_tokens)
+            await self.send(text_data=fragments.stored(gen)
+                            + self.recent_item(gen, gen.status))
 
     async def send_error(self, message: str) -> None:
         if self.as_json:

@@ -9,26 +9,16 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from arena import markdown
+from arena.generations import status as status_line
 from inference import protocol as p
 from orchestration.client import ordinal
 
 METRICS_TEMPLATE = "generations/_metrics.html"
-STATUS_TEXT = {
-    "queued": "Queued",
-    "loading": "Loading the model",
-    "running": "Generating",
-    "done": "Done",
-    "failed": "Failed",
-    "cancelled": "Stopped",
-}
 
 
 def status(state: str, detail: str = "") -> str:
-    label = STATUS_TEXT.get(state, state)
-    return format_html(
-        '<div id="gen-status" class="status status-{}" data-state="{}">{}{}</div>',
-        state, state, label, format_html(" <span class='detail'>{}</span>", detail) if detail else "",
-    )
+    """A live status line ("Queued", "Generating"...); an ended one comes from `final` or `stored`."""
+    return status_line.html("gen-status", state, detail)
 
 
 def output_replace(text: str, n: int | None = None, rendered: bool = False) -> str:
@@ -50,7 +40,7 @@ def metrics(values: dict, element_id: str = "gen-metrics", chart: str = "", hidd
     """Time to first token, tokens/s and token count ("–" until known), in the one metrics
     partial that pages render too; `chart` and `hidden` are a battle side's (arena/battles/fragments.py)."""
     context = {"id": element_id, "chart": chart, "hidden": hidden,
-               **{name: values.get(name) for name in ("ttft_s", "tokens_per_s", "tokens")}}
+               **{name: values.get(name) for name in ("ttft_s", "tokens_per_s", "tokens", "load_s", "queue_s")}}
     return render_to_string(METRICS_TEMPLATE, context).strip()
 
 
@@ -94,20 +84,36 @@ def in_line(position: int, waiting) -> str:
     return f"{ordinal(position)} in line of {waiting}"
 
 
-def final(ev: dict, created_at: float) -> str:
+def final(ev: dict, created_at: float, gen=None) -> str:
+    """A terminal event's status line, metrics and answer. `gen`, as stored when the event came (its
+    parameters and the wait in line and for the model, which the Django side records), where known."""
     kind = ev["type"]
     m = ev.get("metrics") or {}
-    ttft = m.get("first_token_time")
     values = {
-        "ttft_s": (ttft - created_at) if ttft else None,
+        "ttft_s": p.time_to_first_token(m),
         "tokens_per_s": m.get("decode_tokens_per_s"),
         "tokens": m.get("generated_tokens"),
+        **(waits(gen, m) if gen is not None else {}),
     }
-    state = {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}[kind]
-    parts = [status(state, ev.get("reason", "")), metrics(values), controls(False)]
+    limit = (gen.params or {}).get("max_new_tokens") if gen is not None else None
+    parts = [status_line.of_event("gen-status", ev, ev.get("reason", ""), limit=limit), metrics(values),
+             controls(False)]
     if kind in (p.DONE, p.CANCELLED) and "text" in ev:
         parts.append(output_replace(ev["text"], rendered=True))
     return "".join(parts)
+
+
+def ending(ev: dict, params: dict) -> dict:
+    """How a terminal event `ev` ends its generation (the run may not have stored it yet), as the status
+    line's filters read it (arena/generations/templatetags/generation_tags.py)."""
+    return {"status": {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}[ev["type"]],
+            "finish_reason": ev.get("finish_reason", ""), "params": params,
+            "generated_tokens": (ev.get("metrics") or {}).get("generated_tokens")}
+
+
+def recent_item(gen, state: str) -> str:
+    """The playground's recent-list line of `gen`, now in `state` (swapped in by its id)."""
+    return render_to_string("playground/_recent.html#recent-item", {"g": gen, "state": state, "item_oob": True}).strip()
 
 
 def validity(params: dict, verdict: bool | None) -> str:
@@ -116,11 +122,26 @@ def validity(params: dict, verdict: bool | None) -> str:
     return format_html('<div id="gen-validity">{}</div>', mark_safe(inner.strip()))  # the template escaped it
 
 
+def waits(gen, metrics: dict | None = None) -> dict:
+    """The wait for the model's worker and in line, apart from the time to first token: as stored, or
+    (an answer ending now, not yet stored) from its admission and its terminal event's metrics."""
+    queue = gen.queue_wait_s
+    if queue is None and metrics is not None and gen.admitted_at is not None:
+        queue = gen.queue_wait(metrics)
+    return {"load_s": gen.load_wait_s, "queue_s": queue}
+
+
+def stored_values(gen) -> dict:
+    """A stored generation's figures, as `metrics` shows them."""
+    return {"ttft_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s, "tokens": gen.generated_tokens,
+            **waits(gen)}
+
+
 def stored(gen) -> str:
     """A generation as the database has it: the page's first render, or a late viewer's."""
-    values = {"ttft_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s, "tokens": gen.generated_tokens}
+    values = stored_values(gen)
     return (
-        status(gen.status, gen.failure_reason)
+        status_line.of(gen, "gen-status")
         + output_replace(gen.text, rendered=gen.finished)
         + metrics(values)
         + controls(not gen.finished)

@@ -63,15 +63,19 @@ def bracket_view(tournament: Tournament) -> list[dict]:
 def _side_json(battle: Battle, side: str, reveal: bool) -> dict:
     """A side's status and text: while blind, as its pacing shows them now (arena/battles/pacing.py)."""
     gen = getattr(battle, side)
-    body = {"label": "Model A" if side == "left" else "Model B", "status": gen.status, "text": gen.text}
+    body = {"label": "Model A" if side == "left" else "Model B", "status": gen.status, "text": gen.text,
+            "finish_reason": gen.finish_reason}
     view = battle.paced_side(side)
-    if view is not None:
-        body.update(status=view.state, text=view.text)
+    if view is not None:  # how it ended only once its paced text is out (a cut is no clue to who answered)
+        ended = view.end_event if view.ended and view.end_event else {}
+        body.update(status=view.state, text=view.text, finish_reason=ended.get("finish_reason", "") or (
+            "cancelled" if view.state == "cancelled" else ""))
     if reveal:
         body.update({
             "model": gen.model.slug, "name": gen.model.name, "failure_reason": gen.failure_reason,
             "time_to_first_token_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s,
-            "generated_tokens": gen.generated_tokens,
+            "generated_tokens": gen.generated_tokens, "load_wait_s": gen.load_wait_s,
+            "queue_wait_s": gen.queue_wait_s,
         })
     return body
 

@@ -130,7 +130,11 @@ class Tournament(models.Model):
         Entrant.objects.bulk_create([Entrant(tournament=tournament, model=m, seed=i + 1, position=ids.index(m.id) + 1)
                                      for i, m in enumerate(seeded)])
         tournament._build_bracket(seeded)
-        tournament.current_match().start_battle()
+        first = tournament.current_match()
+        # The first match's models start loading as soon as the tournament exists, ahead of its battle's own
+        # lease (which waits for a slot in the fair line and a Celery worker): less of a cold start.
+        transaction.on_commit(lambda: _prewarm(first))
+        first.start_battle()
         return tournament
 
     def _build_bracket(self, seeded: list) -> None:
@@ -379,6 +383,12 @@ def cancel_battle(battle: Battle) -> None:
         gen.refresh_from_db(fields=["status"])
         if not gen.finished:
             client.set(keys.cancel(str(gen.id)), "user", ex=STREAM_TTL_S)
+
+
+def _prewarm(match: Match) -> None:
+    from .tasks import prewarm  # the tasks import this module
+
+    prewarm(match)
 
 
 def _draw_seed() -> int:

@@ -1,6 +1,19 @@
 """OpenAPI 3.1 path items of the tournament endpoints, merged into arena.api.openapi.SPEC."""
 
-from arena.api.openapi import ERROR, LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE
+from arena.api.openapi import (
+    ERROR,
+    FINISH_REASON,
+    LIMITED,
+    LOAD_TEXT,
+    PARAMS,
+    PROMPT,
+    QUEUE_TEXT,
+    SYSTEM_PROMPT,
+    TAG,
+    TEXT,
+    TOO_LARGE,
+    TTFT_TEXT,
+)
 
 from .models import BLIND_MIN_TEMPERATURE, BLIND_MIN_TOP_P
 
@@ -31,7 +44,10 @@ SIDE = {
         "model": {"type": "string", "description": "After the reveal: the catalogue slug"},
         "name": {"type": "string", "description": "After the reveal"},
         "failure_reason": {"type": "string", "description": "After the reveal"},
-        "time_to_first_token_s": {"type": ["number", "null"], "description": "After the reveal"},
+        "finish_reason": FINISH_REASON,
+        "time_to_first_token_s": {"type": ["number", "null"], "description": "After the reveal. " + TTFT_TEXT},
+        "load_wait_s": {"type": ["number", "null"], "description": "After the reveal. " + LOAD_TEXT},
+        "queue_wait_s": {"type": ["number", "null"], "description": "After the reveal. " + QUEUE_TEXT},
         "tokens_per_s": {"type": ["number", "null"], "description": "After the reveal"},
         "generated_tokens": {"type": ["integer", "null"], "description": "After the reveal"},
     },

@@ -1,9 +1,11 @@
-"""Warming the next match's models while the user judges the current one."""
+"""Warming a match's models before it plays: the first match's as the tournament is created, the next
+match's while the user judges the current one."""
 
 from __future__ import annotations
 
 import logging
 
+import redis
 from celery import shared_task
 
 from arena import streams
@@ -37,8 +39,19 @@ def prewarm_next(tournament_id: str, match_id: int, battle_id: str, checks: int 
         id=match_id, tournament_id=tournament_id).first()
     if match is None or match.decided or match.tournament.state != "running":
         return
+    prewarm(match)
+
+
+def prewarm(match) -> None:
+    """Ask the orchestrator to warm `match`'s known contestants: a prewarm lease, which only starts what
+    fits in free memory, never evicts, and ends once they are ready (orchestration/policy.py)."""
     models = [m for m in (match.left, match.right) if m is not None]
-    if models:
-        orch.request_lease(streams.client(), streams.keys(), f"prewarm:{tournament_id}:{match_id}",
+    if not models:
+        return
+    try:
+        orch.request_lease(streams.client(), streams.keys(), f"prewarm:{match.tournament_id}:{match.id}",
                            [m.spec() for m in models], prewarm=True)
-        log.info("Tournament %s: pre-warming %d model(s) for match %s", tournament_id, len(models), match.number)
+    except redis.RedisError:  # only a head start: the match's own lease loads them anyway
+        log.warning("Tournament %s: could not ask to pre-warm match %s", match.tournament_id, match.number)
+        return
+    log.info("Tournament %s: pre-warming %d model(s) for match %s", match.tournament_id, len(models), match.number)

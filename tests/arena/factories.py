@@ -20,8 +20,9 @@ BLIND_PARAMS = {"temperature": 0.7, "max_new_tokens": 8}  # a tournament refuses
 def finish(gen: Generation, text: str = "Blue.", *, status: str = Generation.Status.DONE, rate: float = 12.5,
            tokens: int = 3) -> Generation:
     """End `gen` as its run would: the text, a finish reason and the metrics pages show."""
+    began = gen.created_at.timestamp()  # its worker began at once: the first token 0.75 s later
     metrics = {"prompt_tokens": 7, "generated_tokens": tokens, "decode_tokens_per_s": rate,
-               "first_token_time": gen.created_at.timestamp() + 0.75}
+               "arrival_time": began, "first_scheduled_time": began, "first_token_time": began + 0.75}
     assert gen.finish(status, text=text, finish_reason="stop", metrics=metrics), "it had already ended"
     return gen
 

@@ -13,7 +13,7 @@ import torch
 
 from inference import protocol
 from inference.batched_decoder import BatchedDecoder
-from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Failure, Finish, TokenChunk
+from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP_SEQUENCE, Failure, Finish, TokenChunk
 from inference.engine import Engine
 from inference.protocol import SamplingParams
 from tests.tiny_models import build_tiny_model
@@ -158,7 +158,7 @@ def test_a_row_stops_at_its_stop_sequence(engine, tokenizer, prompts):
     while len(decoder):
         chunks.extend(chunk for _, chunk in decoder.step())
     finish = chunks[-1]
-    assert isinstance(finish, Finish) and finish.reason == FINISH_STOP and finish.generated_tokens < 16
+    assert isinstance(finish, Finish) and finish.reason == FINISH_STOP_SEQUENCE and finish.generated_tokens < 16
     assert "".join(c.text_delta for c in chunks) == full_text[: full_text.index(stop)]
 
 

@@ -16,7 +16,15 @@ import httpx
 import pytest
 
 from inference import llamacpp, protocol
-from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Failure, Finish, TokenChunk
+from inference.chunks import (
+    FINISH_CANCELLED,
+    FINISH_LENGTH,
+    FINISH_STOP,
+    FINISH_STOP_SEQUENCE,
+    Failure,
+    Finish,
+    TokenChunk,
+)
 from inference.endpoint import EndpointDecoder, EndpointEngine, plain_text, retry_after, stream_request
 from inference.protocol import ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2
@@ -86,7 +94,7 @@ def test_stop_sequences_cut_the_text(llama):
     full, _, _ = collect(llama.engine)
     stop = full.strip().split()[1]
     text, _, finish = collect(llama.engine, params=SamplingParams(temperature=0.0, max_new_tokens=24, stop=(stop,)))
-    assert stop not in text and full.startswith(text) and finish.reason == FINISH_STOP
+    assert stop not in text and full.startswith(text) and finish.reason == FINISH_STOP_SEQUENCE
 
 
 def test_concurrent_requests_each_get_their_own_answer(llama):

@@ -176,7 +176,7 @@ def test_stop_sequence_cuts_the_text(serve, tokenizer, tiny_model):
     serving = serve()
     events = serving.ended(serving.submit(SamplingParams(temperature=0.0, max_new_tokens=16, stop=(stop, "\u2603"))))
     done = events[-1]
-    assert done["type"] == protocol.DONE and done["finish_reason"] == "stop"
+    assert done["type"] == protocol.DONE and done["finish_reason"] == "stop_sequence"
     assert done["text"] == full_text[: full_text.index(stop)]
     assert "".join(e["text"] for e in events if e["type"] == protocol.TOKEN) == done["text"]
     assert done["metrics"]["generated_tokens"] < 16

@@ -125,8 +125,9 @@ def test_request_metrics_derives_rates():
         prompt_tokens=7,
         generated_tokens=5,
     )
-    assert metrics["ttft_s"] == 1.0
+    assert metrics["ttft_s"] == 0.5  # from when the worker began it, not from the job's arrival
     assert metrics["time_in_queue"] == 0.5
+    assert protocol.time_to_first_token(metrics) == 0.5
     assert metrics["decode_tokens_per_s"] == 2.0  # 4 tokens after the first, in 2 s
 
 
@@ -185,3 +186,13 @@ def test_no_redis_key_is_named_outside_keys():
         if key_fstring.search(line)
     ]
     assert offenders == []
+
+
+def test_time_to_first_token_counts_from_when_the_worker_began():
+    """Not from the job's arrival (it may wait in the worker's queue), and an older worker's metrics,
+    whose ttft_s counted from the arrival, give the same figure from their raw times."""
+    older = {"arrival_time": 10.0, "first_scheduled_time": 12.0, "first_token_time": 12.25, "ttft_s": 2.25}
+    assert protocol.time_to_first_token(older) == 0.25
+    assert protocol.time_to_first_token({"arrival_time": 10.0, "first_token_time": 10.5}) == 0.5
+    assert protocol.time_to_first_token({"arrival_time": 10.0, "first_scheduled_time": 11.0}) is None
+    assert protocol.time_to_first_token({}) is None

@@ -16,7 +16,7 @@ import pytest
 
 from inference import protocol
 from inference.batched_decoder import BatchedDecoder
-from inference.chunks import FINISH_STOP, TokenChunk
+from inference.chunks import FINISH_STOP_SEQUENCE, TokenChunk
 from inference.decoding import StreamDecoder
 from inference.engine import Engine
 from inference.protocol import Job, Keys, SamplingParams
@@ -155,7 +155,7 @@ def test_stop_sequence_and_metrics_through_the_worker(batching_worker, engine, t
     job = served.push(params=SamplingParams(temperature=0.0, max_new_tokens=16, stop=[stop]))
     events = served.events(job)
     done = events[-1]
-    assert done["type"] == protocol.DONE and done["finish_reason"] == FINISH_STOP
+    assert done["type"] == protocol.DONE and done["finish_reason"] == FINISH_STOP_SEQUENCE
     assert done["text"] == full_text[: full_text.index(stop)]
     assert done["text"] == "".join(e["text"] for e in events if e["type"] == protocol.TOKEN)
     other = served.events(neighbour)[-1]

@@ -56,9 +56,10 @@ def _blind(obj) -> bool:
 @register.simple_tag
 def shared_generation(gen):
     """A generation's status, answer and metrics as stored: the permalink's panel without its Stop control."""
-    values = {"ttft_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s, "tokens": gen.generated_tokens}
-    return mark_safe(fragments.status(gen.status, gen.failure_reason)
-                     + fragments.output_replace(gen.text, rendered=True) + fragments.metrics(values))
+    from arena.generations import status as status_line
+
+    return mark_safe(status_line.of(gen, "gen-status") + fragments.output_replace(gen.text, rendered=True)
+                     + fragments.metrics(fragments.stored_values(gen)))
 
 
 @register.simple_tag
@@ -74,19 +75,22 @@ def shared_side(battle, side: str, heading: str = "h2"):
     is blind, a neutral label, no system prompt, parameters or speeds, and no failure detail."""
     from arena import markdown
     from arena.battles.fragments import BLIND_FAILURE
-    from arena.playground.fragments import STATUS_TEXT
+    from arena.generations import status as status_line
 
     gen = battle.left if side == "left" else battle.right
     visible = battle.names_visible
     reason = gen.failure_reason if visible or not gen.failure_reason else BLIND_FAILURE
-    status, text = gen.status, gen.text
+    line = status_line.of(gen, detail=reason, blind=not visible)
+    text = gen.text
     view = battle.paced_side(side)
     if view is not None:  # blind: what its pacing shows now (arena/battles/pacing.py), not what is stored
-        status, text = view.state, view.text
-        reason = BLIND_FAILURE if status == "failed" else ""
+        text = view.text
+        reason = BLIND_FAILURE if view.state == "failed" else ""
+        line = (status_line.of_event("", view.end_event, reason, blind=True) if view.ended and view.end_event
+                else status_line.html("", view.state, reason))
     return {
         "side": side, "gen": gen, "visible": visible, "heading": heading,
         "label": gen.model.name if visible else ("Model A" if side == "left" else "Model B"),
-        "state": status, "status": STATUS_TEXT.get(status, status), "reason": reason,
+        "status_line": mark_safe(line),  # format_html escaped it
         "answer": markdown.render(text),  # untrusted: Markdown without HTML (arena.markdown)
     }

@@ -233,6 +233,18 @@ def test_failures_map_to_statuses_and_say_whether_a_retry_can_help():
     assert generation_failed("something-new", "").status == 503
 
 
+@pytest.mark.parametrize(("ours", "openais"), [
+    ("stop", "stop"), ("length", "length"), ("stop_sequence", "stop"), ("", "stop")])
+def test_finish_reasons_in_openais_words(ours, openais):
+    """OpenAI has no stop_sequence: a cut at one of `stop` is "stop" there (our own API tells them apart)."""
+    t = translator(include_usage=False)
+    out = t.feed({"type": p.DONE, "text": "a", "finish_reason": ours, "metrics": {}})
+    assert [json.loads(e.data)["choices"][0]["finish_reason"] for e in decode(out)[:-1]][-1] == openais
+    body = chunks.completion(id="c", created=5, model="m", text="a", finish_reason=ours, prompt_tokens=1,
+                             completion_tokens=1)
+    assert body["choices"][0]["finish_reason"] == openais
+
+
 def test_a_completion_object():
     body = chunks.completion(id="chatcmpl-9", created=5, model="m", text="Paris", finish_reason="stop",
                              prompt_tokens=10, completion_tokens=2)

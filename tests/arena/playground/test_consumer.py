@@ -49,10 +49,28 @@ async def test_owner_gets_the_replay_then_live_tokens_then_the_outcome(gen, owne
     assert 'data-n="2"' in append
     emit(gen, p.DONE, text="Hello <b>world</b>", finish_reason="stop",
          metrics={"generated_tokens": 2, "decode_tokens_per_s": 12.5,
+                  "first_scheduled_time": gen.created_at.timestamp(),
                   "first_token_time": gen.created_at.timestamp() + 1.5})
     final = await comm.receive_from()
     assert 'data-state="done"' in final and "12.5" in final and "1.50 s" in final
     await comm.disconnect()
+
+
+async def test_on_the_playground_the_outcome_also_updates_the_recent_list(gen, owner):
+    """?recent=1 (the playground page): the end's frame carries the recent list's line for this
+    generation in its final state; the permalink page, which has no such list, gets none."""
+    emit(gen, p.STARTED, prompt_tokens=3, queue_s=0.0)
+    emit(gen, p.DONE, text="Hi there", finish_reason="stop", metrics={"generated_tokens": 2})
+    for query, listed in (("?recent=1", True), ("", False)):
+        comm, connected, _ = await connect(gen, owner, query)
+        assert connected
+        frame = await comm.receive_from()
+        await comm.disconnect()
+        assert 'data-state="done"' in frame
+        line = f'<li id="recent-{gen.id}" data-generation="{gen.id}" hx-swap-oob="true">'
+        assert (line in frame) is listed, frame
+        if listed:
+            assert '<span class="status-done" data-state="done" data-finish="done">Done</span>' in frame.split(line)[1]
 
 
 async def test_json_format_sends_events(gen, owner):

@@ -4,6 +4,7 @@ import pytest
 from django.urls import reverse
 
 from arena.generations.models import Generation
+from tests.arena.factories import comparison, generation
 
 pytestmark = pytest.mark.django_db
 
@@ -42,8 +43,27 @@ def test_htmx_send_returns_the_streaming_panel(client, owner, smollm, django_cap
         response = post(client, headers={"HX-Request": "true"})
     html = response.content.decode()
     gen = Generation.objects.get()
-    assert response.status_code == 200 and f'ws-connect="/ws/generations/{gen.id}/"' in html
+    assert response.status_code == 200 and f'ws-connect="/ws/generations/{gen.id}/?recent=1"' in html
     assert "<html" not in html
+    # The recent list, swapped in beside it, shows the new generation at once.
+    assert 'id="recent-generations" class="card recent" hx-swap-oob="true"' in html
+    assert f'id="recent-{gen.id}"' in html
+
+
+def test_recent_generations_are_only_the_users_own_playground_ones(client, owner, outsider, smollm):
+    """As History lists them: no comparison's sides, no suite run's answers or judge's prompts."""
+    mine = generation(owner, smollm, "A playground question about herons", text="Grey.")
+    comparison(owner, smollm, smollm, "A comparison prompt about owls")
+    generation(owner, smollm, "Please act as an impartial judge of two answers about otters", text="[[A]]",
+               origin=Generation.Origin.SUITE)
+    generation(owner, smollm, "A suite question about badgers", text="Brown.", origin=Generation.Origin.SUITE)
+    generation(outsider, smollm, "Someone else's question about voles", text="Small.")
+    client.force_login(owner)
+    html = client.get(reverse("playground")).content.decode()
+    recent = html.split('id="recent-generations"')[1]
+    assert f'id="recent-{mine.id}"' in recent and "herons" in recent
+    for other in ("owls", "impartial judge", "badgers", "voles"):
+        assert other not in recent, other
 
 
 @pytest.mark.parametrize(
@@ -85,6 +105,7 @@ def test_a_finished_generation_shows_its_text_and_metrics_without_a_socket(clien
     gen = Generation.objects.create(owner=owner, model=smollm, prompt="Hi", params={})
     gen.finish(Generation.Status.DONE, text="<script>alert(1)</script>Paris",
                metrics={"generated_tokens": 7, "decode_tokens_per_s": 14.2,
+                        "first_scheduled_time": gen.created_at.timestamp(),
                         "first_token_time": gen.created_at.timestamp() + 2})
     client.force_login(owner)
     html = client.get(gen.get_absolute_url()).content.decode()

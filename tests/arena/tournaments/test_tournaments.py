@@ -7,6 +7,7 @@ task would (Generation.finish)."""
 import json
 import random
 import re
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -244,7 +245,22 @@ def test_prewarm_asks_for_the_next_match_once_this_one_has_its_models(owner, cat
 def test_starting_a_match_enqueues_its_battle_and_the_prewarm(owner, catalogue, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as callbacks:
         start(owner, catalogue)
-    assert len(callbacks) == 2  # run_battle, then prewarm_next
+    assert len(callbacks) == 3  # the first match's pre-warm, run_battle, then prewarm_next
+
+
+def test_a_new_tournament_prewarms_its_first_match_before_its_battle_asks(owner, catalogue,
+                                                                           django_capture_on_commit_callbacks):
+    """As soon as it is created: the same prewarm lease the next match gets while one is judged (only free
+    memory, never an eviction), ahead of the battle's own lease."""
+    client, keys = streams.client(), streams.keys()
+    client.delete(keys.orchestrator_inbox())
+    with django_capture_on_commit_callbacks(execute=True):
+        t = start(owner, catalogue)
+    first = t.ordered_matches()[0]
+    message = json.loads(client.lpop(keys.orchestrator_inbox()))
+    assert message["op"] == "lease" and message["prewarm"] is True
+    assert message["request_id"] == f"prewarm:{t.id}:{first.id}"
+    assert {s["slug"] for s in message["specs"]} == {first.left.slug, first.right.slug}
 
 
 # --- pages -------------------------------------------------------------------------------
@@ -300,6 +316,31 @@ def test_the_page_names_nobody_before_the_reveal_and_everybody_after(client, own
         assert m.name in revealed
     assert 'id="reveal"' in revealed and "12.5" in revealed and "31.3" in revealed and "0.75 s" in revealed
     assert 'id="winner-form"' not in revealed
+
+
+def test_the_reveal_shows_each_answers_load_and_wait_apart_and_how_it_ended(client, owner, catalogue):
+    """The first match started cold: its load is its own column, not in its time to first token."""
+    client.force_login(owner)
+    t = start(owner, catalogue)
+    first = current(t)
+    cut, whole = first.battle.left, first.battle.right
+    for gen in (cut, whole):
+        Generation.objects.filter(id=gen.id).update(admitted_at=gen.created_at + timedelta(seconds=1.5))
+        gen.refresh_from_db()
+        gen.record_load_wait(6.25)
+    began = cut.created_at.timestamp() + 7.75
+    metrics = {"generated_tokens": 16, "decode_tokens_per_s": 40.0, "arrival_time": began,
+               "first_scheduled_time": began, "first_token_time": began + 0.5, "time_in_queue": 0.0}
+    assert cut.finish(Generation.Status.DONE, text="One two three", finish_reason="length", metrics=metrics)
+    assert whole.finish(Generation.Status.DONE, text="Blue.", finish_reason="stop", metrics=metrics)
+    t.pick_winner(first, "left")
+    play_through(t)
+    html = client.get(t.get_absolute_url()).content.decode()
+    match = re.search(r'<tbody data-match="1">(.*?)</tbody>', html, re.S).group(1)
+    assert match.count('data-metric="ttft">0.50 s<') == 2 and match.count('data-metric="load">6.25 s<') == 2
+    assert match.count('data-metric="queue">1.50 s<') == 2
+    assert '<td data-finish="length">Stopped at 16 tokens</td>' in match
+    assert '<td data-finish="done">Done</td>' in match
 
 
 def test_judging_from_the_page(client, owner, catalogue):
@@ -421,7 +462,8 @@ def test_api_create_read_and_judge_blind_until_the_reveal(client, token, catalog
     assert body["state"] == "running" and body["size"] == 4 and "winner" not in body and "contestants" not in body
     assert [m["left_slot"] for m in body["matches"]] == ["Contestant 1", "Contestant 3", "Winner of match 1"]
     assert body["current_match"] == body["matches"][0]["id"]
-    assert body["matches"][0]["battle"]["left"] == {"label": "Model A", "status": "queued", "text": ""}
+    assert body["matches"][0]["battle"]["left"] == {"label": "Model A", "status": "queued", "text": "",
+                                                    "finish_reason": ""}
     while (match := current(t)) is not None:
         finish_battle(match.battle)
         state = api(client, "get", f"/api/v1/tournaments/{t.id}", token)
@@ -436,6 +478,7 @@ def test_api_create_read_and_judge_blind_until_the_reveal(client, token, catalog
     assert [c["slug"] for c in final["contestants"]] == slugs
     side = final["matches"][0]["battle"]["right"]
     assert side["model"] in slugs and side["tokens_per_s"] in (12.5, 31.25) and side["time_to_first_token_s"] == 0.75
+    assert side["finish_reason"] == "stop" and {"load_wait_s", "queue_wait_s"} <= set(side)
     assert final["matches"][2]["winner"] == t.winner.slug
 
 
