@@ -2,9 +2,8 @@
 `test` action, and an openai entry pointing at this app's own /v1 (its key in an environment
 variable the app was started with) serving a generation through POST /api/v1/generations
 like any other entry. (A comparison of a transformers entry with a llama.cpp one runs in
-Chromium in test_compare_browser.py.)"""
-
-import re
+Chromium in test_compare_browser.py; the admin page's Test button and a stored key in
+test_catalogue_admin.py.)"""
 
 import pytest
 
@@ -48,17 +47,3 @@ def test_an_openai_entry_on_this_apps_own_v1_serves_a_generation(live_app, staff
         "params": {"temperature": 0, "max_new_tokens": 24}})
     inner = live_app.wait_generation(token, direct.json()["id"], timeout=180)
     assert inner["text"] == outer["text"]
-
-
-def test_the_admin_test_action_reports_each_entry(live_app):
-    session = live_app.login()
-    listing = session.get(live_app.url + "admin/catalogue/modelentry/", timeout=10)
-    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', listing.text).group(1)
-    pk = re.search(r'href="/admin/catalogue/modelentry/(\d+)/change/">SmolLM2 135M Instruct, llama.cpp Q4_1<',
-                   listing.text).group(1)
-    response = session.post(live_app.url + "admin/catalogue/modelentry/", timeout=180, data={
-        "action": "test_entries", "_selected_action": [pk], "csrfmiddlewaretoken": csrf,
-    }, headers={"Referer": live_app.url + "admin/catalogue/modelentry/"})
-    assert response.status_code == 200
-    message = re.search(r'<li class="success">(.*?)</li>', response.text).group(1)  # the admin capitalises it
-    assert message.lower().startswith("smollm2-135m-llamacpp: answered in") and "tokens/s" in message
