@@ -115,6 +115,12 @@ def test_a_judged_round_robin_survives_a_celery_kill_and_stores_everything_once(
     page.set_viewport_size(PHONE)
     screenshot(page, "suite-run-finished-phone")
     page.set_viewport_size(DESKTOP)
+    # The run is listed, with its state, on its suite's page and in History's suite runs.
+    for path in (f"suites/{created.json()['id']}/", "history/suite-runs/"):
+        page.goto(live_app.url + path)
+        page.wait_for_selector(f'a[href="/suite-runs/{run_id}/"]')
+        assert "done" in page.locator(f'[data-run="{run_id}"], tr[data-id="{run_id}"]').first.inner_text()
+    screenshot(page, "history-suite-runs-desktop")
 
     db = stored(live_app, run_id)
     # Every answer and every judgement exactly once, each from a generation that finished; a
