@@ -65,7 +65,7 @@ def endpoint_problem(base_url: str, model: str, key: str) -> str | None:
     try:
         response = httpx.get(url, headers=headers, timeout=httpx.Timeout(READ_S, connect=CONNECT_S), trust_env=False)
     except httpx.TimeoutException:
-        return NOT_ANSWERING.format(url=url, why=f"no answer within {READ_S:.0f} s")
+        return NOT_ANSWERING.format(url=url, why=f"no answer within {READ_S:g} s")
     except httpx.HTTPError as exc:
         return NOT_ANSWERING.format(url=url, why=_reason(exc, key))
     if response.status_code in (401, 403):

@@ -22,6 +22,9 @@ MAX_ALIAS_LENGTH = 60
 LABEL_TAKEN = "Another entry has this label: labels tell entries apart in charts and tables, so each needs its own."
 KEY_TWICE = ("Either a stored key or a key variable, not both: clear the variable's name to use the stored key, "
              "or remove the stored key to use the variable.")
+# Variables of the app's own that a key variable may not name: the entry would send them to its endpoint.
+APP_SECRETS = frozenset({"ARENA_SECRET_KEY", "ARENA_SECRETS_KEY", "REDIS_URL", "DATABASE_URL", "EMAIL_HOST_PASSWORD",
+                         "ARENA_ENDPOINT_API_KEY"})
 # What the check before enabling covers: a change to any of these is checked again.
 CHECKED_FIELDS = ("engine", "base_url", "remote_model", "api_key_env", "api_key_sealed", "server_command")
 
@@ -257,6 +260,9 @@ class ModelEntry(models.Model):
         if self.api_key_env and not ENV_NAME.match(self.api_key_env):
             errors["api_key_env"] = ("The NAME of an environment variable (letters, digits, _), not the key itself: "
                                      "set the key in that variable where the workers run, or store the key.")
+        elif self.api_key_env.upper() in APP_SECRETS:
+            errors["api_key_env"] = (f"{self.api_key_env} holds one of this app's own secrets, which the endpoint "
+                                     "would be sent: name the variable that holds the endpoint's key.")
         elif self.api_key_env and self.api_key_sealed:
             errors["api_key_env"] = KEY_TWICE
         if self.draft_id is not None:

@@ -122,7 +122,7 @@ def test_an_endpoint_that_does_not_answer_keeps_the_entry_disabled(admin_client,
 def test_a_slow_endpoint_is_given_up_on_after_the_short_timeout(endpoint, monkeypatch):
     monkeypatch.setattr(checks, "READ_S", 0.3)  # the server answers after 2 s
     problem = checks.endpoint_problem(endpoint.url("slow"), "team/model-a", KEY)
-    assert problem == f"The endpoint did not answer GET {endpoint.url('slow')}/models: no answer within 0 s."
+    assert problem == f"The endpoint did not answer GET {endpoint.url('slow')}/models: no answer within 0.3 s."
 
 
 def test_a_refused_key_and_an_unlisted_model_are_named_without_the_key(endpoint):
@@ -153,6 +153,13 @@ def test_an_entry_already_enabled_is_not_checked_again_unless_what_the_check_cov
     assert not entry.hold_for_check() and entry.enabled  # nothing the check covers changed
     entry.remote_model = "team/model-b"
     assert entry.hold_for_check() and not entry.enabled
+
+
+def test_a_key_variable_may_not_name_the_apps_own_secrets(admin_client, endpoint):
+    response = admin_client.post(ADD, {**FORM, "base_url": endpoint.url(), "api_key_env": "REDIS_URL"})
+    assert response.status_code == 200 and "REDIS_URL holds one of this app&#x27;s own secrets" in (
+        response.content.decode())
+    assert not endpoint.seen and not ModelEntry.objects.filter(slug="team-model").exists()
 
 
 def test_a_stored_key_and_a_key_variable_together_are_refused(admin_client, endpoint):
