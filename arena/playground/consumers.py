@@ -44,16 +44,13 @@ class GenerationConsumer(StreamSocket):
         state the outcome's frame updates there too."""
         return self.query.get("recent") == ["1"]
 
-    def recent_item(self, gen: Generation, state: str) -> str:
-        """`gen`'s line in the playground's recent list, now `state` ("" if not asked)."""
-        if not self.in_recent_list:
-            return ""
-        gen.model = self.model  # a refresh_from_db dropped the loaded entry; no query in the event loop
-        return fragments.recent_item(gen, state)
+    def recent_item(self) -> str:
+        """This generation's line in the playground's recent list as `listed` has it ("" if not asked)."""
+        return fragments.recent_item(self.listed) if self.in_recent_list else ""
 
     async def opened(self) -> None:
         self.created_at = self.subject.created_at.timestamp()
-        self.model = self.subject.model  # loaded with it (subject_for)
+        self.listed = fragments.recent_entry(self.subject)  # its model is loaded now (subject_for)
         self.ended = False  # the stream's outcome has been shown
         await super().opened()
 
@@ -130,7 +127,7 @@ class GenerationConsumer(StreamSocket):
         verdict = self.subject.verdict(ev.get("text", "")) if ev["type"] == p.DONE else None
         html = fragments.final(ev, self.created_at, self.subject) + fragments.validity(self.subject.params, verdict)
         self.listed.update(fragments.ending(ev, self.subject.params))  # its line says how it ended
-        return html + self.recent_item(fragments.ended(self.subject, ev), ev["type"])
+        return html + self.recent_item()
 
     async def send_stored(self, stream: str, gen: Generation) -> None:
         self.ended = True
@@ -139,8 +136,7 @@ class GenerationConsumer(StreamSocket):
         else:
             self.listed.update(status=gen.status, finish_reason=gen.finish_reason, params=gen.params,
                                generated_tokens=gen.generated_tokens)
-            await self.send(text_data=fragments.stored(gen)
-                            + self.recent_item(gen, gen.status))
+            await self.send(text_data=fragments.stored(gen) + self.recent_item())
 
     async def send_error(self, message: str) -> None:
         if self.as_json:

@@ -111,9 +111,17 @@ def ending(ev: dict, params: dict) -> dict:
             "generated_tokens": (ev.get("metrics") or {}).get("generated_tokens")}
 
 
-def recent_item(gen, state: str) -> str:
-    """The playground's recent-list line of `gen`, now in `state` (swapped in by its id)."""
-    return render_to_string("playground/_recent.html#recent-item", {"g": gen, "state": state, "item_oob": True}).strip()
+def recent_entry(gen) -> dict:
+    """What the playground's recent list shows of `gen` (its model loaded), as its socket keeps it
+    up to date (`ending` tells how it ended)."""
+    return {"id": gen.id, "prompt": gen.prompt, "model": {"name": gen.model.name}, "status": gen.status,
+            "finish_reason": gen.finish_reason, "params": gen.params, "generated_tokens": gen.generated_tokens,
+            "get_absolute_url": gen.get_absolute_url()}
+
+
+def recent_item(entry: dict) -> str:
+    """The playground's recent-list line of a `recent_entry`, swapped in by its id."""
+    return render_to_string("playground/_recent.html#recent-item", {"g": entry, "item_oob": True}).strip()
 
 
 def validity(params: dict, verdict: bool | None) -> str:

@@ -8,9 +8,12 @@ from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.generations.services import start_generation
+from arena.history import queries
 from arena.limits import LimitExceeded, refused_page
 
 from .forms import GenerationForm
+
+RECENT = 10
 
 
 def _get_generation_for_user(request, generation_id) -> Generation:
@@ -34,8 +37,9 @@ def playground(request):
             form.add_error(None, exc.message)
             refusal = exc
         else:
-            if request.htmx:
-                return render(request, "playground/generation.html#stream", {"gen": gen})
+            if request.htmx:  # the answer streams in place, and the recent list shows it at once
+                return render(request, "playground/generation.html#stream",
+                              {"gen": gen, "in_playground": True, "recent": recent_for(request.user)})
             return redirect(gen)
     status = 400 if form.errors else 200
     if request.htmx and request.method == "POST":  # put the form with its errors back in place
@@ -43,9 +47,15 @@ def playground(request):
         response["HX-Retarget"] = "#playground-form"
         response["HX-Reswap"] = "outerHTML"
     else:
-        recent = Generation.objects.visible().filter(owner=request.user).select_related("model")[:10]
-        response = render(request, "playground/playground.html", {"form": form, "recent": recent}, status=status)
+        response = render(request, "playground/playground.html", {"form": form, "recent": recent_for(request.user)},
+                          status=status)
     return refused_page(response, refusal) if refusal else response
+
+
+def recent_for(user):
+    """The user's own playground generations, as History lists them (no comparison's, tournament's
+    or suite run's answers, no judge's prompts), newest first."""
+    return queries.generations(user)[:RECENT]
 
 
 def _initial(request) -> dict:
