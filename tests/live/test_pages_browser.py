@@ -74,12 +74,13 @@ def make_subjects(live_app) -> dict[str, str]:
         "suites": "suites/", "suite": f"suites/{suite['id']}/",
         "suite-runs": "suite-runs/", "suite-run": f"suite-runs/{run['id']}/",
         "history": "history/", "leaderboard": "leaderboard/", "status": "status/", "tokens": "account/tokens/",
+        "invitations": "accounts/invitations/", "password-change": "accounts/password_change/",
         "not-found": "no-page-lives-at-this-address/",
     }
 
 
 # What a visitor who is not logged in sees.
-ANONYMOUS = {"login": "accounts/login/", "admin-login": "admin/login/"}
+ANONYMOUS = {"login": "accounts/login/", "admin-login": "admin/login/", "password-reset": "accounts/password_reset/"}
 
 
 def _context(browser, live_app, viewport: dict, log_in: bool):
