@@ -50,6 +50,7 @@ LIVE_GROUPS = {
     "test_tournament_faults": "live-1", "test_tournament_browser": "live-1", "test_xss_browser": "live-1",
     "test_engines": "live-1", "test_openai_client": "live-1", "test_accounts_browser": "live-1",
     "test_pages_browser": "live-1", "test_catalogue_admin": "live-1",
+    "test_timings_browser": "live-1",  # a few 8-token answers of fresh llama.cpp entries
     "test_generation_flow": "live-2", "test_compare_browser": "live-2", "test_faults": "live-2",
     "test_load_bench": "live-2", "test_browser": "live-2", "test_blind_pacing": "live-2",
     "test_chart_labels": "live-2",  # light: rows written to the database, no model runs

@@ -16,9 +16,12 @@ from typing import NamedTuple
 
 from arena.catalogue.labels import SEP
 
-# The interval chart: a label column, then the plot, then the rating axis below.
-LABEL_W, PLOT_W, PAD, TOP = 200, 400, 12, 8
-LINE_CHARS, LINE_H, ROW_MIN_H = 28, 14, 24  # about 28 characters of 12 px text fill LABEL_W
+# The interval chart: each model's label on its own line(s), its interval bar under it, the
+# rating axis below all. Labels above their bars (not in a column beside them) keep the chart
+# narrow enough to read on a phone without scrolling sideways.
+WIDTH, PAD, TOP = 400, 20, 4
+LINE_CHARS, LINE_H = 50, 16  # about 50 characters of 13 px text fill WIDTH
+FIRST_BASELINE, BAR_BELOW, ROW_GAP = 13, 10, 8  # a row's first baseline, its bar under the last, the next row
 AXIS_H = 46  # tick labels and the axis title under the plot
 RATING_AXIS = "Rating (Bradley–Terry, Elo scale; 1000 = average)"
 INTERVAL_KEY = "dot: rating · bar: 95% confidence interval"
@@ -88,26 +91,25 @@ def _words(text: str, width: int) -> list[str]:
 
 
 def interval_chart(rows: Sequence[tuple[str, Name, float, float, float]]) -> dict:
-    """Each model's rating as a dot on its 95% interval, one row per model (in the given order),
-    its label wrapped in the column on the left, on one rating axis with ticks and a title.
+    """Each model's rating as a dot on its 95% interval, one row per model (in the given order):
+    its label wrapped on the lines above its bar, all on one rating axis with ticks and a title.
     `rows`: (slug, name, rating, lower, upper)."""
     if not rows:
         return {}
     low = min(lower for *_x, lower, _u in rows) - 10
     high = max(upper for *_x, upper in rows) + 10
-    left, right = LABEL_W + PAD, LABEL_W + PLOT_W - PAD
+    left, right = PAD, WIDTH - PAD
     x = scale(low, high, left, right)
     bars, y = [], TOP
     for slug, name, rating, lower, upper in rows:
         lines = wrap(name.label)
-        height = max(ROW_MIN_H, len(lines) * LINE_H + 10)
-        middle = y + height / 2
-        bars.append({"slug": slug, "name": name, "lines": lines, "y": middle,
-                     "text_y": round(middle - (len(lines) - 1) * LINE_H / 2 + 4, 1), "line_h": LINE_H,
+        text_y = y + FIRST_BASELINE
+        bar_y = text_y + (len(lines) - 1) * LINE_H + BAR_BELOW
+        bars.append({"slug": slug, "name": name, "lines": lines, "text_y": text_y, "line_h": LINE_H, "y": bar_y,
                      "x": x(rating), "x1": x(lower), "x2": x(upper), "rating": rating, "lower": lower, "upper": upper})
-        y += height
+        y = bar_y + ROW_GAP
     axis_y = y + 4
-    return {"width": LABEL_W + PLOT_W, "height": axis_y + AXIS_H, "bars": bars, "axis_y": axis_y, "top": TOP,
-            "left": left, "right": right, "mid": (left + right) / 2,
+    return {"width": WIDTH, "height": axis_y + AXIS_H, "bars": bars, "axis_y": axis_y, "top": TOP,
+            "left": left, "right": right, "mid": WIDTH / 2,
             "ticks": [{"at": x(v), "label": f"{v:g}"} for v in ticks(low, high)],
             "axis_title": RATING_AXIS, "key": INTERVAL_KEY}

@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 from .charts import scale, ticks
 
-WIDTH, HEIGHT, LEFT, BOTTOM, PAD = 460, 280, 62, 50, 14
+WIDTH, HEIGHT, LEFT, BOTTOM, PAD = 400, 270, 58, 50, 14
 RATING_AXIS = "Rating (Elo scale)"
-MARK_W, MARK_H = 8, 12  # a number's box, per digit and in height, at 11 px
+MARK_W, MARK_H = 8, 13  # a number's box, per digit and in height, at 13 px
 # Where a dot's number goes, tried in turn: the first that overlaps no number placed before.
 OFFSETS = [(7, -6), (7, 14), (-7, -6), (-7, 14), (0, -10), (0, 20)]
 

@@ -35,7 +35,8 @@ def test_eight_default_entries_and_their_full_names_would_collide_once_cut():
 
 
 def test_wrap_breaks_at_separators_then_words_and_keeps_every_character():
-    assert wrap("SmolLM2 135M · llama.cpp Q4_1 · spec") == ["SmolLM2 135M", "· llama.cpp Q4_1 · spec"]
+    assert wrap("SmolLM2 135M · llama.cpp Q4_1 · spec", 28) == ["SmolLM2 135M", "· llama.cpp Q4_1 · spec"]
+    assert wrap("SmolLM2 135M · llama.cpp Q4_1 · spec") == ["SmolLM2 135M · llama.cpp Q4_1 · spec"]
     assert wrap("Gemma 3 270M") == ["Gemma 3 270M"]
     lines = wrap(LONG.label)
     assert len(lines) > 1 and all(len(line) <= LINE_CHARS for line in lines)
@@ -63,9 +64,12 @@ def test_the_interval_chart_shows_every_default_label_whole_and_distinct_on_a_ti
     assert len(tick_values) >= 3 and tick_values == sorted(tick_values)
     titles = ["".join(t.itertext()) for t in svg.iter("title")]
     assert f"{LONG.full}: rating 940, 95% interval 880 to 1000" in titles  # the full name stays available
-    # Wrapped rows are taller: no two labels' lines overlap.
+    # A row is as tall as its label's lines: its bar under the last line, the next row's label under its bar.
+    for bar in chart["bars"]:
+        assert bar["y"] - 4 > bar["text_y"] + (len(bar["lines"]) - 1) * LINE_H + 3  # dot clear of descenders
     for a, b in pairwise(chart["bars"]):
-        assert b["y"] - a["y"] >= (len(a["lines"]) + len(b["lines"])) / 2 * LINE_H
+        assert b["text_y"] - 13 > a["y"] + 4  # the next label's capitals clear of this dot
+    assert chart["bars"][-1]["y"] < chart["axis_y"] < chart["height"] - 40  # room for ticks and the title
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from arena.catalogue.models import ModelEntry
 from arena.leaderboard.charts import RATING_AXIS
 from tests.arena.factories import verdict
 
+from .chart_subjects import ALIKE, seed
 from .charts_html import axis_titles, cell_labels, section, svg_labels, svgs
 
 pytestmark = pytest.mark.django_db
@@ -75,3 +76,18 @@ def test_a_relabelled_entry_shows_its_new_label_in_every_chart(client, owner, ro
     rating_svg = svgs(html)[0]
     assert "Smol on llama.cpp, renamed by the team" in svg_labels(rating_svg)
     assert html.count("Smol on llama.cpp, renamed by the team") >= 5  # chart, table, matrix x2, keys
+
+
+def test_a_suite_run_s_charts_tell_its_alike_contestants_apart(client, owner, catalogue):
+    """Four SmolLM2 variants whose names share their first 20 characters, rated by a judge."""
+    run_id = seed(owner.username)["run"]
+    client.force_login(owner)
+    html = client.get(reverse("suite-run-detail", args=[run_id])).content.decode()
+    contestants = ModelEntry.objects.filter(slug__in=ALIKE)
+    assert len({m.name[:20] for m in contestants}) == 1
+    for key, axis in (("speed", "Decode speed (tokens/s, median)"), ("memory", "Memory (MB)")):
+        chart = section(html, f"frontier-{key}", "</figure>")
+        shown = cell_labels(chart)
+        assert sorted(shown) == sorted(m.label for m in contestants), shown
+        (svg,) = svgs(chart)
+        assert axis_titles(svg) == [axis, "Rating (Elo scale)"]
