@@ -2,11 +2,12 @@
 decode speed and its memory.
 
 Speed: the median of Generation.tokens_per_s (the decode rate after the first token, as the
-worker measured it) over the entry's finished generations that may be named (an unrevealed
-blind battle's answers are left out). Memory: the resident memory a running worker of the
-entry reports (the orchestrator's status snapshot, as the status page shows it, without the
-viewer's secret models) where one is running, else the catalogue's estimate; an endpoint
-holds no memory on our machines and has none.
+worker measured it: never the model's load, the wait in line or the time to first token, which
+are recorded apart, so a cold start does not make an entry look slow) over the entry's
+finished generations that may be named (an unrevealed blind battle's answers are left out).
+Memory: the resident memory a running worker of the entry reports (the orchestrator's status
+snapshot, as the status page shows it, without the viewer's secret models) where one is running,
+else the catalogue's estimate; an endpoint holds no memory on our machines and has none.
 """
 
 from __future__ import annotations
@@ -32,6 +33,18 @@ def median_speeds(generations: QuerySet | None = None) -> dict[str, float]:
     return {slug: median(values) for slug, values in rates.items()}
 
 
+def median_first_tokens(generations: QuerySet | None = None) -> dict[str, float]:
+    """Entry slug -> median time to first token in seconds over `generations` (default: every
+    visible one) that finished."""
+    qs = Generation.objects.visible() if generations is None else generations
+    times: dict[str, list[float]] = {}
+    rows = qs.filter(status=Generation.Status.DONE, time_to_first_token_s__isnull=False).values_list(
+        "model__slug", "time_to_first_token_s")
+    for slug, seconds in rows:
+        times.setdefault(slug, []).append(seconds)
+    return {slug: median(values) for slug, values in times.items()}
+
+
 def memory_figures(user, slugs: list[str]) -> dict[str, tuple[float, bool]]:
     """Entry slug -> (memory in MB, measured?) for the `slugs` that hold memory here."""
     from arena.workers import status  # the status page's reader: it already hides secret models
@@ -55,7 +68,9 @@ def points(user, ratings: dict[str, float], labels: dict[str, Name],
     frontier.charts; speeds measured over `generations` (a suite run's answers, say), else over
     every visible one."""
     speeds, memory = median_speeds(generations), memory_figures(user, list(ratings))
+    first_tokens = median_first_tokens(generations)
     named = {slug: labels.get(slug) or Name(slug, slug) for slug in ratings}
     held = {slug: memory.get(slug, (None, False)) for slug in ratings}
-    return [Point(named[slug].label, rating, speeds.get(slug), held[slug][0], held[slug][1], named[slug].full, slug)
+    return [Point(named[slug].label, rating, speeds.get(slug), held[slug][0], held[slug][1], named[slug].full, slug,
+                  first_tokens.get(slug))
             for slug, rating in ratings.items()]

@@ -25,6 +25,7 @@ from inference.chunks import (
     Finish,
     TokenChunk,
 )
+from inference.decoding import StopText, with_stop_sequences
 from inference.endpoint import EndpointDecoder, EndpointEngine, plain_text, retry_after, stream_request
 from inference.protocol import ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2
@@ -54,8 +55,10 @@ def faulty():
 
 
 def collect(engine: EndpointEngine, messages=HELLO, params=GREEDY) -> tuple[str, list, Finish | Failure]:
+    """A request's chunks as its row reads them: the stream, cut at the stop sequences here (not by the server)."""
     with engine.client(4) as client:
-        chunks = list(stream_request(client, engine, messages, params, threading.Event()))
+        chunks = list(with_stop_sequences(stream_request(client, engine, messages, params, threading.Event()),
+                                          StopText(params.stop), 0))
     tokens = [c for c in chunks if isinstance(c, TokenChunk)]
     end = chunks[-1]
     assert isinstance(end, (Finish, Failure)) and all(isinstance(c, TokenChunk) for c in chunks[:-1])
@@ -91,10 +94,15 @@ def test_a_base_model_gets_plain_text_not_a_chat_template(llama):
 
 
 def test_stop_sequences_cut_the_text(llama):
+    """Cut here, not by the server (which would say only "stop", as at the end of an answer): the Finish
+    says it was a stop sequence, and closing the stream stops the server's work on it."""
     full, _, _ = collect(llama.engine)
     stop = full.strip().split()[1]
-    text, _, finish = collect(llama.engine, params=SamplingParams(temperature=0.0, max_new_tokens=24, stop=(stop,)))
+    params = SamplingParams(temperature=0.0, max_new_tokens=24, stop=(stop,))
+    assert "stop" not in llama.engine.request(HELLO, params)[1]
+    text, _, finish = collect(llama.engine, params=params)
     assert stop not in text and full.startswith(text) and finish.reason == FINISH_STOP_SEQUENCE
+    assert finish.generated_tokens < 24
 
 
 def test_concurrent_requests_each_get_their_own_answer(llama):

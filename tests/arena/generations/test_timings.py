@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from arena.generations.models import Generation
+from arena.leaderboard.measures import median_speeds
 
 pytestmark = pytest.mark.django_db
 S = Generation.Status
@@ -62,3 +63,15 @@ def test_the_load_wait_is_stored_at_once(owner, smollm):
     gen.record_load_wait(4.0)
     gen.record_load_wait(gen.load_wait_s + 1.5)  # a second lease after a worker stopped adds to it
     assert Generation.objects.get(id=gen.id).load_wait_s == pytest.approx(5.5)
+
+
+def test_the_leaderboards_speed_is_the_decode_rate_whatever_the_load(owner, smollm):
+    """The charts' speeds come from the decode rate alone: a cold answer and a warm one decoding alike
+    count alike (the load and the wait are never part of it)."""
+    for load_s in (30.0, 0.05):
+        gen = queued(owner, smollm, in_line_s=0.0)
+        gen.record_load_wait(load_s)
+        began = gen.created_at.timestamp() + load_s
+        assert gen.finish(S.DONE, text="Blue.", finish_reason="stop",
+                          metrics=worker_metrics(began, worker_queue_s=0.0, ttft_s=0.25))
+    assert median_speeds(Generation.objects.filter(model=smollm)) == {smollm.slug: 20.0}
