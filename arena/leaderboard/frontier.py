@@ -1,5 +1,5 @@
 """Quality against speed and memory: each catalogue entry's rating plotted against its measured
-decode speed, and against its memory, with the Pareto front marked (the entries no other entry
+decode speed, its time to first token, and its memory, with the Pareto front marked (the entries no other entry
 beats on both). Pure: the caller gives the points (the leaderboard page, a suite run's page).
 
 A point is beaten ("dominated") when another is at least as good on both axes and better on
@@ -33,13 +33,16 @@ class Point(NamedTuple):
     memory_measured: bool = False  # a worker's resident figure, not the catalogue's estimate
     name: str = ""  # the entry's full catalogue name (tooltips); empty: the label
     slug: str = ""
+    first_token_s: float | None = None  # median time to first token; None: never measured
 
 
 MEASURES = {
     "speed": {"axis": "Decode speed (tokens/s, median)", "unit": "tokens/s", "better": 1,
-              "caption": "higher is better", "column": "Decode speed (tokens/s)"},
+              "caption": "higher is better", "column": "Decode speed (tokens/s)", "digits": 1},
+    "first-token": {"axis": "Time to first token (s, median)", "unit": "s", "better": -1,
+                    "caption": "lower is better", "column": "Time to first token (s)", "digits": 2},
     "memory": {"axis": "Memory (MB)", "unit": "MB", "better": -1, "caption": "lower is better",
-               "column": "Memory (MB)"},
+               "column": "Memory (MB)", "digits": 1},
 }
 
 
@@ -51,13 +54,14 @@ def pareto_front(points: Sequence[tuple[Hashable, float, float]]) -> set[Hashabl
 
 
 def charts(points: Sequence[Point]) -> list[dict]:
-    """The two charts (rating against tokens/s, rating against memory), each only with the
-    points that have that measure; an empty list when no point has either."""
+    """The charts (rating against tokens/s, against time to first token, against memory), each
+    only with the points that have that measure; an empty list when no point has any."""
     ranked = sorted(points, key=lambda p: -p.rating)
     numbered = [(i, p) for i, p in enumerate(ranked, start=1)]
     speed = [(n, p, p.tokens_per_s) for n, p in numbered if p.tokens_per_s is not None]
+    first_token = [(n, p, p.first_token_s) for n, p in numbered if p.first_token_s is not None]
     memory = [(n, p, p.memory_mb) for n, p in numbered if p.memory_mb is not None]
-    built = [_chart("speed", speed), _chart("memory", memory)]
+    built = [_chart("speed", speed), _chart("first-token", first_token), _chart("memory", memory)]
     return [chart for chart in built if chart]
 
 
@@ -78,7 +82,8 @@ def _chart(key: str, measured: list[tuple[int, Point, float]]) -> dict:
     _place_numbers(dots)
     line = sorted((d for d in dots if d["front"]), key=lambda d: d["cx"])
     return {"key": key, "x_label": measure["axis"], "unit": measure["unit"], "better": measure["caption"],
-            "column": measure["column"], "y_label": RATING_AXIS, "width": WIDTH, "height": HEIGHT, "dots": dots,
+            "column": measure["column"], "digits": measure["digits"], "y_label": RATING_AXIS,
+            "width": WIDTH, "height": HEIGHT, "dots": dots,
             "front": " ".join(f"{d['cx']},{d['cy']}" for d in line),
             "x_ticks": [{"at": to_x(v), "label": f"{v:g}"} for v in ticks(x_low, x_high)],
             "y_ticks": [{"at": to_y(v), "label": f"{v:g}"} for v in ticks(y_low, y_high)],

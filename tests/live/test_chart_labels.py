@@ -68,10 +68,10 @@ def test_no_two_labels_alike_in_the_leaderboard_s_charts(seen, live_app, subject
     assert_distinct(labels_in(page, "#win-matrix thead")["cells"], 8, "the matrix's columns")
     assert_distinct(labels_in(page, "#win-matrix tbody")["cells"], 8, "the matrix's rows")
     assert_distinct(labels_in(page, "#ratings")["cells"], 8, "the ratings table")
-    for key in ("speed", "memory"):
+    for key, unit in (("speed", "(tokens/s, median)"), ("first-token", "(s, median)"), ("memory", "(MB)")):
         assert_distinct(labels_in(page, f"#frontier-{key} .chart-key")["cells"], 8, f"the {key} chart's key")
         titles = page.locator(f"#frontier-{key} svg text.axis-title").all_text_contents()
-        assert titles[1] == "Rating (Elo scale)" and ("tokens/s" in titles[0] or "(MB)" in titles[0])
+        assert titles[1] == "Rating (Elo scale)" and titles[0].endswith(unit)
     assert "95% confidence interval" in page.locator("#rating-chart").inner_text()
     assert page.locator("#rating-chart text.axis-title").text_content().startswith("Rating (Bradley–Terry")
     boxes = page.evaluate(BOXES_JS)
@@ -88,7 +88,7 @@ def test_a_suite_run_s_charts_tell_its_alike_contestants_apart(seen, live_app, s
     width, page = seen
     page.goto(live_app.url + f"suite-runs/{subjects['run']}/")
     page.wait_for_selector("#frontier-speed svg")
-    for key in ("speed", "memory"):
+    for key in ("speed", "first-token", "memory"):
         assert_distinct(labels_in(page, f"#frontier-{key} .chart-key")["cells"], 4, f"the run's {key} key")
         numbers = page.locator(f"#frontier-{key} svg text.dot-number").all_text_contents()
         assert sorted(numbers) == ["1", "2", "3", "4"]

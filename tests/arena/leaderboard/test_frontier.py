@@ -37,6 +37,15 @@ def test_charts_plot_each_measure_and_mark_the_front():
     assert charts([Point("Alone", 1000.0, None, None)]) == []
 
 
+def test_time_to_first_token_is_a_chart_of_its_own_lower_better():
+    points = [Point("Quick", 900.0, 10.0, None, first_token_s=0.2), Point("Never", 1000.0, 10.0, None),
+              Point("Slow", 1100.0, 10.0, None, first_token_s=2.5),
+              Point("Beaten", 890.0, 10.0, None, first_token_s=0.9)]
+    _speed, first_token = charts(points)
+    assert first_token["key"] == "first-token" and first_token["x_label"] == "Time to first token (s, median)"
+    assert {d["name"]: d["front"] for d in first_token["dots"]} == {"Quick": True, "Slow": True, "Beaten": False}
+
+
 def test_the_shared_scale_and_ticks():
     to_x = scale(0, 10, 100, 200)
     assert (to_x(0), to_x(5), to_x(10)) == (100, 150, 200)

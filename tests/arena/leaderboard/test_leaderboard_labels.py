@@ -43,9 +43,9 @@ def test_no_two_labels_in_the_charts_matrix_and_table_are_equal(client, owner, r
         "matrix columns": cell_labels(section(html, "win-matrix", "</thead>"), element_class="chart-label"),
         "matrix rows": cell_labels(section(html, "win-matrix", "</table>").split("</thead>")[1]),
     }
-    for key in ("speed", "memory"):
+    for key in ("speed", "first-token", "memory"):
         shown[f"{key} key"] = cell_labels(section(html, f"frontier-{key}", "</figure>"))
-    assert len(frontier_svgs) == 2
+    assert len(frontier_svgs) == 3
     for where, texts in shown.items():
         assert len(texts) == 8, (where, texts)
         assert len(set(texts)) == 8, f"two labels alike in the {where}: {texts}"
@@ -59,9 +59,10 @@ def test_no_two_labels_in_the_charts_matrix_and_table_are_equal(client, owner, r
 
 def test_every_chart_has_titled_axes_and_the_matrix_says_what_a_cell_is(client, owner, round_of_verdicts):
     html = page(client, owner)
-    rating_svg, speed_svg, memory_svg = svgs(html)
+    rating_svg, speed_svg, first_token_svg, memory_svg = svgs(html)
     assert axis_titles(rating_svg) == [RATING_AXIS]
     assert axis_titles(speed_svg) == ["Decode speed (tokens/s, median)", "Rating (Elo scale)"]
+    assert axis_titles(first_token_svg) == ["Time to first token (s, median)", "Rating (Elo scale)"]
     assert axis_titles(memory_svg) == ["Memory (MB)", "Rating (Elo scale)"]
     assert "dot: rating · bar: 95% confidence interval" in html
     assert "Scale " not in html  # the old bare "Scale 629 to 1433"
@@ -75,7 +76,7 @@ def test_a_relabelled_entry_shows_its_new_label_in_every_chart(client, owner, ro
     html = page(client, owner)
     rating_svg = svgs(html)[0]
     assert "Smol on llama.cpp, renamed by the team" in svg_labels(rating_svg)
-    assert html.count("Smol on llama.cpp, renamed by the team") >= 5  # chart, table, matrix x2, keys
+    assert html.count("Smol on llama.cpp, renamed by the team") >= 6  # table, matrix x2, three keys
 
 
 def test_a_suite_run_s_charts_tell_its_alike_contestants_apart(client, owner, catalogue):
@@ -85,7 +86,8 @@ def test_a_suite_run_s_charts_tell_its_alike_contestants_apart(client, owner, ca
     html = client.get(reverse("suite-run-detail", args=[run_id])).content.decode()
     contestants = ModelEntry.objects.filter(slug__in=ALIKE)
     assert len({m.name[:20] for m in contestants}) == 1
-    for key, axis in (("speed", "Decode speed (tokens/s, median)"), ("memory", "Memory (MB)")):
+    for key, axis in (("speed", "Decode speed (tokens/s, median)"), ("first-token", "Time to first token (s, median)"),
+                      ("memory", "Memory (MB)")):
         chart = section(html, f"frontier-{key}", "</figure>")
         shown = cell_labels(chart)
         assert sorted(shown) == sorted(m.label for m in contestants), shown
