@@ -18,6 +18,11 @@ def test_log_in_stream_an_answer_then_stop_another(page, live_app):
     assert page.text_content("[data-metric=tps]").strip() not in ("", "–")
     assert page.text_content("[data-metric=ttft]").strip().endswith("s")
     assert int(page.text_content("[data-metric=tokens]")) > 0
+    # Live to the end, without a reload: no Stop left, and the recent list has this answer, done.
+    assert page.locator("#gen-controls button.stop").count() == 0
+    first_id = page.get_attribute("#generation", "data-generation")
+    page.wait_for_selector(f"#recent-generations #recent-{first_id} [data-state=done]")
+    assert page.locator("#recent-generations").is_visible()
 
     page.fill("#id_prompt", "Write a very long story about a lighthouse keeper.")
     page.fill("#id_temperature", "0.8")
@@ -33,3 +38,7 @@ def test_log_in_stream_an_answer_then_stop_another(page, live_app):
     stopped_text = page.text_content("#gen-output")
     page.wait_for_timeout(1000)
     assert page.text_content("#gen-output") == stopped_text  # nothing streams after the stop
+    second_id = page.get_attribute("#generation", "data-generation")
+    page.wait_for_selector(f"#recent-{second_id} [data-state=cancelled]")  # listed when it started, stopped now
+    assert page.locator("#recent-generations li").first.get_attribute("id") == f"recent-{second_id}"
+    assert page.locator(f"#recent-{first_id} [data-state=done]").count() == 1

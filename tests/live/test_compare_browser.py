@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from .artefacts import DESKTOP, PHONE, screenshot
+
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow]
 SIDES = ("left", "right")
 
@@ -58,6 +60,8 @@ def test_a_comparison_streams_both_sides_at_once_then_vote_swap_and_follow_up(pa
         assert page.text_content(f"#{side}-metrics [data-metric=ttft]").strip().endswith("s")
         assert page.locator(f"#{side}-metrics svg polyline").count() == 1
     assert page.text_content("article[data-side=left] .side-name") == "SmolLM2 135M Instruct"
+    # Both answers ended, no reload: nothing left to stop.
+    page.wait_for_selector("#battle-stop button", state="detached")
 
     page.click("#vote-buttons button[value=left]")
     page.wait_for_selector("#verdict .voted[data-outcome=left]")
@@ -67,10 +71,34 @@ def test_a_comparison_streams_both_sides_at_once_then_vote_swap_and_follow_up(pa
     assert "llama.cpp" in page.text_content("article[data-side=left] .side-name")
     wait_both_done(page)
 
+    earlier = {side: page.text_content(f"#{side}-output").strip() for side in SIDES}
     page.fill("textarea[name=prompt]", "Now one sentence about the sky.")
     page.click(".follow-up button[type=submit]")
-    page.wait_for_selector(".turn-assistant")  # the earlier answers are part of the conversation
+    page.wait_for_selector(".thread .turn-assistant")  # the earlier answers are part of the conversation
     wait_both_done(page)
-    assert page.locator(".turn-user").count() == 2  # the earlier prompt and this one
+    assert_own_threads(page, earlier, "Write a long story about a ship at sea.")
+    for name, size in (("compare-follow-up-desktop", DESKTOP), ("compare-follow-up-phone", PHONE)):
+        page.set_viewport_size(size)
+        screenshot(page, name)
+    page.set_viewport_size(DESKTOP)
     page.reload()  # the permalink shows the stored battle without a socket
     assert page.locator("#left-status[data-state=done]").count() == 1
+    assert_own_threads(page, earlier, "Write a long story about a ship at sea.")
+
+    # Swapped, each side takes its own thread along: the left side now shows the right one's.
+    page.click("text=Swap sides")
+    page.wait_for_selector("article[data-side=left] .thread")
+    assert_own_threads(page, {"left": earlier["right"], "right": earlier["left"]},
+                       "Write a long story about a ship at sea.")
+    wait_both_done(page)
+
+
+def assert_own_threads(page, earlier: dict[str, str], prompt: str) -> None:
+    """Each side shows its own conversation above its answer: the earlier prompt, then that
+    side's own earlier answer (not the other side's), turn by turn."""
+    for side in SIDES:
+        thread = page.locator(f"article[data-side={side}] .thread")
+        assert thread.locator(".turn").count() == 2
+        assert thread.locator(".turn-user").text_content().strip().endswith(prompt)
+        shown = " ".join(thread.locator(".turn-assistant .markdown").text_content().split())
+        assert shown == " ".join(earlier[side].split()), (side, shown[:200], earlier[side][:200])

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from .artefacts import DESKTOP, PHONE, screenshot
 from .tournament import contestant_slugs, identifiers
 
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow]
@@ -89,6 +90,16 @@ def test_a_whole_blind_tournament_then_the_reveal(browser, live_app):
         assert page.text_content("#left-output").strip() and page.text_content("#right-output").strip()
         assert "Speeds are shown at the reveal" in page.text_content("#left-metrics")
         titles.append(page.title())
+        # Judging: the prompt stays in view, nothing is left to stop, and no replay is offered mid-way.
+        assert page.locator(".tournament-head .prompt .turn-user").is_visible()
+        assert page.text_content(".tournament-head .prompt .turn-user").strip() == PROMPT
+        page.wait_for_selector("#battle-stop button", state="detached")
+        assert page.locator("#replay-form").count() == 0
+        if number == 1:
+            for name, size in (("tournament-judging-desktop", DESKTOP), ("tournament-judging-phone", PHONE)):
+                page.set_viewport_size(size)
+                screenshot(page, name)
+            page.set_viewport_size(DESKTOP)
         if number == 3:
             page.wait_for_timeout(500)  # the last frames of the final match are recorded too
             rec.on = False
@@ -96,6 +107,7 @@ def test_a_whole_blind_tournament_then_the_reveal(browser, live_app):
             page.click(f"#winner-form button[value={'left' if number % 2 else 'right'}]")
     page.wait_for_selector("#reveal")
     elapsed = time.time() - started
+    assert page.locator("#replay-form").is_visible()  # offered once it has ended
 
     # --- the reveal: every name, the winner, each match's speeds -----------------------
     html = page.content()
