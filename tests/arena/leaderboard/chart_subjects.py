@@ -22,11 +22,12 @@ PROMPTS = ["Name a colour.", "Name a city."]
 
 
 def _answer(owner, model: ModelEntry, prompt: str, rate: float, origin: str = Generation.Origin.WEB) -> Generation:
+    """A finished answer at `rate` tokens/s, its first token the sooner the faster it decodes."""
     now = timezone.now()
     return Generation.objects.create(
         owner=owner, model=model, prompt=prompt, params={"max_new_tokens": 8}, origin=origin,
         status=Generation.Status.DONE, text="Blue.", finish_reason="stop", prompt_tokens=7, generated_tokens=3,
-        time_to_first_token_s=0.2, tokens_per_s=rate, started_at=now, finished_at=now)
+        time_to_first_token_s=round(4 / rate, 2), tokens_per_s=rate, started_at=now, finished_at=now)
 
 
 def seed(username: str | None = None) -> dict[str, str]:
