@@ -119,7 +119,7 @@ class BattleConsumer(StreamSocket):
         events = [self._track(view, p.parse_event(fields)) for _id, fields in entries]
         text = "".join(ev.get("text", "") for ev in events if ev["type"] == p.TOKEN)
         parts = [fragments.output_replace(view.name, text)]
-        parts += [fragments.for_event(view, ev) for ev in events
+        parts += [self._event_html(stream, view, ev) for ev in events
                   if ev["type"] in (p.QUEUED, p.LOADING, p.STARTED) or ev["type"] in p.TERMINAL_EVENTS]
         if not view.finished:
             parts.append(fragments.metrics(view))
@@ -135,12 +135,21 @@ class BattleConsumer(StreamSocket):
 
     def _events_html(self, stream: str, events: list[dict]) -> str:
         view = self.views[stream]
-        html = [fragments.for_event(view, self._track(view, ev)) for ev in events]
+        html = [self._event_html(stream, view, self._track(view, ev)) for ev in events]
         # A blind side's metrics never change ("shown at the reveal"): sent with its snapshot only.
         if not view.finished and not view.blind and time.monotonic() - self.metrics_at[stream] >= METRICS_EVERY_S:
             html.append(fragments.metrics(view))
             self.metrics_at[stream] = time.monotonic()
         return "".join(html)
+
+    def _event_html(self, stream: str, view: fragments.Side, ev: dict) -> str:
+        """An event's fragments; a named side's finished answer also says whether it follows its
+        JSON schema or regex (the page showed that only once reloaded)."""
+        html = fragments.for_event(view, ev)
+        if ev["type"] == p.DONE and not view.blind:
+            gen = self.by_stream[stream]
+            html += fragments.validity(view.name, gen.params, gen.verdict(ev.get("text", "")))
+        return html
 
     @staticmethod
     def _track(view: fragments.Side, ev: dict) -> dict:

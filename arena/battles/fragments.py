@@ -184,6 +184,11 @@ def stored(view: Side, gen) -> str:
             + output_replace(view.name, gen.text, rendered=gen.finished) + metrics(view))
 
 
+def validity(side: str, params: dict, verdict: bool | None) -> str:
+    """Whether a side's answer follows its JSON schema or regex (empty without one), by its id."""
+    return playground.validity(params, verdict, f"{side}-validity")
+
+
 # Sent once both answers have ended: nothing is left to stop (its place stays, empty).
 STOP_GONE = '<div id="battle-stop" hidden></div>'
 

@@ -124,10 +124,10 @@ def recent_item(entry: dict) -> str:
     return render_to_string("playground/_recent.html#recent-item", {"g": entry, "item_oob": True}).strip()
 
 
-def validity(params: dict, verdict: bool | None) -> str:
+def validity(params: dict, verdict: bool | None, element_id: str = "gen-validity") -> str:
     """Whether the answer follows its JSON schema or regex (empty without one), swapped in by its id."""
     inner = render_to_string("generations/_validity.html", {"gen": {"params": params, "output_valid": verdict}})
-    return format_html('<div id="gen-validity">{}</div>', mark_safe(inner.strip()))  # the template escaped it
+    return format_html('<div id="{}">{}</div>', element_id, mark_safe(inner.strip()))  # the template escaped it
 
 
 def waits(gen, metrics: dict | None = None) -> dict:

@@ -57,6 +57,22 @@ def battle(owner, catalogue):
     return make_battle(owner, catalogue)
 
 
+async def test_a_finished_side_says_at_once_whether_it_follows_its_regex(owner, catalogue):
+    """Without a reload: each named side's end brings its validity line into its own place."""
+    sides = {s: {"model": catalogue[i], "params": {"regex": "[A-Z][a-z]+"}} for s, i in (("left", 2), ("right", 3))}
+    battle = await sync_to_async(start_battle)(owner, prompt="Hi", sides=sides)
+    comm, connected, _ = await connect(battle, owner)
+    assert connected
+    await receive_all(comm, 0.5)
+    done(battle.left, "Blue", 12.5)
+    done(battle.right, "red!", 30.0)
+    final = await receive_all(comm, 1.0)
+    await comm.disconnect()
+    left = final.split('<div id="left-validity">')[1].split("</div>")[0]
+    right = final.split('<div id="right-validity">')[1].split("</div>")[0]
+    assert 'data-valid="true"' in left and 'data-valid="false"' in right
+
+
 async def test_both_sides_stream_into_their_own_panes_then_the_vote_opens(battle, owner):
     emit(battle.left, p.STARTED, prompt_tokens=3)
     emit(battle.left, p.TOKEN, text="Blue", n=1)
