@@ -148,6 +148,19 @@ def slots(llama) -> list[dict]:
     return httpx.get(llama.engine.base_url.removesuffix("/v1") + "/slots", headers=llama.engine.headers()).json()
 
 
+def test_llamacpp_has_answered_a_warm_up_before_it_is_ready():
+    """A user-sized prompt went through its one slot during the load: the first user's time to first token
+    does not pay llama.cpp's first-request costs (arena/generations: the load is counted apart)."""
+    spec = ModelSpec(slug="smollm2-llamacpp-1", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1],
+                     engine="llamacpp")
+    server = llamacpp.start(spec, parallel=1, threads=2)
+    try:
+        (slot,) = slots(server)
+        assert slot["n_prompt_tokens"] > 20 and not slot["is_processing"]
+    finally:
+        del server.server
+
+
 def test_a_wrong_key_is_refused_by_llamacpp(llama):
     wrong = EndpointEngine(**{**llama.engine.__dict__, "api_key": "not-the-key", "api_key_env": "LLAMA_KEY"})
     _, _, failure = collect(wrong)
