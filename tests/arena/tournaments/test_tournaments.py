@@ -304,7 +304,8 @@ def test_the_page_names_nobody_before_the_reveal_and_everybody_after(client, own
     assert "Model A" in html and "Model B" in html and "Contestant 4" in html
     assert 'ws-connect="/ws/battles/' not in html  # a finished battle needs no socket
     assert "<title>Tournament: match 1 · LLM Arena</title>" in html
-    assert 'id="winner-form"' in html and 'id="rerun-form"' in html and 'id="replay-form"' in html
+    assert 'id="winner-form"' in html and 'id="rerun-form"' in html
+    assert 'id="replay-form"' not in html  # offered once the tournament has ended
     client.post(reverse("tournament-winner", args=[t.id]), {"match": current(t).id, "winner": "left"})
     running = client.get(t.get_absolute_url()).content.decode()
     assert f'ws-connect="/ws/battles/{current(t).battle_id}/"' in running
@@ -315,7 +316,7 @@ def test_the_page_names_nobody_before_the_reveal_and_everybody_after(client, own
     for m in catalogue:
         assert m.name in revealed
     assert 'id="reveal"' in revealed and "12.5" in revealed and "31.3" in revealed and "0.75 s" in revealed
-    assert 'id="winner-form"' not in revealed
+    assert 'id="winner-form"' not in revealed and 'id="replay-form"' in revealed
 
 
 def test_the_reveal_shows_each_answers_load_and_wait_apart_and_how_it_ended(client, owner, catalogue):
