@@ -61,7 +61,15 @@ def redis_values(client, prefix: str):
 
 
 @pytest.fixture(scope="module")
-def admin_page(live_app, page):
+def console_errors(page):
+    """What the page's console reports as errors (a script the Content-Security-Policy refused, say)."""
+    errors = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    return errors
+
+
+@pytest.fixture(scope="module")
+def admin_page(live_app, page, console_errors):
     live_app.log_in_page(page)
     return page
 
@@ -72,7 +80,7 @@ def entry_page(page, live_app, slug: str) -> None:
     page.wait_for_selector("#modelentry_form")
 
 
-def test_the_form_shows_only_the_chosen_engines_sections(live_app, admin_page, stored):
+def test_the_form_shows_only_the_chosen_engines_sections(live_app, admin_page, stored, console_errors):
     page = admin_page
     entry_page(page, live_app, "self-stored-key")
     assert page.is_visible("#id_base_url") and page.is_visible("#id_api_key")
@@ -92,6 +100,7 @@ def test_the_form_shows_only_the_chosen_engines_sections(live_app, admin_page, s
     entry_page(page, live_app, "smollm2-135m")
     assert page.is_visible("#id_precision") and page.is_hidden("#id_base_url")
     screenshot(page, "catalogue-entry-transformers-desktop")
+    assert console_errors == []
 
 
 def test_the_test_button_reports_a_generation_on_the_entry_page(live_app, admin_page):
