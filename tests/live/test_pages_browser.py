@@ -21,13 +21,21 @@ pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow, pytest.ma
 FAST = "smollm2-135m-llamacpp"
 # One Gemma entry only: its GGUF is joined from chunks on first load, by one worker at a time.
 CONTESTANTS = [FAST, "gemma-3-270m-llamacpp", "smollm2-135m-llamacpp-spec", "smollm2-135m"]
-SHORT = {"temperature": 0, "max_new_tokens": 8}  # a tournament wants 0.3 or more: it says so below
+SHORT = {"temperature": 0, "max_new_tokens": 8}
 SERIOUS = ("serious", "critical")
 
 
 @pytest.fixture(scope="module")
-def subjects(live_app) -> dict[str, str]:
-    return make_subjects(live_app)
+def subjects(live_app):
+    pages = make_subjects(live_app)
+    yield pages
+    # The tournament left mid-match stops, so it holds no worker for the modules after this one.
+    session = live_app.login()
+    url = live_app.url + pages["tournament-match"]
+    session.get(url, timeout=10)
+    stopped = session.post(url + "stop", headers={"X-CSRFToken": session.cookies["csrftoken"], "Referer": url},
+                           timeout=10)
+    assert stopped.status_code in (200, 302), stopped.status_code
 
 
 def make_subjects(live_app) -> dict[str, str]:
@@ -44,8 +52,9 @@ def make_subjects(live_app) -> dict[str, str]:
                                           "prompt": "Name a fruit.", "params": SHORT})
     suite = post("/api/v1/suites", {"name": "Pages suite", "prompts": [{"prompt": "Name a city."}]})
     run = post("/api/v1/suite-runs", {"suite": suite["id"], "contestants": CONTESTANTS[:2], "params": SHORT})
-    tournament = post("/api/v1/tournaments", {"contestants": CONTESTANTS, "seeding": "given",
-                                              "prompt": "Name an animal.", "params": {**SHORT, "temperature": 0.7}})
+    blind = {"contestants": CONTESTANTS, "seeding": "given", "prompt": "Name an animal.",
+             "params": {**SHORT, "temperature": 0.7}}  # a tournament refuses greedy answers
+    tournament = post("/api/v1/tournaments", blind)
     # The tournament to its reveal (bracket and reveal table are the widest things on a phone).
     for _ in range(3):
         body = wait_state(live_app, token, tournament["id"], lambda b: b["state"] == "finished" or (
@@ -61,6 +70,9 @@ def make_subjects(live_app) -> dict[str, str]:
             time.sleep(0.5)
         assert picked.status_code == 200, picked.text
     wait_state(live_app, token, tournament["id"], lambda b: b["state"] == "finished", timeout=60, what="the reveal")
+    # Another, left at its first match with both answers in: the page a user judges on.
+    judging = post("/api/v1/tournaments", blind)
+    wait_state(live_app, token, judging["id"], sides_done, timeout=300, what="its first match answered")
     live_app.wait_generation(token, gen["id"])
     deadline = time.time() + 300
     while live_app.api(token, "get", f"/api/v1/suite-runs/{run['id']}").json()["state"] == "running":
@@ -70,7 +82,7 @@ def make_subjects(live_app) -> dict[str, str]:
         "playground": "playground/", "generation": f"g/{gen['id']}/",
         "compare": "compare/", "battle": f"b/{battle['id']}/",
         "tournaments": "tournaments/", "tournament-new": "tournaments/new/",
-        "tournament": f"tournaments/{tournament['id']}/",
+        "tournament": f"tournaments/{tournament['id']}/", "tournament-match": f"tournaments/{judging['id']}/",
         "suites": "suites/", "suite": f"suites/{suite['id']}/",
         "suite-runs": "suite-runs/", "suite-run": f"suite-runs/{run['id']}/",
         "history": "history/", "leaderboard": "leaderboard/", "status": "status/", "tokens": "account/tokens/",
