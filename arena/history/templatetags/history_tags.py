@@ -70,9 +70,10 @@ def query(filters, **extra):
 
 
 @register.inclusion_tag("history/_side.html")
-def shared_side(battle, side: str, heading: str = "h2"):
+def shared_side(battle, side: str, heading: str = "h2", thread: bool = False):
     """One side of a battle on a shared page, as its owner's page shows it: while the battle
-    is blind, a neutral label, no system prompt, parameters or speeds, and no failure detail."""
+    is blind, a neutral label, no system prompt, parameters or speeds, and no failure detail.
+    `thread`: with the side's own earlier turns above its answer (a comparison's follow-up)."""
     from arena import markdown
     from arena.battles.fragments import BLIND_FAILURE
     from arena.generations import status as status_line
@@ -89,7 +90,7 @@ def shared_side(battle, side: str, heading: str = "h2"):
         line = (status_line.of_event("", view.end_event, reason, blind=True) if view.ended and view.end_event
                 else status_line.html("", view.state, reason))
     return {
-        "side": side, "gen": gen, "visible": visible, "heading": heading,
+        "side": side, "gen": gen, "visible": visible, "heading": heading, "battle": battle, "thread": thread,
         "label": gen.model.name if visible else ("Model A" if side == "left" else "Model B"),
         "status_line": mark_safe(line),  # format_html escaped it
         "answer": markdown.render(text),  # untrusted: Markdown without HTML (arena.markdown)

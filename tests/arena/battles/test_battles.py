@@ -3,11 +3,13 @@ ownership, and what a blind battle keeps to itself. No model runs here: the batt
 is only enqueued (on commit); the live tests run it for real."""
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
 from arena.generations.models import Generation
+from arena.history.models import NEW_LINKS
 from tests.arena.factories import comparison, finish_battle
 
 pytestmark = pytest.mark.django_db
@@ -122,6 +124,12 @@ def test_each_follow_up_side_shows_its_own_thread_and_keeps_it_through_swap_reru
     assert LEFT_ANSWER in left and RIGHT_ANSWER not in left and "Hi" in left
     assert RIGHT_ANSWER in right and LEFT_ANSWER not in right and "Hi" in right
     assert left.index("turn-user") < left.index("turn-assistant")  # turn by turn: the question, then its answer
+    # Its read-only share link shows each side's own thread too.
+    client.post(reverse("share-create", args=["battle", follow.id]))
+    (token,) = client.session[NEW_LINKS].values()
+    shared = Client().get(f"/s/{token}/").content.decode()
+    assert LEFT_ANSWER in thread(shared, "left") and RIGHT_ANSWER in thread(shared, "right")
+    assert RIGHT_ANSWER not in thread(shared, "left") and LEFT_ANSWER not in thread(shared, "right")
 
     finish_battle(follow, "Second left.", "Second right.")
     client.post(reverse("battle-swap", args=[follow.id]))
