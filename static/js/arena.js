@@ -27,9 +27,15 @@
       }
     });
   }
+  // One pass a little after the last change: a streaming answer swaps fragments in many times a second.
+  var scrollBoxesTimer = null;
+  function soonFocusableScrollBoxes() {
+    clearTimeout(scrollBoxesTimer);
+    scrollBoxesTimer = setTimeout(focusableScrollBoxes, 150);
+  }
   document.addEventListener("DOMContentLoaded", focusableScrollBoxes);
-  document.addEventListener("htmx:load", focusableScrollBoxes);
-  window.addEventListener("resize", focusableScrollBoxes);
+  document.addEventListener("htmx:load", soonFocusableScrollBoxes);
+  window.addEventListener("resize", soonFocusableScrollBoxes);
   // A streaming answer that starts out of sight (on a phone the playground's answer lies below
   // its form) is brought into view once, when its socket's first message arrives; one already in
   // sight stays put, and later messages never scroll (the reader may have scrolled away).
