@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+from channels.db import database_sync_to_async
 from django.utils.html import format_html
 
 from arena.generations.consumers import FOLLOW_BLOCK_MS, StreamSocket
+from arena.playground import fragments as playground
 from inference import protocol as p
 
 from . import delivery, fragments
@@ -117,6 +119,7 @@ class BattleConsumer(StreamSocket):
                 await self.send(text_data=fragments.status(view.name, "queued"))
             return "0"
         events = [self._track(view, p.parse_event(fields)) for _id, fields in entries]
+        await self._note_waits(stream, events)
         text = "".join(ev.get("text", "") for ev in events if ev["type"] == p.TOKEN)
         parts = [fragments.output_replace(view.name, text)]
         parts += [self._event_html(stream, view, ev) for ev in events
@@ -131,6 +134,8 @@ class BattleConsumer(StreamSocket):
 
     async def send_batch(self, batch: dict[str, list[dict]]) -> None:
         """Both sides' new events in one frame."""
+        for stream, events in batch.items():
+            await self._note_waits(stream, events)
         await self.send(text_data="".join(self._events_html(stream, events) for stream, events in batch.items()))
 
     def _events_html(self, stream: str, events: list[dict]) -> str:
@@ -150,6 +155,19 @@ class BattleConsumer(StreamSocket):
             gen = self.by_stream[stream]
             html += fragments.validity(view.name, gen.params, gen.verdict(ev.get("text", "")))
         return html
+
+    async def _note_waits(self, stream: str, events: list[dict]) -> None:
+        """A named side ending now shows its wait in line and for its model with its figures, as the
+        page does once reloaded (the run recorded them since the socket opened)."""
+        view = self.views[stream]
+        end = next((ev for ev in events if ev["type"] in p.TERMINAL_EVENTS), None)
+        if end is not None and not view.blind:
+            view.waits = await self._waits(self.by_stream[stream], end.get("metrics") or {})
+
+    @database_sync_to_async
+    def _waits(self, gen, metrics: dict) -> dict:
+        gen.refresh_from_db(fields=["admitted_at", "load_wait_s", "queue_wait_s"])  # not the loaded model
+        return playground.waits(gen, metrics)
 
     @staticmethod
     def _track(view: fragments.Side, ev: dict) -> dict:
