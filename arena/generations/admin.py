@@ -10,8 +10,8 @@ from .models import Generation
 
 @admin.register(Generation)
 class GenerationAdmin(admin.ModelAdmin):
-    list_display = ("id", "model", "owner", "origin", "status", "created_at", "failure_reason")
-    list_filter = ("status", "origin")
+    list_display = ("id", "model", "owner", "origin", "status", "finish_reason", "created_at", "failure_reason")
+    list_filter = ("status", "finish_reason", "origin")
     list_select_related = ("model", "owner")
     search_fields = ("prompt", "failure_reason")
     readonly_fields = (*(f.name for f in Generation._meta.fields), "failure_detail")
