@@ -23,15 +23,13 @@ from typing import Any
 
 import httpx
 
+from inference.decoding import WARM_UP_MESSAGES
 from inference.endpoint import EndpointEngine
 from inference.protocol import ModelSpec, SamplingParams
 from inference.sources import resolve_source
 
 log = logging.getLogger(__name__)
 WARM_UP_TIMEOUT_S = 60.0
-# A prompt of a few dozen tokens, like a user's: a one-token one left most of the first request's cost.
-WARM_UP_PROMPT = ("Before the first question of the day, say hello in one short sentence to the people "
-                  "who are about to compare the answers of several language models side by side.")
 
 DEFAULT_CONTEXT = 8192  # tokens of KV cache shared by all slots, unless the entry sets its own
 # llama.cpp's CPU build runs its threads under OpenMP, whose threads spin while they wait. Two
@@ -102,11 +100,10 @@ def server_params(xllamacpp: Any, spec: ModelSpec, path: str, *, parallel: int, 
 
 
 def warm_up(engine: EndpointEngine) -> None:
-    """One one-token completion before the worker says it is ready. llama.cpp's first request pays
-    one-time costs (measured on 2 cores: 0.6 s to its first token, then 0.03 s), which would otherwise
-    land on the first user's time to first token: a cold start's first match looked slow even with
-    the load counted apart. Here they are part of the load, where they belong."""
-    path, body = engine.request([{"role": "user", "content": WARM_UP_PROMPT}],
+    """One one-token answer before the worker says it is ready (decoding.WARM_UP_MESSAGES): llama.cpp's
+    first request's one-time costs would otherwise land on the first user's time to first token, and a
+    cold start's first match look slow even with the load counted apart."""
+    path, body = engine.request(WARM_UP_MESSAGES,
                                 SamplingParams(temperature=0.0, max_new_tokens=1))  # as a job's, chat template and all
     body = {**body, "stream": False}
     body.pop("stream_options", None)

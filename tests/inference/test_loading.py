@@ -133,3 +133,17 @@ def test_unwritable_cache_still_loads(fake_gguf, tmp_path, monkeypatch):
     monkeypatch.setenv("ARENA_MODEL_CACHE", str(blocker / "cache"))
     loaded = load(ModelSpec(slug="t", source=str(gguf)))
     assert conversions == [gguf] and loaded.context_length == 4096
+
+
+def test_a_served_model_answers_a_warm_up_before_its_worker_is_ready(tiny_model_dir):
+    """The first request's one-time costs are spent while loading (inference.engines.warm_up), not on the
+    first user's time to first token: the model ran a forward pass before serve() returned."""
+    from inference.engines import serve
+
+    ran = []
+    hook = torch.nn.modules.module.register_module_forward_hook(lambda module, _i, _o: ran.append(type(module)))
+    try:
+        served = serve(spec_for(tiny_model_dir), max_batch=1)
+    finally:
+        hook.remove()
+    assert any(kind.__name__.endswith("ForCausalLM") for kind in ran) and served.load_s > 0
