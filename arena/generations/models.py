@@ -124,7 +124,8 @@ class Generation(models.Model):
         fields = {
             "text": text,
             "failure_reason": public,
-            "finish_reason": finish_reason,
+            # A cancelled answer says so whichever way it was stopped (before it started too).
+            "finish_reason": finish_reason or ("cancelled" if status == self.Status.CANCELLED else ""),
             "metrics": metrics,
             "prompt_tokens": metrics.get("prompt_tokens"),
             "generated_tokens": metrics.get("generated_tokens"),

@@ -52,9 +52,10 @@ def test_an_older_workers_metrics_give_the_same_figures(owner, smollm):
 
 def test_an_answer_that_never_left_the_line_has_no_queue_figure(owner, smollm):
     gen = Generation.objects.create(owner=owner, model=smollm, prompt="Name a colour.")
-    assert gen.finish(S.CANCELLED, text="", finish_reason="cancelled")
+    assert gen.finish(S.CANCELLED, text="")  # stopped in line, as the fair line ends it
     gen.refresh_from_db()
     assert gen.queue_wait_s is None and gen.time_to_first_token_s is None and gen.load_wait_s is None
+    assert gen.finish_reason == "cancelled"
 
 
 def test_the_load_wait_is_stored_at_once(owner, smollm):
