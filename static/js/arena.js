@@ -18,8 +18,11 @@
   // A box that scrolls sideways (a wide table or the bracket on a phone) takes keyboard focus
   // while its content overflows, so arrow keys scroll it too; one that fits is no tab stop.
   var SCROLL_BOXES = ".table-scroll, .scroll-x, .bracket, .suite-run-answers, .output pre, .output table";
-  function focusableScrollBoxes() {
-    document.querySelectorAll(SCROLL_BOXES).forEach(function (box) {
+  function focusableScrollBoxes(root) {
+    var boxes = Array.prototype.slice.call(root.querySelectorAll(SCROLL_BOXES));
+    var around = root instanceof Element ? root.closest(SCROLL_BOXES) : null;  // content swapped into a box
+    if (around) boxes.push(around);
+    boxes.forEach(function (box) {
       if (box.scrollWidth > box.clientWidth) {
         if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
       } else if (box.getAttribute("tabindex") === "0") {
@@ -27,15 +30,16 @@
       }
     });
   }
-  // One pass a little after the last change: a streaming answer swaps fragments in many times a second.
-  var scrollBoxesTimer = null;
-  function soonFocusableScrollBoxes() {
-    clearTimeout(scrollBoxesTimer);
-    scrollBoxesTimer = setTimeout(focusableScrollBoxes, 150);
-  }
-  document.addEventListener("DOMContentLoaded", focusableScrollBoxes);
-  document.addEventListener("htmx:load", soonFocusableScrollBoxes);
-  window.addEventListener("resize", soonFocusableScrollBoxes);
+  document.addEventListener("DOMContentLoaded", function () { focusableScrollBoxes(document); });
+  // Only what a swap brought in (a streaming answer swaps small fragments many times a second).
+  document.addEventListener("htmx:load", function (event) {
+    if (event.target instanceof Element) focusableScrollBoxes(event.target);
+  });
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () { focusableScrollBoxes(document); }, 150);
+  });
   // A streaming answer that starts out of sight (on a phone the playground's answer lies below
   // its form) is brought into view once, when its socket's first message arrives; one already in
   // sight stays put, and later messages never scroll (the reader may have scrolled away).
