@@ -17,6 +17,9 @@ from inference import protocol as p
 
 from . import fragments
 
+# The generation's status while its recent-list line follows it, by the event that moves it on.
+LIVE_STATUS = {p.LOADING: Generation.Status.LOADING, p.STARTED: Generation.Status.RUNNING}
+
 
 @lru_cache(maxsize=4096)
 def token_html(text: str, n: int) -> str:
@@ -88,16 +91,18 @@ class GenerationConsumer(StreamSocket):
         tokens = [ev for ev in events if ev["type"] == p.TOKEN]
         text = "".join(ev.get("text", "") for ev in tokens)
         parts = [fragments.output_replace(text, tokens[-1].get("n", 0) if tokens else 0), fragments.controls(True)]
-        shown = False
+        shown = ended = False
         for ev in events:
             if ev["type"] in (p.QUEUED, p.LOADING, p.STARTED):
-                parts.append(fragments.for_event(ev, self.created_at))
+                parts.append(self._progress(ev, with_line=False))
                 shown = True
             elif ev["type"] in p.TERMINAL_EVENTS:
                 parts.append(self._final(ev))
-                shown = True
+                shown = ended = True
         if not shown:
             parts.append(fragments.status("queued"))
+        if not ended:  # the recent list's line as the replay left it (an ended one came with its end)
+            parts.append(self.recent_item())
         return "".join(parts)
 
     async def send_events(self, stream: str, events: list[dict]) -> None:
@@ -112,7 +117,7 @@ class GenerationConsumer(StreamSocket):
                 await self.refresh_waits()
             html = "".join(token_html(ev.get("text", ""), ev.get("n", 0)) if ev["type"] == p.TOKEN
                            else self._final(ev) if ev["type"] in p.TERMINAL_EVENTS
-                           else fragments.for_event(ev, self.created_at) for ev in events)
+                           else self._progress(ev) for ev in events)
             if html:
                 await self.send(text_data=html)
 
@@ -121,6 +126,15 @@ class GenerationConsumer(StreamSocket):
         """The waits the run recorded since the page opened, for the outcome's figures (only these
         fields: a whole refresh would drop the model the frames name)."""
         self.subject.refresh_from_db(fields=["admitted_at", "load_wait_s", "queue_wait_s"])
+
+    def _progress(self, ev: dict, with_line: bool = True) -> str:
+        """A loading or started event's fragments; the recent list's line follows ("Queued" there
+        while the answer above already streams would say two things at once)."""
+        html = fragments.for_event(ev, self.created_at)
+        if ev["type"] in LIVE_STATUS:
+            self.listed["status"] = LIVE_STATUS[ev["type"]]
+            html += self.recent_item() if with_line else ""
+        return html
 
     def _final(self, ev: dict) -> str:
         """The outcome's fragments, with whether a finished answer follows its schema or regex."""

@@ -73,6 +73,19 @@ async def test_on_the_playground_the_outcome_also_updates_the_recent_list(gen, o
             assert '<span class="status-done" data-state="done" data-finish="done">Done</span>' in frame.split(line)[1]
 
 
+async def test_on_the_playground_the_recent_line_follows_the_answer_from_queued_to_generating(gen, owner):
+    """The page lists the new generation as queued; once its worker starts, the line says so too
+    (it said "Queued" beside an answer already streaming)."""
+    comm, connected, _ = await connect(gen, owner, "?recent=1")
+    assert connected
+    await comm.receive_from()  # the snapshot: nothing happened yet
+    emit(gen, p.STARTED, prompt_tokens=3, queue_s=0.0)
+    frame = await comm.receive_from()
+    await comm.disconnect()
+    line = frame.split(f'<li id="recent-{gen.id}" data-generation="{gen.id}" hx-swap-oob="true">')[1]
+    assert '<span class="status-running" data-state="running" data-finish="running">Generating</span>' in line
+
+
 async def test_json_format_sends_events(gen, owner):
     emit(gen, p.TOKEN, text="a", n=1)
     comm, connected, _ = await connect(gen, owner, "?format=json")
