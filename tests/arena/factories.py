@@ -12,6 +12,7 @@ from django.utils import timezone
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
 from arena.generations.models import Generation
+from arena.tournaments.models import Tournament
 
 PARAMS = {"temperature": 0.0, "max_new_tokens": 8}
 BLIND_PARAMS = {"temperature": 0.7, "max_new_tokens": 8}  # a tournament refuses greedy sampling
@@ -52,6 +53,17 @@ def finish_battle(battle: Battle, left: str = "Blue.", right: str = "Red.",
     battle.left.refresh_from_db()
     battle.right.refresh_from_db()
     return battle
+
+
+def play_through(t, side: str = "left", text: str = ""):
+    """Decide every match of tournament `t` (the given side of each battle wins, both sides answering
+    `text` if given); `t` re-read, ended and revealed."""
+    while (match := Tournament.objects.get(id=t.id).current_match()) is not None:
+        finish_battle(match.battle, *([text, text] if text else []))
+        t.refresh_from_db()
+        t.pick_winner(match, side)
+    t.refresh_from_db()
+    return t
 
 
 def verdict(owner, left, right, outcome: str, *, blind: bool = False, revealed: bool = False, **kwargs) -> Battle:

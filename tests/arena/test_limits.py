@@ -28,7 +28,7 @@ from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
-from tests.arena.factories import comparison, finish, finish_battle
+from tests.arena.factories import comparison, finish, finish_battle, play_through
 
 PARAMS = {"temperature": 0.0, "max_new_tokens": 8}
 BLIND_PARAMS = {"temperature": 0.7, "max_new_tokens": 8}  # a tournament refuses greedy sampling
@@ -125,7 +125,7 @@ SURFACES = [
             lambda owner, catalogue: tournament(owner, catalogue)),
     Surface("tournament resume", "page", _stop_then_resume, lambda owner, catalogue: tournament(owner, catalogue)),
     Surface("tournament replay", "page", _page("tournament-replay", {"prompt": "Name a fruit."}, lambda t: t.id),
-            lambda owner, catalogue: tournament(owner, catalogue)),
+            lambda owner, catalogue: play_through(tournament(owner, catalogue))),  # offered once it has ended
     Surface("tournament winner page", "page", _winner_page,
             lambda owner, catalogue: tournament(owner, eight_of(catalogue))),
     Surface("API generation", "api", lambda client, token, state: api(
@@ -520,7 +520,7 @@ def small_prompts(settings):
 def test_an_over_long_prompt_names_the_limit_on_every_page(client, owner, catalogue, small_prompts):
     client.force_login(owner)
     battle = _finished_comparison(owner, catalogue)
-    t = tournament(owner, catalogue)
+    t = play_through(tournament(owner, catalogue))  # a replay is offered once it has ended
     long = small_prompts
     posts = [
         (reverse("playground"), {"model": "smollm2-135m", "prompt": long}),
@@ -545,7 +545,7 @@ def test_an_over_long_prompt_names_the_limit_on_every_page(client, owner, catalo
 @pytest.mark.django_db
 def test_too_many_new_tokens_names_the_limit_on_every_page(client, owner, catalogue):
     client.force_login(owner)
-    t = tournament(owner, catalogue)
+    t = play_through(tournament(owner, catalogue))
     posts = [
         (reverse("playground"), {"model": "smollm2-135m", "prompt": "Hi", "max_new_tokens": "5000"}),
         (reverse("compare"), {"left_model": "smollm2-135m", "right_model": "gemma-3-270m", "prompt": "Hi",

@@ -80,7 +80,7 @@ def test_the_packaged_gemma_base_model_serves_too(live_app, token, slug):
     body = live_app.wait_generation(token, response.json()["id"], timeout=400)
     assert body["status"] == "done", body
     # A base model goes on to ask itself the next question: the stop sequence ends it first.
-    assert body["text"].strip() == "Paris" and body["finish_reason"] == "stop"
+    assert body["text"].strip() == "Paris" and body["finish_reason"] == "stop_sequence"
 
 
 def test_the_speculative_variant_matches_the_plain_models_greedy_answer(live_app, token):

@@ -48,7 +48,8 @@ def stored(live_app, run_id: str) -> dict:
         f"run = SuiteRun.objects.get(id={run_id!r}); "
         "answers = list(SuiteAnswer.objects.filter(run=run).select_related('generation')); "
         "judgements = list(SuiteJudgement.objects.filter(run=run).select_related('generation')); "
-        "suite_gens = G.objects.filter(origin='suite', owner=run.owner); "
+        # This run's (other modules of the shared app write suite answers of their own, earlier).
+        "suite_gens = G.objects.filter(origin='suite', owner=run.owner, created_at__gte=run.created_at); "
         "print(json.dumps({'answers': [[a.prompt_id, a.contestant_id, a.generation.status, a.attempts, "
         "a.generation.output_valid] for a in answers], "
         "'judgements': [[j.prompt_id, j.left_id, j.right_id, j.order, j.generation.status] for j in judgements], "
