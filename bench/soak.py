@@ -299,7 +299,7 @@ def play_comparison(soak: Soak, user: User) -> None:
 
 
 OUTPUT = re.compile(r'<div id="(left|right)-output"( class="output"| hx-swap-oob="beforeend")>(.*?)</div>', re.S)
-STATUS = re.compile(r'<div id="(left|right)-status" class="status status-\w+" data-state="(\w+)"')
+STATUS = re.compile(r'<div id="(left|right)-status" class="status[^"]*" data-state="(\w+)"')
 
 
 def watch_battle(soak: Soak, user: User, battle_id: str, sides: dict[str, Record], deadline_s: float = 400) -> None:

@@ -70,6 +70,17 @@ def test_a_battle_frame_reader_builds_the_text_as_htmx_would():
     assert sides["right"].waited and not sides["left"].waited
 
 
+def test_the_reader_knows_every_ending_as_the_app_writes_it():
+    """The status lines come from the app's own markup (a cut answer's class has a second word;
+    reading only one, the soak's comparisons waited for an end they had already been told)."""
+    from arena.generations import status
+
+    sides = {s: soak.Record("comparison", f"b:{s}", "u", 0.0) for s in ("left", "right")}
+    soak.feed_battle_frame(status.html("left-status", "done", finish_reason="length", tokens=8, limit=8)
+                           + status.html("right-status", "done", finish_reason="stop_sequence"), sides)
+    assert sides["left"].told == "done" and sides["right"].told == "done"
+
+
 def test_a_told_state_the_store_contradicts_is_lost_and_a_fault_explains_a_failure():
     run = soak.Soak(app=None, redis_server=None, users=[], max_tokens=8)
     told_done = soak.Record("playground", "a", "u", 100.0, received="hi", told="done", ended=101.0,
