@@ -65,7 +65,11 @@ def test_a_cut_cold_answer_says_the_cut_and_shows_its_load_apart(page, live_app)
     assert body["metrics"]["time_to_first_token_s"] < body["metrics"]["load_wait_s"]
 
 
-def test_a_tournaments_cold_first_match_shows_its_load_apart_in_the_reveal(page, live_app):
+def test_a_tournaments_cold_first_match_shows_its_load_apart_in_the_reveal(browser, live_app):
+    # A page of its own, logged in here: this test must not depend on another having logged in first.
+    page = browser.new_context(viewport=DESKTOP).new_page()
+    page.set_default_timeout(30_000)
+    live_app.log_in_page(page)
     slugs = ["timing-t1", "timing-t2", "timing-t3", "timing-t4"]
     fresh_entries(live_app, *slugs)
     token = live_app.token("admin")
