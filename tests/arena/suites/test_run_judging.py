@@ -19,12 +19,6 @@ from tests.arena.suites.running import run_to_end
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def mine(client, owner):
-    client.force_login(owner)
-    return client
-
-
 def people_run(owner, models, fmt="round_robin", judge_model=None, prompts=("Capital of France?",)) -> SuiteRun:
     run = start_run(owner, suite=suite(owner, *prompts, tag="geo"), contestants=models, format=fmt,
                     judge_model=judge_model)

@@ -22,17 +22,6 @@ from tests.arena.suites.running import end_all, live, run_to_end
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def mine(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
-def three(catalogue):
-    return catalogue[:3]
-
-
 def poll_url(html: str) -> str:
     """The URL the page's progress section polls (what the browser's htmx would ask for next)."""
     found = re.search(r'hx-get="([^"]+)" hx-trigger="every 2s"', html)

@@ -20,17 +20,6 @@ from tests.arena.suites.running import end_all, live, run_to_end
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def mine(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
-def three(catalogue):
-    return catalogue[:3]
-
-
 def body(response) -> str:
     return (response.getvalue() if response.streaming else response.content).decode()
 

@@ -20,11 +20,6 @@ from tests.arena.suites.running import end_all, live, run_to_end
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def three(catalogue):
-    return catalogue[:3]
-
-
 def test_round_robin_judged_by_a_model_records_every_pair_once(owner, three, settings):
     settings.ARENA_SUITE_IN_FLIGHT = 3
     s = suite(owner, "One?", "Two?", tag="maths")

@@ -13,12 +13,6 @@ from tests.arena.factories import suite
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def mine(client, owner):
-    client.force_login(owner)
-    return client
-
-
 def upload(client, name: str, data: bytes, **fields):
     return client.post("/suites/upload/", {"name": "Uploaded", **fields, "file": SimpleUploadedFile(name, data)})
 
