@@ -17,7 +17,7 @@
   });
   // A box that scrolls sideways (a wide table or the bracket on a phone) takes keyboard focus
   // while its content overflows, so arrow keys scroll it too; one that fits is no tab stop.
-  var SCROLL_BOXES = ".table-scroll, .scroll-x, .bracket, .suite-run-answers, .output pre, .output table";
+  var SCROLL_BOXES = ".table-scroll, .bracket, .suite-run-answers, .output pre, .output table";
   function focusableScrollBoxes(root) {
     var boxes = Array.prototype.slice.call(root.querySelectorAll(SCROLL_BOXES));
     var around = root instanceof Element ? root.closest(SCROLL_BOXES) : null;  // content swapped into a box
