@@ -27,7 +27,7 @@ from arena.tournaments.models import Match, Tournament, TournamentError
 from arena.tournaments.openapi import OPENAPI_PATHS
 from arena.tournaments.tasks import prewarm_next
 from tests.arena.api_client import api
-from tests.arena.factories import finish_battle, identifiers
+from tests.arena.factories import finish_battle, identifiers, play_through
 from tests.figures import shows_figure
 
 pytestmark = pytest.mark.django_db
@@ -53,16 +53,6 @@ def start(owner, contestants, seeding="given", **kwargs):
 
 def current(t) -> Match:
     return Tournament.objects.get(id=t.id).current_match()
-
-
-def play_through(t, side="left"):
-    """Decide every match: the given side of each battle wins."""
-    while (match := current(t)) is not None:
-        finish_battle(match.battle)
-        t.refresh_from_db()
-        t.pick_winner(match, side)
-    t.refresh_from_db()
-    return t
 
 
 # --- the bracket -------------------------------------------------------------------------
