@@ -19,8 +19,10 @@ test: setup lint
 	@$(PY) -m pytest -n $(TEST_JOBS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
 	@[ -n "$(PYTEST_ARGS)" ] || PY=$(PY) TEST_JOBS=$(TEST_JOBS) bash scripts/test_postgres.sh
 
+# Style, the layering (import-linter's contracts in .importlinter) and types.
 lint: setup
 	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/lint-imports --no-cache
 	@$(VENV)/bin/mypy
 
 bench: bench-streaming bench-engine bench-orchestration bench-load bench-blind bench-cores

@@ -1,12 +1,11 @@
-"""inference/ and orchestration/ know nothing of the web side (DESIGN.md, Boundaries), and the
-web side loads nothing of the model stack.
+"""What importing really loads: inference/ and orchestration/ nothing of the web side (DESIGN.md,
+Boundaries), and the web side nothing of the model stack.
 
-Two checks, because each misses what the other sees: the import statements of every
-file (an import inside a function that no test reaches), and what importing every
-module really loads (an import the source hides, e.g. through a third package).
+The import statements themselves (at any depth of a file, inside functions too) are checked by
+import-linter's contracts (`.importlinter`, run by `make lint`); these tests see what those
+miss: a module loaded through a third package, at run time.
 """
 
-import ast
 import json
 import os
 import subprocess
@@ -17,31 +16,8 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WEB_SIDE = frozenset({"django", "channels", "arena"})
-# What each package may not import: the web side, and for inference the orchestrator above it too.
+# What each package may not load: the web side, and for inference the orchestrator above it too.
 FORBIDDEN = {"inference": WEB_SIDE | {"orchestration"}, "orchestration": WEB_SIDE}
-
-
-def imported_packages(path: Path) -> set[str]:
-    """The top-level names of every absolute import in a file, at any depth of its code."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
-
-
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_no_file_imports_the_web_side(package):
-    files = sorted((REPO_ROOT / package).rglob("*.py"))
-    assert files
-    offenders = {
-        str(path.relative_to(REPO_ROOT)): sorted(bad)
-        for path in files
-        if (bad := imported_packages(path) & FORBIDDEN[package])
-    }
-    assert not offenders
 
 
 IMPORT_ALL = """
