@@ -22,7 +22,7 @@ test: setup lint
 # Style, the layering (import-linter's contracts in .importlinter) and types.
 lint: setup
 	@$(VENV)/bin/ruff check .
-	@$(VENV)/bin/lint-imports --no-cache
+	@$(VENV)/bin/lint-imports --no-cache --no-logo
 	@$(VENV)/bin/mypy
 
 bench: bench-streaming bench-engine bench-orchestration bench-load bench-blind bench-cores
