@@ -331,7 +331,7 @@ class Keys:
         return f"{self.prefix}:limits:sockets:{user_id}"
 
     def rate_limit(self, user_id) -> str:
-        """Sorted set: the times of a user's recent starts (arena/limits.py's sliding window)."""
+        """Sorted set: the times of a user's recent starts (arena/generations/limits.py's sliding window)."""
         return f"{self.prefix}:limits:rate:{user_id}"
 
     def preparation(self, slug: str) -> str:

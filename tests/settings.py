@@ -27,7 +27,7 @@ else:
     # cache between threads, where concurrent writers fail at once instead of waiting their turn.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-arena.sqlite3")}  # noqa: F405
 
-# Per-user limits (arena/limits.py) high enough never to refuse a test that is not about
+# Per-user limits (arena/generations/limits.py) high enough never to refuse a test that is not about
 # them (tests/arena/test_limits.py sets its own); the checks still run on every start.
 ARENA_RATE_LIMIT_PER_MIN = 10_000
 ARENA_MAX_CONCURRENT_PER_USER = 10_000

@@ -8,8 +8,9 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from arena import jsonbody, limits
+from arena import jsonbody
 from arena.accounts.models import ApiToken
+from arena.generations import limits
 
 
 def error(status: int, message: str, fields: dict | None = None) -> JsonResponse:

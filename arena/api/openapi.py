@@ -202,7 +202,7 @@ def _err(description):
     return {"description": description, **_json(ERROR)}
 
 
-# Every operation that starts generations can meet a per-user limit (arena.limits), and every
+# Every operation that starts generations can meet a per-user limit (arena.generations.limits), and every
 # one that reads a body the size limit (DATA_UPLOAD_MAX_MEMORY_SIZE).
 LIMITED = {
     "429": {"description": "A per-user limit (ARENA_RATE_LIMIT_PER_MIN, ARENA_MAX_CONCURRENT_PER_USER): "

@@ -4,8 +4,8 @@ from django.core.validators import MaxLengthValidator
 
 from arena.catalogue.models import ModelEntry
 from arena.generations.constraint_fields import add_constraint_fields, constraint
+from arena.generations.tags import TagField
 from arena.playground.forms import require_text
-from arena.tags import TagField
 from inference.protocol import ParamError, SamplingParams
 
 LIMITS = SamplingParams.LIMITS

@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from arena import tags
+from arena.generations import tags
 from arena.generations.models import Generation
 
 from .identity import identity_mentions

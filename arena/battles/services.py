@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from arena import conversations, limits
-from arena.generations import admission
+from arena import conversations
+from arena.generations import admission, limits
 from arena.generations.models import Generation
 
 from .models import Battle

@@ -8,7 +8,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from arena.catalogue.models import ModelEntry
 from arena.conversations import ConversationTooLong
-from arena.limits import LimitExceeded, refused_page
+from arena.generations.limits import LimitExceeded, refused_page
 
 from . import services
 from .forms import ComparisonForm, FollowUpForm, VoteForm

@@ -9,7 +9,7 @@ waiting its place in line (a QUEUED event on each of its streams, which pages sh
 "3rd in line"). Waiting holds no Celery thread: a run's task is sent only once it is
 admitted, so the Celery pool only ever holds admitted runs.
 
-The database is the whole state, as for the per-user limits (arena/limits.py): a generation
+The database is the whole state, as for the per-user limits (arena/generations/limits.py): a generation
 waits while it is queued with no `admitted_at`; the generations in use are the live ones
 admitted within `limits.stale_after_s()`, so a crashed process never leaks a slot. A pass
 runs under a Redis lock (one pass at a time across every process, so two cannot both fill
@@ -37,10 +37,10 @@ from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from arena import limits, streams
+from arena import streams
 from inference import protocol as p
 
-from . import fairness
+from . import fairness, limits
 from .models import Generation
 from .run import Follower, abandoned
 from .sweeper import NEVER_STARTED

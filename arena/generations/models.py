@@ -7,7 +7,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from arena import tags
+from arena.generations import tags
 from inference.protocol import SamplingParams, time_to_first_token
 from inference.public_text import public_reason
 from inference.structured import answer_valid

@@ -2,8 +2,8 @@
 
 from django.db import transaction
 
-from arena import limits
 from arena.catalogue.models import ModelEntry
+from arena.generations import limits
 
 from . import admission
 from .models import Generation

@@ -53,7 +53,7 @@ def invalid(message: str, param: str | None = None, code: str | None = None) -> 
 
 
 def rate_limited(exc) -> OpenAIError:
-    """OpenAI's 429 for a per-user limit (arena.limits.LimitExceeded): code rate_limit_exceeded,
+    """OpenAI's 429 for a per-user limit (arena.generations.limits.LimitExceeded): code rate_limit_exceeded,
     with the limit named and Retry-After, which the openai client waits before retrying."""
     return OpenAIError(429, exc.message, "requests", None, "rate_limit_exceeded", retry=True,
                        retry_after_s=exc.retry_after_s,

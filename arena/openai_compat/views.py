@@ -22,9 +22,10 @@ from django.db import transaction
 from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from arena import conversations, jsonbody, limits, streams
+from arena import conversations, jsonbody, streams
 from arena.accounts.models import ApiToken
 from arena.catalogue.models import ModelEntry
+from arena.generations import limits
 from arena.generations.models import Generation
 from arena.generations.services import start_generation
 from inference import protocol as p

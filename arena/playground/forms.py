@@ -5,7 +5,7 @@ from django.core.validators import MaxLengthValidator
 from arena.catalogue.models import ModelEntry
 from arena.generations.constraint_fields import NAMES as CONSTRAINT_FIELDS
 from arena.generations.constraint_fields import add_constraint_fields
-from arena.tags import TagField
+from arena.generations.tags import TagField
 from inference.protocol import ParamError, SamplingParams
 
 LIMITS = SamplingParams.LIMITS

@@ -6,10 +6,10 @@ from django.views.decorators.vary import vary_on_headers
 
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
+from arena.generations.limits import LimitExceeded, refused_page
 from arena.generations.models import Generation
 from arena.generations.services import start_generation
 from arena.history import queries
-from arena.limits import LimitExceeded, refused_page
 
 from .forms import GenerationForm
 

@@ -3,7 +3,7 @@ typed in one text box or uploaded as a file. The prompts are checked by arena.su
 
 from django import forms
 
-from arena.tags import TagField
+from arena.generations.tags import TagField
 
 from . import parsing
 from .models import NAME_MAX_LENGTH

@@ -58,7 +58,7 @@ def max_prompt_chars() -> int:
 
 
 def max_upload_bytes() -> int:
-    """An upload is a request body: arena.limits.BodySizeLimit refuses a larger one first."""
+    """An upload is a request body: arena.generations.limits.BodySizeLimit refuses a larger one first."""
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 

@@ -4,7 +4,7 @@ from django.core.validators import MaxLengthValidator
 
 from arena.catalogue.models import ModelEntry
 from arena.generations.constraint_fields import add_constraint_fields, constraint
-from arena.tags import TagField
+from arena.generations.tags import TagField
 from inference.protocol import ParamError, SamplingParams
 from inference.structured import engine_problem
 

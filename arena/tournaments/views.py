@@ -8,7 +8,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from arena.catalogue.models import ModelEntry
-from arena.limits import LimitExceeded, refused_page
+from arena.generations.limits import LimitExceeded, refused_page
 
 from . import display
 from .forms import MatchForm, ReplayForm, TournamentForm, WinnerForm

@@ -162,7 +162,7 @@ def running_app(redis_url: str, data_dir: Path, **env_overrides: str):
         "ARENA_DISCONNECT_GRACE_S": "1",
         "ARENA_CELERY_CONCURRENCY": "8",
         # The live tests and benchmarks start many generations as one user: per-user limits
-        # off unless a test passes its own (see arena/limits.py).
+        # off unless a test passes its own (see arena/generations/limits.py).
         "ARENA_RATE_LIMIT_PER_MIN": "0",
         "ARENA_MAX_CONCURRENT_PER_USER": "0",
         "ARENA_MAX_SOCKETS_PER_USER": "0",  # a load's viewers are a few users' many sockets

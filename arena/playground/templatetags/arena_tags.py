@@ -17,7 +17,7 @@ def generation_panel(gen):
 @register.inclusion_tag("_tag_options.html", takes_context=True)
 def tag_options(context):
     """The <datalist> the forms' tag inputs suggest from: the tags this user gave before."""
-    from arena import tags
+    from arena.generations import tags
 
     return {"tags": tags.used_by(context["request"].user)}
 

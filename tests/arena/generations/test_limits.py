@@ -1,4 +1,4 @@
-"""Per-user limits (arena/limits.py) on every surface that starts work, on real Redis (a
+"""Per-user limits (arena/generations/limits.py) on every surface that starts work, on real Redis (a
 prefix of each test's own) and the test database: requests per minute, generations running
 at once, request bodies, prompt size and max new tokens. Each refusal names its limit and
 says when to retry, and creates nothing.
@@ -22,7 +22,7 @@ from django.db import close_old_connections, connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from arena import limits
+from arena.generations import limits
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.generations.models import Generation

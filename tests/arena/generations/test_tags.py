@@ -6,7 +6,7 @@ import pytest
 from django import forms
 from django.urls import reverse
 
-from arena import tags
+from arena.generations import tags
 from arena.battles import services
 from arena.battles.models import Battle
 from arena.tournaments.models import Tournament
