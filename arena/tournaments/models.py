@@ -19,8 +19,8 @@ from django.db import models, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from arena.generations import tags
 from arena.battles.models import Battle
+from arena.generations import tags
 from arena.generations.models import Generation
 
 from . import bracket
