@@ -5,7 +5,7 @@ the status and {"ok": bool} per check. Which models are loaded or starting, coun
 and error texts are for staff signed in to the site: polled during a blind tournament, the
 worker list would show which pair starts (and pre-warming, which pair comes next). Even a
 staff user does not see their own unrevealed blind tournament's contestants one by one
-(arena/tournaments/secrecy.py): those workers are only counted under "hidden".
+(arena/battles/secrecy.py): those workers are only counted under "hidden".
 
 The checks are computed at most once per ARENA_HEALTH_CACHE_S (5 s) per process (`_checks`):
 a flood of requests cannot make the app ping Celery, which waits up to a second, once each.
@@ -22,8 +22,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from arena import streams
+from arena.battles.secrecy import HIDDEN_LABEL, secret_slugs
 from arena.celery import app as celery_app
-from arena.tournaments.secrecy import HIDDEN_LABEL, secret_slugs
 from arena.workers.models import WorkerProcess
 
 

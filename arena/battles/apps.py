@@ -5,3 +5,10 @@ class BattlesConfig(AppConfig):
     name = "arena.battles"
     label = "battles"
     verbose_name = "Battles (comparisons and tournament matches)"
+
+    def ready(self) -> None:
+        from arena.catalogue import hiding
+
+        from . import secrecy
+
+        hiding.register(secrecy.secret_models)  # catalogue's pages hide what the blind rule hides

@@ -9,7 +9,7 @@ from django.shortcuts import redirect
 from django.urls import path
 from django.utils import timezone
 
-from . import preparation
+from . import hiding, preparation
 from .forms import StoredKeyForm
 from .models import ModelEntry
 from .probe import probe
@@ -134,10 +134,8 @@ class ModelEntryAdmin(admin.ModelAdmin):
     def get_list_display(self, request):
         """The preparation column as this viewer may see it: an entry playing in one of their own
         unrevealed tournaments shows none (a quantisation starting at a match's first use would
-        name the pair: arena/tournaments/secrecy.py)."""
-        from arena.tournaments.secrecy import secret_slugs
-
-        secret = secret_slugs(request.user)
+        name the pair: arena/catalogue/hiding.py)."""
+        secret = set(hiding.hidden_from(request.user).values_list("slug", flat=True))
 
         @admin.display(description="Preparation")
         def preparation_for_viewer(entry: ModelEntry) -> str:

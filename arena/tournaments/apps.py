@@ -6,3 +6,10 @@ class TournamentsConfig(AppConfig):
     label = "tournaments"
     verbose_name = "Tournaments"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from arena.battles import secrecy
+
+        from .secrecy import secret_contestants
+
+        secrecy.register(secret_contestants)  # an unrevealed tournament's contestants are secret to its owner

@@ -1,5 +1,5 @@
 """The worker records in the admin. A staff user judging their own blind tournament does not
-see its contestants' workers here (arena/tournaments/secrecy.py): the changelist leaves them
+see its contestants' workers here (arena/battles/secrecy.py): the changelist leaves them
 out (and out of its slug filter) and says how many it left out, their change pages answer
 as for a record that does not exist, and another worker's reason or transitions that name
 one ("evicted to make room for SLUG") show it redacted."""
@@ -10,7 +10,7 @@ import redis
 from django.contrib import admin
 
 from arena import streams
-from arena.tournaments.secrecy import HIDDEN_LABEL, redact, secret_slugs
+from arena.battles.secrecy import HIDDEN_LABEL, redact, secret_slugs
 
 from .models import WorkerProcess
 from .status import snapshot

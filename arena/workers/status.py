@@ -3,7 +3,7 @@
 The orchestrator rewrites a snapshot in Redis every tick (`Keys.orchestrator_status`);
 this module reads it and adds what only the database remembers (cold-start history).
 
-`hide` is the viewer's secret models (arena/tournaments/secrecy.py: the contestants of their
+`hide` is the viewer's secret models (arena/battles/secrecy.py: the contestants of their
 own unrevealed blind tournaments). Their workers are taken out of every list (workers,
 cold starts, preparations) and summed up in one `hidden` aggregate without a slug, a worker
 id, a state, a time or a memory figure. Such a viewer gets no node totals either (a node's
@@ -18,9 +18,9 @@ import time
 from django.db.models import Avg, Count
 
 from arena import streams
+from arena.battles.secrecy import HIDDEN_LABEL, secret_slugs
 from arena.catalogue import preparation
 from arena.catalogue.models import ModelEntry
-from arena.tournaments.secrecy import HIDDEN_LABEL, secret_slugs
 
 from .models import WorkerProcess
 

@@ -2,7 +2,7 @@
 
 from django import template
 
-from arena.catalogue import preparation
+from arena.catalogue import hiding, preparation
 from arena.catalogue.models import ModelEntry
 
 register = template.Library()
@@ -12,13 +12,11 @@ register = template.Library()
 def models_being_prepared(context, what: str):
     """Creation pages: each enabled entry still being prepared, by name, and that a `what`
     ("tournament", "comparison") including it waits for it; none of the viewer's own unrevealed
-    tournaments' contestants (which one is being prepared would name a match's pair)."""
-    from arena.tournaments.secrecy import secret_models
-
+    blind verdicts' contestants (which one is being prepared would name a match's pair)."""
     request = context.get("request")
     entries = ModelEntry.objects.enabled()
     if request is not None:
-        entries = entries.exclude(id__in=secret_models(request.user).values("id"))
+        entries = entries.exclude(id__in=hiding.hidden_from(request.user).values("id"))
     return {"preparing": preparation.being_prepared(entries), "what": what}
 
 

@@ -3,27 +3,26 @@
 A staff user who judges their own tournament must not learn which contestant is playing
 (or finished first) from the status page, its socket, GET /api/v1/workers, the worker admin
 or /healthz: those show the contestants' workers only as one anonymous aggregate until the
-reveal. Other staff, and the judge after the reveal, see every worker as before."""
+reveal. Other staff, and the judge after the reveal, see every worker as before. The rule itself
+is tested beside its code: tests/arena/battles/test_secrecy.py, tests/arena/tournaments/test_secrecy.py."""
 
 import json
 import time
-from datetime import timedelta
 
 import pytest
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
-from django.utils import timezone
 
 from arena import streams
 from arena.accounts.models import ApiToken
+from arena.battles.secrecy import HIDDEN_LABEL, REDACTED
 from arena.catalogue.models import ModelEntry
 from arena.routing import websocket_urlpatterns
 from arena.tournaments.models import Tournament
-from arena.tournaments.secrecy import HIDDEN_LABEL, REDACTED, SECRET_FOR, redact, secret_slugs
 from arena.workers.models import DatabaseRecorder, WorkerProcess
 from tests.arena.api_client import api
-from tests.arena.factories import comparison, finish_battle
+from tests.arena.factories import play_through
 
 pytestmark = pytest.mark.django_db
 
@@ -93,52 +92,6 @@ def assert_hidden(text: str, contestants) -> None:
 def assert_shown(text: str, contestants) -> None:
     for model in contestants:
         assert model.slug in text, model.slug
-
-
-def play_through(t):
-    while (match := Tournament.objects.get(id=t.id).current_match()) is not None:
-        finish_battle(match.battle)
-        t.refresh_from_db()
-        t.pick_winner(match, "left")
-    t.refresh_from_db()
-    assert t.revealed
-
-
-# --- the rule ------------------------------------------------------------------------------
-def test_the_secret_models_are_the_owners_unrevealed_tournaments_contestants(judge, admin_user, tournament,
-                                                                              contestants, bystander):
-    slugs = {m.slug for m in contestants}
-    assert secret_slugs(judge) == slugs
-    assert secret_slugs(admin_user) == frozenset()  # not their tournament to judge
-    assert tournament.stop() and secret_slugs(judge) == slugs  # stopped: may be resumed
-    later = timezone.now() + SECRET_FOR + timedelta(minutes=1)
-    assert secret_slugs(judge, now=later) == frozenset()  # abandoned a day ago: long dead
-    assert tournament.resume()
-    play_through(tournament)
-    assert secret_slugs(judge) == frozenset()  # revealed
-
-
-def test_a_tournament_long_started_stays_secret_while_its_matches_go_on(judge, tournament, contestants):
-    Tournament.objects.filter(id=tournament.id).update(created_at=timezone.now() - SECRET_FOR * 2)
-    assert secret_slugs(judge) == {m.slug for m in contestants}  # match 1 started just now
-
-
-def test_an_unfinished_blind_battle_hides_its_models_and_a_speculative_ones_draft(judge, smollm, contestants):
-    draft = entry(smollm, "wren-1b", "Wren One")
-    spec = entry(smollm, "wren-1b-spec", "Wren One spec", kind=ModelEntry.Kind.SPECULATIVE, draft=draft)
-    battle = comparison(judge, spec, contestants[0], texts=None, mode="tournament", blind=True)
-    assert secret_slugs(judge) == {"wren-1b-spec", "wren-1b", contestants[0].slug}
-    finish_battle(battle)
-    assert secret_slugs(judge) == frozenset()  # both answers are in: nothing left to time
-    assert secret_slugs(None) == frozenset()
-
-
-def test_redact_replaces_a_secret_slug_or_worker_id_but_not_a_longer_slug():
-    hide = frozenset({"kestrel-7b", "osprey-3b"})
-    assert redact("evicted to make room for kestrel-7b", hide) == f"evicted to make room for {REDACTED}"
-    assert redact("osprey-3b-0a1b2c3d stopped; kestrel-7b.", hide) == f"{REDACTED} stopped; {REDACTED}."
-    assert redact("evicted to make room for kestrel-7b-awq", hide) == "evicted to make room for kestrel-7b-awq"
-    assert redact("idle for 600 s", frozenset()) == "idle for 600 s"
 
 
 # --- /healthz --------------------------------------------------------------------------------
