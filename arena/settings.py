@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "arena.battles",
     "arena.tournaments",
     "arena.suites",
+    "arena.suite_runs",
     "arena.leaderboard",
     "arena.history",
     "arena.workers",

@@ -25,7 +25,7 @@ urlpatterns = [
     path("b/<uuid:battle_id>/continue", battles.battle_continue, name="battle-continue"),
     path("", include("arena.tournaments.urls")),
     path("", include("arena.suites.urls")),
-    path("", include("arena.suites.run_urls")),  # the run pages (the runs' API is in arena.suites.urls)
+    path("", include("arena.suite_runs.urls")),
     path("", include("arena.history.urls")),
     path("", include("arena.accounts.urls")),  # logging in, passwords, invitations, sign-up, API tokens
     path("v1/", include("arena.openai_compat.urls")),

@@ -11,6 +11,7 @@ from arena.generations.models import Generation
 from arena.generations.services import start_generation
 from arena.history.openapi import OPENAPI_PATHS as EXPORT_PATHS
 from arena.playground.forms import GenerationForm
+from arena.suite_runs.openapi import OPENAPI_PATHS as SUITE_RUN_PATHS
 from arena.suites.openapi import OPENAPI_PATHS as SUITE_PATHS
 from arena.tournaments.openapi import OPENAPI_PATHS as TOURNAMENT_PATHS
 from arena.workers.status import for_viewer as workers_for_viewer
@@ -20,8 +21,8 @@ from .auth import created, error, form_error, json_body, token_required
 from .catalogue_openapi import CATALOGUE_PATHS
 from .openapi import SPEC
 
-FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **SUITE_PATHS, **EXPORT_PATHS, **CATALOGUE_PATHS,
-                               **TOKEN_PATHS}}
+FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **SUITE_PATHS, **SUITE_RUN_PATHS, **EXPORT_PATHS,
+                               **CATALOGUE_PATHS, **TOKEN_PATHS}}
 
 
 @require_GET

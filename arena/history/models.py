@@ -92,7 +92,7 @@ class ShareLink(models.Model):
                                    related_name="share_links")
     suite = models.ForeignKey("suites.Suite", null=True, blank=True, on_delete=models.CASCADE,
                               related_name="share_links")
-    suite_run = models.ForeignKey("suites.SuiteRun", null=True, blank=True, on_delete=models.CASCADE,
+    suite_run = models.ForeignKey("suite_runs.SuiteRun", null=True, blank=True, on_delete=models.CASCADE,
                                   related_name="share_links")
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -17,7 +17,7 @@ from django.db.models import Q, QuerySet
 from arena import tags
 from arena.battles.models import Battle
 from arena.generations.models import Generation
-from arena.suites.models import SuiteRun
+from arena.suite_runs.models import SuiteRun
 from arena.tournaments.models import Tournament
 
 MAX_TERMS = 10

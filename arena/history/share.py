@@ -9,8 +9,9 @@ from django.http import Http404
 
 from arena.battles.models import Battle
 from arena.generations.models import Generation
-from arena.suites import report
-from arena.suites.models import Suite, SuiteRun
+from arena.suite_runs import report
+from arena.suite_runs.models import SuiteRun
+from arena.suites.models import Suite
 from arena.tournaments import display
 from arena.tournaments.models import Tournament
 

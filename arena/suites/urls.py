@@ -1,6 +1,6 @@
 from django.urls import path
 
-from arena.suites import api, runs_api, views
+from . import api, views
 
 urlpatterns = [
     path("suites/", views.suite_list, name="suites"),
@@ -10,7 +10,4 @@ urlpatterns = [
     path("suites/<uuid:suite_id>/delete", views.suite_delete, name="suite-delete"),
     path("api/v1/suites", api.suites, name="api-suites"),
     path("api/v1/suites/<uuid:suite_id>", api.suite, name="api-suite"),
-    path("api/v1/suite-runs", runs_api.suite_runs, name="api-suite-runs"),
-    path("api/v1/suite-runs/<uuid:run_id>", runs_api.suite_run, name="api-suite-run"),
-    path("api/v1/suite-runs/<uuid:run_id>/cancel", runs_api.cancel, name="api-suite-run-cancel"),
 ]

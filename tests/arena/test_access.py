@@ -13,8 +13,9 @@ from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.history.models import NEW_LINKS, ShareLink
-from arena.suites.models import Suite, SuiteRun
-from arena.suites.services import start_run
+from arena.suite_runs.models import SuiteRun
+from arena.suite_runs.services import start_run
+from arena.suites.models import Suite
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
 from tests.arena.factories import generation, suite

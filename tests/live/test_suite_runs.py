@@ -43,7 +43,7 @@ def run_state(live_app, token, run_id: str) -> dict:
 def stored(live_app, run_id: str) -> dict:
     """What the database holds for the run: generations per answer and judgement, and battles."""
     code = (
-        "import json; from arena.suites.models import *; from arena.battles.models import Battle; "
+        "import json; from arena.suites.models import *; from arena.suite_runs.models import *; from arena.battles.models import Battle; "
         "from arena.generations.models import Generation as G; "
         f"run = SuiteRun.objects.get(id={run_id!r}); "
         "answers = list(SuiteAnswer.objects.filter(run=run).select_related('generation')); "

@@ -37,8 +37,9 @@ from arena.battles.services import start_battle
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
-from arena.suites import judge, parsing
-from arena.suites.services import start_run
+from arena.suite_runs import judge
+from arena.suite_runs.services import start_run
+from arena.suites import parsing
 from arena.tournaments.models import Tournament
 from inference.structured import constraint_problem
 from tests.arena.api.conformance import assert_conforms

@@ -14,7 +14,8 @@ from arena.battles.models import Battle
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
-from arena.suites.models import Suite, SuiteAnswer, SuiteContestant, SuitePrompt, SuiteRun
+from arena.suite_runs.models import SuiteAnswer, SuiteContestant, SuiteRun
+from arena.suites.models import Suite, SuitePrompt
 
 # The variants that read alike once cut ("SmolLM2 135M Instruct, …"): the run's contestants.
 ALIKE = ["smollm2-135m-spec", "smollm2-135m-awq", "smollm2-135m-llamacpp", "smollm2-135m-llamacpp-spec"]

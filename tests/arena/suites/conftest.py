@@ -9,8 +9,3 @@ def mine(client, owner):
     client.force_login(owner)
     return client
 
-
-@pytest.fixture
-def three(catalogue):
-    """Three catalogue entries: a round robin of three pairs."""
-    return catalogue[:3]

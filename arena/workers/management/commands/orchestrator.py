@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from arena.generations.admission import Admitter
 from arena.generations.sweeper import Sweeper
 from arena.history.view_counts import Flusher
-from arena.suites.runner import Kicker
+from arena.suite_runs.runner import Kicker
 from arena.workers.models import DatabaseRecorder
 from inference import redis_connect
 from inference.protocol import Keys

@@ -1,8 +1,8 @@
-"""The judge's prompt and how its answer is read (arena.suites.judge): pure."""
+"""The judge's prompt and how its answer is read (arena.suite_runs.judge): pure."""
 
 import pytest
 
-from arena.suites import judge
+from arena.suite_runs import judge
 
 
 @pytest.mark.parametrize("text, letter", [

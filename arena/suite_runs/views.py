@@ -1,6 +1,6 @@
 """The suite run pages: my runs, a new run, a run (with its live progress fragment, cancel and
 exports) and people judging its pairs blind. Only the owner opens a run; anyone else gets a
-404. The behaviour lives on SuiteRun (arena.suites.models) and in arena.suites.report."""
+404. The behaviour lives on SuiteRun (arena.suites.models) and in arena.suite_runs.report."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from arena.history.export import download
 
-from . import report, run_export, runner
+from . import export, report, runner
+from .forms import SuiteRunForm, VoteForm, pair_token
 from .models import SuiteRun, VerdictError
-from .run_forms import SuiteRunForm, VoteForm, pair_token
 from .services import RunError, start_run
 
 
@@ -115,9 +115,9 @@ def _revealed(run: SuiteRun, user):
 def run_export_file(request, run_id, fmt):
     run = _get_run_for_user(request, run_id)
     if fmt == "csv":
-        return download(request, run_export.csv_chunks(run), "csv", run_export.filename(run, "answers", "csv"))
-    chunks = run_export.json_document(run, request.build_absolute_uri)
-    return download(request, chunks, "json", run_export.filename(run, "answers-verdicts", "json"))
+        return download(request, export.csv_chunks(run), "csv", export.filename(run, "answers", "csv"))
+    chunks = export.json_document(run, request.build_absolute_uri)
+    return download(request, chunks, "json", export.filename(run, "answers-verdicts", "json"))
 
 
 @login_required
@@ -125,8 +125,8 @@ def run_export_file(request, run_id, fmt):
 def run_export_comparator(request, run_id):
     """?a=<slug>&b=<slug>: the two contestants LLM Comparator compares (default: the first two)."""
     run = _get_run_for_user(request, run_id)
-    models = run_export.comparator_models(run, request.GET.get("a"), request.GET.get("b"))
+    models = export.comparator_models(run, request.GET.get("a"), request.GET.get("b"))
     if models is None:
         raise Http404("Name two different contestants of this run as a and b.")
-    chunks = run_export.comparator_document(run, *models, request.build_absolute_uri)
-    return download(request, chunks, "json", run_export.filename(run, "llm-comparator", "json"))
+    chunks = export.comparator_document(run, *models, request.build_absolute_uri)
+    return download(request, chunks, "json", export.filename(run, "llm-comparator", "json"))

@@ -7,12 +7,12 @@ import pytest
 from arena.accounts.models import ApiToken
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
-from arena.suites import judge, runner
-from arena.suites.models import SuiteRun
+from arena.suite_runs import judge, runner
+from arena.suite_runs.models import SuiteRun
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
 from tests.arena.factories import suite
-from tests.arena.suites.running import run_to_end
+from tests.arena.suite_runs.running import run_to_end
 
 pytestmark = pytest.mark.django_db
 

@@ -6,12 +6,13 @@ import secrets
 
 from django.db import transaction
 
-from arena import limits
 from arena.catalogue.models import ModelEntry
+from arena.generations import limits
+from arena.suites.models import Suite
 from inference.protocol import ParamError
 
 from . import judge, runner
-from .models import Suite, SuiteContestant, SuiteRun
+from .models import SuiteContestant, SuiteRun
 
 
 class RunError(Exception):

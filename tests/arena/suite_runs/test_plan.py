@@ -1,4 +1,4 @@
-"""The suite run planner (arena.suites.plan): pure, driven here by a small simulation of a run."""
+"""The suite run planner (arena.suite_runs.plan): pure, driven here by a small simulation of a run."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.suites import plan as P
+from arena.suite_runs import plan as P
 
 
 def finish(state: P.RunState, step: P.Plan, *, fail=lambda key: False, verdict=lambda key: P.LEFT) -> None:

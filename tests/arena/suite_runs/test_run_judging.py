@@ -11,10 +11,10 @@ from unittest import mock
 import pytest
 
 from arena.battles.models import Battle
-from arena.suites.models import SuiteRun, VerdictError
-from arena.suites.services import start_run
+from arena.suite_runs.models import SuiteRun, VerdictError
+from arena.suite_runs.services import start_run
 from tests.arena.factories import identifiers, suite
-from tests.arena.suites.running import run_to_end
+from tests.arena.suite_runs.running import run_to_end
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ def shown(html: str) -> tuple[str, str, str]:
 def test_a_vote_is_stored_in_the_pairs_terms_whichever_side_was_a(mine, owner, catalogue, a_side):
     left, right = catalogue[:2]
     run = people_run(owner, [left, right])
-    with mock.patch("arena.suites.run_views.random.choice", return_value=a_side):
+    with mock.patch("arena.suite_runs.views.random.choice", return_value=a_side):
         html = mine.get(f"/suite-runs/{run.id}/judge").content.decode()
     token, a_text, _b = shown(html)
     assert a_text == f"Paris ({(left if a_side == 'left' else right).slug})"

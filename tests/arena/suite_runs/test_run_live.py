@@ -1,5 +1,5 @@
 """A suite run's page while it runs and when it ends, through its one live mechanism (the progress
-fragment's poll, arena.suites.report.update): answers swap in as they land, judged pairs as they
+fragment's poll, arena.suite_runs.report.update): answers swap in as they land, judged pairs as they
 are judged, and once the run ends the whole page, final (no Cancel). Also the judge explained: a
 pair that is a tie because the judge's two orders disagreed says so with both readings, and the
 page says how often the judge agreed with itself. Runs are driven by hand as in test_runner.py."""
@@ -14,10 +14,10 @@ import pytest
 
 from arena.battles.models import Battle
 from arena.generations.models import Generation
-from arena.suites import runner
-from arena.suites.services import start_run
+from arena.suite_runs import runner
+from arena.suite_runs.services import start_run
 from tests.arena.factories import finish, suite
-from tests.arena.suites.running import end_all, live, run_to_end
+from tests.arena.suite_runs.running import end_all, live, run_to_end
 
 pytestmark = pytest.mark.django_db
 
@@ -165,7 +165,7 @@ def test_failed_cells_and_their_reasons_swap_in_live(mine, owner, three):
 
 
 def test_what_a_page_shows_is_written_short_and_read_back():
-    from arena.suites.report import MAX_CELLS, Cell, _marks, seen
+    from arena.suite_runs.report import MAX_CELLS, Cell, _marks, seen
 
     class Answer:
         def __init__(self, status, attempts=1):

@@ -10,17 +10,18 @@ from django import forms
 from django.core import signing
 
 from arena.catalogue.models import ModelEntry
+from arena.suites.models import Suite
 from arena.tournaments.forms import ParamsMixin, add_contestant_fields
 
 from . import judge as judging  # `judge` is a field's name below
-from .models import Suite, SuiteRun
+from .models import SuiteRun
 
 SALT = "arena.suites.blind-pair"
 
 
 class SuiteRunForm(ParamsMixin, forms.Form):
     """A suite of the user's, 2 to 8 contestants in order, a format, an optional judge and its
-    template, and shared parameters (arena.suites.services.start_run checks the rest)."""
+    template, and shared parameters (arena.suite_runs.services.start_run checks the rest)."""
 
     blind_who = ""  # a model judge may want greedy answers; people see the names on the run page anyway
     suite = forms.ModelChoiceField(queryset=Suite.objects.none(), empty_label=None)

@@ -19,9 +19,9 @@ from arena.battles.judging import agreement
 from arena.generations.models import Generation
 from arena.leaderboard import frontier, measures, ratings
 from arena.leaderboard.records import SCORES, names
+from arena.suites.parsing import MAX_PROMPTS
 
 from .models import SuiteAnswer, SuiteRun
-from .parsing import MAX_PROMPTS
 
 MAX_CELLS = MAX_PROMPTS * SuiteRun.MAX_CONTESTANTS  # a `seen` longer than any grid is not read
 

@@ -1,6 +1,8 @@
+"""The suite run pages and the suite runs' API."""
+
 from django.urls import path
 
-from . import run_views as views
+from . import api, views
 
 urlpatterns = [
     path("suite-runs/", views.run_list, name="suite-runs"),
@@ -11,6 +13,9 @@ urlpatterns = [
     path("suite-runs/<uuid:run_id>/judge", views.run_judge, name="suite-run-judge"),
     path("suite-runs/<uuid:run_id>/export.csv", views.run_export_file, {"fmt": "csv"}, name="suite-run-export-csv"),
     path("suite-runs/<uuid:run_id>/export.json", views.run_export_file, {"fmt": "json"}, name="suite-run-export-json"),
-    # One JSON object on one line: what LLM Comparator loads (arena.suites.run_export).
+    # One JSON object on one line: what LLM Comparator loads (arena.suite_runs.export).
     path("suite-runs/<uuid:run_id>/export.jsonl", views.run_export_comparator, name="suite-run-export-comparator"),
+    path("api/v1/suite-runs", api.suite_runs, name="api-suite-runs"),
+    path("api/v1/suite-runs/<uuid:run_id>", api.suite_run, name="api-suite-run"),
+    path("api/v1/suite-runs/<uuid:run_id>/cancel", api.cancel, name="api-suite-run-cancel"),
 ]

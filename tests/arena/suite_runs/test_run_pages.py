@@ -11,11 +11,11 @@ import json
 import pytest
 
 from arena.generations.models import Generation
-from arena.suites import judge
-from arena.suites.models import SuiteRun
-from arena.suites.services import start_run
+from arena.suite_runs import judge
+from arena.suite_runs.models import SuiteRun
+from arena.suite_runs.services import start_run
 from tests.arena.factories import suite
-from tests.arena.suites.running import end_all, live, run_to_end
+from tests.arena.suite_runs.running import end_all, live, run_to_end
 
 pytestmark = pytest.mark.django_db
 
@@ -92,7 +92,7 @@ def test_the_run_page_shows_progress_results_answers_verdicts_and_charts(mine, o
 
 def test_the_progress_fragment_polls_while_the_run_is_live(mine, owner, three):
     run = start_run(owner, suite=suite(owner), contestants=three)
-    from arena.suites import runner
+    from arena.suite_runs import runner
 
     runner.step(run)
     end_all(run)
@@ -107,7 +107,7 @@ def test_the_progress_fragment_polls_while_the_run_is_live(mine, owner, three):
 
 def test_cancel_stops_the_run_and_the_polling(mine, owner, three):
     run = start_run(owner, suite=suite(owner), contestants=three)
-    from arena.suites import runner
+    from arena.suite_runs import runner
 
     runner.step(run)
     assert live(run)
@@ -164,7 +164,7 @@ def test_the_llm_comparator_export_is_the_object_the_tool_loads(mine, owner, thr
 
 def test_a_failed_answers_reason_is_shown_to_the_owner(mine, owner, three):
     run = start_run(owner, suite=suite(owner, "Hi?"), contestants=three[:2])
-    from arena.suites import runner
+    from arena.suite_runs import runner
 
     runner.step(run)
     gen = live(run)[0]

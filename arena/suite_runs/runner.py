@@ -1,6 +1,6 @@
 """Carrying out suite runs, a step at a time, each step from what the database holds.
 
-A step reads the run's answers, judgements and verdicts, asks arena.suites.plan what to do
+A step reads the run's answers, judgements and verdicts, asks arena.suite_runs.plan what to do
 next, and does it in one transaction: it creates the generations to start (ordinary
 `Generation`s with origin "suite", run by arena.generations' own task, followed, swept and
 stored like any other), records the verdicts of pairs both of whose judgements are in (a
@@ -31,11 +31,12 @@ from arena.battles.judging import judgement
 from arena.battles.models import Battle
 from arena.generations import admission
 from arena.generations.models import Generation
+from arena.suites.models import SuitePrompt
 from inference import protocol as p
 from orchestration import client as orch
 
 from . import judge, plan
-from .models import SuiteAnswer, SuiteJudgement, SuitePrompt, SuiteRun
+from .models import SuiteAnswer, SuiteJudgement, SuiteRun
 
 log = logging.getLogger(__name__)
 STEP_EVERY_S = 2

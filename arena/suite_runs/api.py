@@ -1,7 +1,7 @@
 """The suite-run endpoints of the JSON API: start a run, list mine, read one, cancel it.
 
 The request's shape (types, slugs, the caller's suite) is read here; whether the run can
-start is arena.suites.services.start_run's to say, as for the page: its RunError names the
+start is arena.suite_runs.services.start_run's to say, as for the page: its RunError names the
 field. Only the owner reads or cancels a run (anyone else: 404)."""
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from arena.api.auth import created, error, json_body, token_required
 from arena.catalogue.models import ModelEntry
+from arena.suites.models import Suite
 
 from . import report, runner
-from .models import Suite, SuiteRun
+from .models import SuiteRun
 from .services import RunError, start_run
 
 CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judge_template", "params"}

@@ -11,7 +11,7 @@ Verdicts are the model judge's and the owner's revealed blind ones
 (an unrevealed one would name the contestants before the reveal, as in the history export).
 
 LLM Comparator compares two models by one rater (the run's judge, or for a run people judge,
-the owner's revealed verdicts: arena.suites.report.rated_verdicts). It reads one JSON object
+the owner's revealed verdicts: arena.suite_runs.report.rated_verdicts). It reads one JSON object
 {"metadata", "models" (two names), "examples": [{"input_text", "tags", "output_text_a",
 "output_text_b", "score", "individual_rater_scores", "custom_fields"}]}, score from +1 (A
 better) to -1 (B better), 0 a tie. The issue asked for JSONL; the tool reads no JSONL, so the file is that one object,

@@ -4,8 +4,8 @@ then every generation it started ended as its run would end it (tests/arena/fact
 from __future__ import annotations
 
 from arena.generations.models import Generation
-from arena.suites import runner
-from arena.suites.models import SuiteJudgement, SuiteRun
+from arena.suite_runs import runner
+from arena.suite_runs.models import SuiteJudgement, SuiteRun
 from tests.arena.factories import finish
 
 

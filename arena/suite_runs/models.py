@@ -1,0 +1,274 @@
+"""Suite runs: contestants (catalogue entries) x a suite's prompts, each pair of answers judged
+by a model or blind by people. The tables keep the names they had in the suites app
+(Meta.db_table), which held these models before."""
+
+from __future__ import annotations
+
+import uuid
+from itertools import combinations
+from typing import Any, NamedTuple
+
+from django.conf import settings
+from django.db import models, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from arena.suites.models import Suite, SuitePrompt
+
+from .plan import MAX_ATTEMPTS
+
+
+class SuiteRun(models.Model):
+    """Contestants (2 to 8 catalogue entries) x a suite's prompts, judged by a model or by people.
+
+    A run is carried out by arena.suite_runs.runner, one step at a time, from what the database
+    holds (arena.suite_runs.plan): it survives a restart, and nothing that finished runs again."""
+
+    class Format(models.TextChoices):
+        ROUND_ROBIN = "round_robin", "Round robin: every pair on every prompt"
+        KNOCKOUT = "knockout", "Knockout: a bracket per prompt"
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        CANCELLED = "cancelled"
+
+    MIN_CONTESTANTS, MAX_CONTESTANTS = 2, 8
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suite_runs")
+    suite = models.ForeignKey(Suite, on_delete=models.PROTECT, related_name="runs")
+    format = models.CharField(max_length=12, choices=Format.choices, default=Format.ROUND_ROBIN)
+    judge = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="suite_runs_judged", help_text="Empty: people judge the pairs.")
+    judge_template = models.TextField(blank=True, help_text="The judge's prompt (arena.suite_runs.judge).")
+    params = models.JSONField(default=dict, blank=True,
+                              help_text="Shared sampling parameters, over each contestant's defaults.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING, db_index=True)
+    seed = models.PositiveIntegerField(default=0, help_text="A knockout's coin for tied pairs.")
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    stepped_at = models.DateTimeField(default=timezone.now, help_text="When the runner last took a step.")
+    chain = models.CharField(max_length=16, blank=True, help_text="The token of the runner's current chain of steps.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "suites_suiterun"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.suite.name}: {self.get_format_display()}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("suite-run-detail", args=[self.id])
+
+    @property
+    def live(self) -> bool:
+        return self.state == self.State.RUNNING
+
+    def verdicts(self):
+        """The model judge's verdicts on this run's pairs (battles of its stored answers)."""
+        from arena.battles.models import Battle
+
+        answers = SuiteAnswer.objects.filter(run=self).values("generation_id")
+        return Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=False, judge_id=self.judge_id,
+                                     left_id__in=answers)
+
+    def results(self) -> list[dict]:
+        """Per contestant, in order: wins, losses, ties (the judge's verdicts), answers done and
+        failed for good, and how many constrained answers followed their schema or regex
+        (`validity_rate`, None without any)."""
+        rows = list(_tally(self).values())
+        for row in rows:
+            row["validity_rate"] = row["valid"] / row["constrained"] if row["constrained"] else None
+        return rows
+
+    @property
+    def eta_s(self) -> float | None:
+        """About how long the rest will take, at the pace so far (None before any progress)."""
+        if not self.live or not self.done or self.total <= self.done:
+            return None
+        elapsed = (timezone.now() - self.created_at).total_seconds()
+        return elapsed / self.done * (self.total - self.done)
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.done / self.total) if self.total else 0
+
+    @property
+    def contestants(self) -> list:
+        """The contestants' catalogue entries, in their order (a knockout's seeding)."""
+        return [entrant.model for entrant in self.entrants.select_related("model").order_by("position")]
+
+    # --- people judging, blind (arena.suite_runs.views.run_judge) ---------------------------------
+    @property
+    def people_follow_judge(self) -> bool:
+        """People judge the pairs the model judge judged (a knockout's bracket); else every pair."""
+        return self.format == self.Format.KNOCKOUT and self.judge_id is not None
+
+    def people_pairs(self) -> list[Pair]:
+        """The pairs people may judge now, both answers done, in prompt then contestant order: a
+        round robin's every pair on every prompt (also a judgeless knockout's, which has no
+        bracket to follow), or the pairs a knockout's judge judged."""
+        answers = SuiteAnswer.objects.filter(run=self, generation__status="done").select_related(
+            "prompt", "generation__model")
+        by_key = {(a.prompt_id, a.contestant_id): a for a in answers}
+        if self.people_follow_judge:
+            wanted = [(a.prompt, a.generation, right) for a, right in self._judged_pairs(answers)]
+        else:
+            order = [m.id for m in self.contestants]
+            wanted = [(by_key[(p.id, a)].prompt, by_key[(p.id, a)].generation, by_key[(p.id, b)].generation)
+                      for p in self.suite.ordered_prompts() for a, b in combinations(order, 2)
+                      if (p.id, a) in by_key and (p.id, b) in by_key]
+        return [Pair(prompt, left, right) for prompt, left, right in wanted]
+
+    def _judged_pairs(self, answers) -> list:
+        by_gen = {a.generation_id: a for a in answers}
+        rows = self.verdicts().order_by("created_at").values_list("left_id", "right_id")
+        return [(by_gen[left], by_gen[right].generation) for left, right in rows
+                if left in by_gen and right in by_gen]
+
+    def people_verdicts(self, user):
+        """`user`'s own blind verdicts on this run's pairs (battles of its stored answers)."""
+        from arena.battles.models import Battle
+
+        answers = SuiteAnswer.objects.filter(run=self).values("generation_id")
+        return Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=True, owner=user, left_id__in=answers)
+
+    def revealed_to(self, user) -> bool:
+        """`user` has seen the names behind their verdicts: their judging of this run is over (the
+        same answers come again in other pairs, so nothing after it would be blind)."""
+        return self.people_verdicts(user).filter(revealed=True).exists()
+
+    def next_pair_for(self, user) -> Pair | None:
+        """The first pair ready to judge that `user` has not judged yet (None: none now, or the
+        names were revealed to them)."""
+        if self.revealed_to(user):
+            return None
+        judged = set(self.people_verdicts(user).values_list("left_id", "right_id"))
+        return next((pair for pair in self.people_pairs() if (pair.left.id, pair.right.id) not in judged), None)
+
+    @transaction.atomic
+    def record_human_verdict(self, user, left_id, right_id, outcome: str):
+        """`user`'s blind verdict on the pair of answers (`left_id`, `right_id`, in the pair's own
+        left/right terms) as a suite battle; VerdictError if it is not a pair of this run ready to
+        judge, or `user` already judged it."""
+        from arena.battles.models import Battle
+
+        wanted = (str(left_id), str(right_id))
+        pair = next((p for p in self.people_pairs() if (str(p.left.id), str(p.right.id)) == wanted), None)
+        if pair is None:
+            raise VerdictError("That is not a pair of this run ready to judge.")
+        if outcome not in Battle.Outcome.values:
+            raise VerdictError("Choose A, B, a tie or both bad.")
+        # Serialise one user's votes on this run, so a double submit cannot store the pair twice.
+        SuiteRun.objects.select_for_update().filter(id=self.id).first()
+        if self.people_verdicts(user).filter(left_id=pair.left.id, right_id=pair.right.id).exists():
+            raise VerdictError("You have already judged this pair.")
+        if self.revealed_to(user):
+            raise VerdictError("The names were revealed to you: your judging of this run is over.")
+        return Battle.objects.create(owner=user, mode=Battle.Mode.SUITE, blind=True, left=pair.left,
+                                     right=pair.right, outcome=outcome, voted_at=timezone.now(),
+                                     tag=self.suite.tag)
+
+    def reveal_for(self, user) -> int:
+        """Show `user` the names behind their blind verdicts on this run; how many were hidden."""
+        from arena.leaderboard.cache import bump_now_and_on_commit
+
+        revealed = self.people_verdicts(user).filter(revealed=False).update(revealed=True)
+        if revealed:
+            bump_now_and_on_commit()  # the revealed verdicts now count on the leaderboard
+        return revealed
+
+
+class Pair(NamedTuple):
+    """Two answers to one prompt of a run, in the pair's stored left/right order."""
+
+    prompt: SuitePrompt
+    left: Any  # a Generation (the suites app does not import the generations app's models here)
+    right: Any
+
+
+class VerdictError(Exception):
+    """A person's verdict that cannot be stored; the message is fit for the user."""
+
+
+class SuiteContestant(models.Model):
+    run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="entrants")
+    model = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="suite_entries")
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        db_table = "suites_suitecontestant"
+        ordering = ["run", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "model"], name="suite_contestant_once"),
+                       models.UniqueConstraint(fields=["run", "position"], name="suite_contestant_position")]
+
+    def __str__(self) -> str:
+        return f"contestant {self.position} of run {self.run_id}"
+
+
+class SuiteAnswer(models.Model):
+    """A contestant's answer to one prompt of a run: its latest generation and how many were made."""
+
+    run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="answers")
+    prompt = models.ForeignKey(SuitePrompt, on_delete=models.CASCADE, related_name="+")
+    contestant = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
+    generation = models.ForeignKey("playground.Generation", on_delete=models.CASCADE, related_name="+")
+    attempts = models.PositiveSmallIntegerField(default=1)
+
+    class Meta:
+        db_table = "suites_suiteanswer"
+        constraints = [models.UniqueConstraint(fields=["run", "prompt", "contestant"], name="suite_answer_once")]
+
+    def __str__(self) -> str:
+        return f"answer of {self.contestant_id} to {self.prompt_id} in run {self.run_id}"
+
+
+class SuiteJudgement(models.Model):
+    """The model judge's reading of one pair in one order: its latest generation and how many were
+    made (its verdict is read from the generation's text: arena.suite_runs.judge.verdict_for)."""
+
+    run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="judgements")
+    prompt = models.ForeignKey(SuitePrompt, on_delete=models.CASCADE, related_name="+")
+    left = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
+    right = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
+    order = models.CharField(max_length=12)
+    generation = models.ForeignKey("playground.Generation", on_delete=models.CASCADE, related_name="+")
+    attempts = models.PositiveSmallIntegerField(default=1)
+
+    class Meta:
+        db_table = "suites_suitejudgement"
+        constraints = [models.UniqueConstraint(fields=["run", "prompt", "left", "right", "order"],
+                                               name="suite_judgement_once")]
+
+    def __str__(self) -> str:
+        return f"judgement {self.order} of {self.left_id} vs {self.right_id} on {self.prompt_id} in run {self.run_id}"
+
+
+def _tally(run: SuiteRun) -> dict[int, dict]:
+    """Per contestant id: its answers (done, failed for good), constraint validity, and verdicts."""
+    rows = {model.id: {"model": model, "wins": 0, "losses": 0, "ties": 0, "answered": 0, "failed": 0,
+                       "constrained": 0, "valid": 0} for model in run.contestants}
+    answers = SuiteAnswer.objects.filter(run=run).select_related("generation")
+    for answer in answers:
+        row, gen = rows[answer.contestant_id], answer.generation
+        if gen.status == "done":
+            row["answered"] += 1
+            if gen.output_valid is not None:
+                row["constrained"] += 1
+                row["valid"] += gen.output_valid
+        elif gen.finished and answer.attempts >= MAX_ATTEMPTS:
+            row["failed"] += 1
+    answer_of = {a.generation_id: a.contestant_id for a in answers}
+    for left, right, outcome in run.verdicts().values_list("left_id", "right_id", "outcome"):
+        left, right = answer_of[left], answer_of[right]
+        if outcome in ("left", "right"):
+            winner, loser = (left, right) if outcome == "left" else (right, left)
+            rows[winner]["wins"] += 1
+            rows[loser]["losses"] += 1
+        else:
+            rows[left]["ties"] += 1
+            rows[right]["ties"] += 1
+    return rows
