@@ -1,4 +1,4 @@
-"""A suite run's answers and verdicts as CSV or JSON (arena.history.export's conventions: the
+"""A suite run's answers and verdicts as CSV or JSON (arena.generations.export's conventions: the
 same side fields, formula cells escaped in CSV, a private streamed download), and its verdicts
 between two contestants as the JSON file LLM Comparator (github.com/PAIR-code/llm-comparator)
 loads.
@@ -27,8 +27,9 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Q
 from django.utils import timezone
 
+from arena.battles.export import battle_record
 from arena.battles.models import Battle
-from arena.history.export import battle_record, csv_lines, side_record
+from arena.generations.export import csv_lines, side_record
 
 from .models import SuiteAnswer, SuiteRun
 from .report import judge_agreement, judged_pairs, rated_verdicts

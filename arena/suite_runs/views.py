@@ -11,7 +11,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from arena.history.export import download
+from arena.generations.export import download
 
 from . import export, report, runner
 from .forms import SuiteRunForm, VoteForm, pair_token

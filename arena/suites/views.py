@@ -8,8 +8,6 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from arena.history.queries import Filters
-
 from .forms import TypedSuiteForm, UploadSuiteForm
 from .models import Suite
 
@@ -27,7 +25,7 @@ def _get_suite_for_user(request, suite_id) -> Suite:
 @require_GET
 def suite_list(request):
     page = Paginator(Suite.objects.owned_by(request.user), PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "suites/list.html", {"page": page, "filters": Filters()})  # Filters: the pager's links
+    return render(request, "suites/list.html", {"page": page})
 
 
 def _create(request, form, prompts_field: str):

@@ -64,8 +64,8 @@ def shared_generation(gen):
 
 @register.simple_tag
 def query(filters, **extra):
-    """The filters (and e.g. page=2) as a query string, starting with '?', or ''."""
-    params = {**filters.as_query(), **{k: v for k, v in extra.items() if v not in (None, "")}}
+    """The filters (none on a page without them) and e.g. page=2 as a query string, starting with '?', or ''."""
+    params = {**(filters.as_query() if filters else {}), **{k: v for k, v in extra.items() if v not in (None, "")}}
     return "?" + urlencode(params) if params else ""
 
 

@@ -14,6 +14,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from arena.generations.export import csv_cell
 from arena.history import export, view_counts
 from arena.history.models import NEW_LINKS, ShareLink
 from arena.tournaments.models import Tournament
@@ -407,7 +408,7 @@ def test_battle_export_as_csv_has_every_column_and_only_the_owners_rows(client, 
     ({"a": "=x"}, '{"a": "=x"}'), (True, "true"),
 ])
 def test_csv_cells_neutralise_formulas(value, cell):
-    assert export.csv_cell(value) == cell
+    assert csv_cell(value) == cell
 
 
 def test_generation_export_as_json_and_csv_honours_the_search(client, owner, outsider, catalogue):
