@@ -1,6 +1,6 @@
-"""OpenAPI 3.1 path items of the token endpoints, merged into arena.api.openapi.SPEC."""
+"""OpenAPI 3.1 path items of the token endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import TEXT, TOO_LARGE, _err, _json
+from arena.api.openapi import TEXT, TOO_LARGE, error_response, json_content
 
 from .models import MAX_EXPIRY_DAYS, NAME_MAX_LENGTH
 
@@ -31,16 +31,16 @@ OPENAPI_PATHS = {
             "operationId": "listTokens",
             "summary": "Your API tokens, newest first, without their secrets",
             "responses": {
-                "200": {"description": "Your tokens", **_json({
+                "200": {"description": "Your tokens", **json_content({
                     "type": "object", "required": ["tokens"],
                     "properties": {"tokens": {"type": "array", "items": TOKEN}}})},
-                "401": _err("Missing or invalid token"),
+                "401": error_response("Missing or invalid token"),
             },
         },
         "post": {
             "operationId": "createToken",
             "summary": "Make a new API token; the answer is the only time it is shown",
-            "requestBody": {"required": True, **_json({
+            "requestBody": {"required": True, **json_content({
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {
@@ -52,9 +52,9 @@ OPENAPI_PATHS = {
                 },
             })},
             "responses": {
-                "201": {"description": "Created; `token` is shown this once", **_json(NEW_TOKEN)},
-                "400": _err("Invalid request; `fields` says which"),
-                "401": _err("Missing or invalid token"),
+                "201": {"description": "Created; `token` is shown this once", **json_content(NEW_TOKEN)},
+                "400": error_response("Invalid request; `fields` says which"),
+                "401": error_response("Missing or invalid token"),
                 **TOO_LARGE,
             },
         },
@@ -66,8 +66,8 @@ OPENAPI_PATHS = {
             "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}],
             "responses": {
                 "204": {"description": "Revoked (or already revoked)"},
-                "401": _err("Missing or invalid token"),
-                "404": _err("No such token (or not yours)"),
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such token (or not yours)"),
             },
         },
     },

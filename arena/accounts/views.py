@@ -13,8 +13,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from arena.api.auth import created, error, json_body, token_required
+from arena.api.http import created, error, json_body
 
+from .bearer import token_required
 from .models import MAX_EXPIRY_DAYS, NAME_MAX_LENGTH, ApiToken
 
 CREATE_FIELDS = {"name", "expires_in_days"}

@@ -39,6 +39,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from arena.api.http import Refusal, body_too_large_message
+
 log = logging.getLogger(__name__)
 
 REQUESTS_PER_MINUTE = "requests_per_minute"
@@ -48,9 +50,11 @@ CONCURRENT_GENERATIONS = "concurrent_generations"
 CONCURRENCY_RETRY_S = 5
 
 
-class LimitExceeded(Exception):
+class LimitExceeded(Refusal):
     """A per-user limit refused a request: `limit` names it, `allowed` and `current` are the
-    numbers, `retry_after_s` how long to wait."""
+    numbers, `retry_after_s` how long to wait. The JSON API answers it with a 429 (a Refusal)."""
+
+    status = 429
 
     def __init__(self, limit: str, *, allowed: int, current: int, retry_after_s: int, message: str):
         super().__init__(message)
@@ -62,6 +66,9 @@ class LimitExceeded(Exception):
         """The API's error body: {"error": {"message", "limit", "allowed", "current", "retry_after_s"}}."""
         return {"error": {"message": self.message, "limit": self.limit, "allowed": self.allowed,
                           "current": self.current, "retry_after_s": self.retry_after_s}}
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_s)}
 
 
 def refused_page(response, exc: LimitExceeded):
@@ -204,10 +211,6 @@ class BodySizeLimit:
                 await send(message)
 
         return await self.app(scope, counting_receive, guarded_send)
-
-
-def body_too_large_message(limit: int) -> str:
-    return f"The request body is larger than the limit of {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)."
 
 
 async def too_large(scope, send, limit: int) -> None:

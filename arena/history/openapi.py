@@ -1,6 +1,7 @@
-"""OpenAPI 3.1 path items of the export endpoints, merged into arena.api.openapi.SPEC."""
+"""OpenAPI 3.1 path items of the export endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import ERROR, FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
+from arena.api.openapi import ERROR
+from arena.generations.openapi import FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
 
 _FILTERS = [
     {"name": "format", "in": "query", "required": False,

@@ -8,7 +8,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from arena.api.auth import error, token_required
+from arena.accounts.bearer import token_required
+from arena.api.http import error
 from arena.battles.models import Battle
 
 from . import export, queries, share, view_counts

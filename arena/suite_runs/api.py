@@ -12,7 +12,8 @@ import uuid
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from arena.api.auth import created, error, json_body, token_required
+from arena.accounts.bearer import token_required
+from arena.api.http import created, error, json_body
 from arena.catalogue.models import ModelEntry
 from arena.suites.models import Suite
 

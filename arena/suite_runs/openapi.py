@@ -1,6 +1,6 @@
-"""OpenAPI 3.1 path items of the suite run endpoints, merged into arena.api.openapi.SPEC."""
+"""OpenAPI 3.1 path items of the suite run endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import LIMITED, PARAMS, TEXT, TOO_LARGE, _err, _json
+from arena.api.openapi import LIMITED, PARAMS, TEXT, TOO_LARGE, error_response, json_content
 from arena.suites.openapi import ID, or_null
 
 from . import judge
@@ -64,7 +64,7 @@ OPENAPI_PATHS = {
         "post": {
             "operationId": "createSuiteRun",
             "summary": "Run a prompt suite: each contestant answers every prompt, pairs judged by a model or by people",
-            "requestBody": {"required": True, **_json({
+            "requestBody": {"required": True, **json_content({
                 "type": "object",
                 "required": ["suite", "contestants"],
                 "additionalProperties": False,
@@ -88,12 +88,12 @@ OPENAPI_PATHS = {
                 },
             })},
             "responses": {
-                "201": {"description": "Started; the run goes on in the background", **_json(RUN)},
-                "400": _err("Invalid request; `fields` names the field (an unknown or disabled slug, the number "
-                            "of contestants, the judge template, params out of range, a contestant that cannot "
-                            "follow a prompt's constraint)"),
-                "401": _err("Missing or invalid token"),
-                "404": _err("No such suite (or not yours)"),
+                "201": {"description": "Started; the run goes on in the background", **json_content(RUN)},
+                "400": error_response("Invalid request; `fields` names the field (an unknown or disabled slug, the "
+                                      "number of contestants, the judge template, params out of range, a contestant "
+                                      "that cannot follow a prompt's constraint)"),
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such suite (or not yours)"),
                 **TOO_LARGE, **LIMITED,
             },
         },
@@ -101,10 +101,10 @@ OPENAPI_PATHS = {
             "operationId": "listSuiteRuns",
             "summary": "Your suite runs, newest first (without their results)",
             "responses": {
-                "200": {"description": "Your runs", **_json({
+                "200": {"description": "Your runs", **json_content({
                     "type": "object", "required": ["suite_runs"],
                     "properties": {"suite_runs": {"type": "array", "items": RUN_SUMMARY}}})},
-                "401": _err("Missing or invalid token"),
+                "401": error_response("Missing or invalid token"),
             },
         },
     },
@@ -114,9 +114,9 @@ OPENAPI_PATHS = {
             "summary": "A suite run: its progress and each contestant's results so far",
             "parameters": ID,
             "responses": {
-                "200": {"description": "The run", **_json(RUN)},
-                "401": _err("Missing or invalid token"),
-                "404": _err("No such suite run (or not yours)"),
+                "200": {"description": "The run", **json_content(RUN)},
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such suite run (or not yours)"),
             },
         },
     },
@@ -126,10 +126,10 @@ OPENAPI_PATHS = {
             "summary": "Stop a running suite run: nothing new starts and its live generations are cancelled",
             "parameters": ID,
             "responses": {
-                "200": {"description": "The cancelled run", **_json(RUN)},
-                "401": _err("Missing or invalid token"),
-                "404": _err("No such suite run (or not yours)"),
-                "409": _err("The run has already ended"),
+                "200": {"description": "The cancelled run", **json_content(RUN)},
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such suite run (or not yours)"),
+                "409": error_response("The run has already ended"),
             },
         },
     },

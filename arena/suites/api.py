@@ -6,7 +6,8 @@ each problem naming the item: "prompts[2]: 'prompt' is missing"."""
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_http_methods
 
-from arena.api.auth import created, error, form_error, json_body, token_required
+from arena.accounts.bearer import token_required
+from arena.api.http import created, error, form_error, json_body
 
 from . import parsing
 from .forms import SuiteForm

@@ -1,6 +1,6 @@
-"""OpenAPI 3.1 path items of the suite endpoints, merged into arena.api.openapi.SPEC."""
+"""OpenAPI 3.1 path items of the suite endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import _BLANK, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, _err, _json
+from arena.api.openapi import BLANK, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, error_response, json_content
 from inference.structured import MAX_REGEX_CHARS
 
 from . import parsing
@@ -12,7 +12,7 @@ def or_null(schema: dict) -> dict:
 
 
 NAME = {"type": "string", "minLength": 1, "maxLength": NAME_MAX_LENGTH,
-        "pattern": rf"^[^\u0000]*[^\u0000{_BLANK}][^\u0000]*$",
+        "pattern": rf"^[^\u0000]*[^\u0000{BLANK}][^\u0000]*$",
         "description": f"Not blank, at most {NAME_MAX_LENGTH} characters; stored with blanks trimmed"}
 
 _CONSTRAINT = ("At most one of json_schema and regex: an answer constraint. json_schema must be a valid "
@@ -70,7 +70,7 @@ OPENAPI_PATHS = {
         "post": {
             "operationId": "createSuite",
             "summary": "Save a prompt suite: a named, tagged list of prompts",
-            "requestBody": {"required": True, **_json({
+            "requestBody": {"required": True, **json_content({
                 "type": "object",
                 "required": ["name", "prompts"],
                 "additionalProperties": False,
@@ -81,10 +81,10 @@ OPENAPI_PATHS = {
                 },
             })},
             "responses": {
-                "201": {"description": "Created", **_json(SUITE)},
-                "400": _err("Invalid request; every problem with the prompts is named by its index, "
+                "201": {"description": "Created", **json_content(SUITE)},
+                "400": error_response("Invalid request; every problem with the prompts is named by its index, "
                             "e.g. \"prompts[2]: 'prompt' is missing\""),
-                "401": _err("Missing or invalid token"),
+                "401": error_response("Missing or invalid token"),
                 **TOO_LARGE,
             },
         },
@@ -92,10 +92,10 @@ OPENAPI_PATHS = {
             "operationId": "listSuites",
             "summary": "Your prompt suites, newest first (without their prompts)",
             "responses": {
-                "200": {"description": "Your suites", **_json({
+                "200": {"description": "Your suites", **json_content({
                     "type": "object", "required": ["suites"],
                     "properties": {"suites": {"type": "array", "items": SUMMARY}}})},
-                "401": _err("Missing or invalid token"),
+                "401": error_response("Missing or invalid token"),
             },
         },
     },
@@ -105,9 +105,9 @@ OPENAPI_PATHS = {
             "summary": "A prompt suite with its prompts",
             "parameters": ID,
             "responses": {
-                "200": {"description": "The suite", **_json(SUITE)},
-                "401": _err("Missing or invalid token"),
-                "404": _err("No such suite (or not yours)"),
+                "200": {"description": "The suite", **json_content(SUITE)},
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such suite (or not yours)"),
             },
         },
         "delete": {
@@ -116,9 +116,9 @@ OPENAPI_PATHS = {
             "parameters": ID,
             "responses": {
                 "204": {"description": "Deleted"},
-                "401": _err("Missing or invalid token"),
-                "404": _err("No such suite (or not yours)"),
-                "409": _err("The suite has runs: their answers and verdicts refer to it"),
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such suite (or not yours)"),
+                "409": error_response("The suite has runs: their answers and verdicts refer to it"),
             },
         },
     },

@@ -8,7 +8,8 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from arena import conversations
-from arena.api.auth import created, error, form_error, json_body, token_required
+from arena.accounts.bearer import token_required
+from arena.api.http import created, error, form_error, json_body
 
 from . import display
 from .forms import MAX_CONTESTANTS, TournamentForm

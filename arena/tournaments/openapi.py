@@ -1,19 +1,7 @@
-"""OpenAPI 3.1 path items of the tournament endpoints, merged into arena.api.openapi.SPEC."""
+"""OpenAPI 3.1 path items of the tournament endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import (
-    ERROR,
-    FINISH_REASON,
-    LIMITED,
-    LOAD_TEXT,
-    PARAMS,
-    PROMPT,
-    QUEUE_TEXT,
-    SYSTEM_PROMPT,
-    TAG,
-    TEXT,
-    TOO_LARGE,
-    TTFT_TEXT,
-)
+from arena.api.openapi import ERROR, LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE
+from arena.generations.openapi import FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
 
 from .models import BLIND_MIN_TEMPERATURE, BLIND_MIN_TOP_P
 
@@ -108,12 +96,12 @@ TOURNAMENT = {
 }
 
 
-def _json(schema):
+def json_content(schema):
     return {"content": {"application/json": {"schema": schema}}}
 
 
-def _err(description):
-    return {"description": description, **_json(ERROR)}
+def error_response(description):
+    return {"description": description, **json_content(ERROR)}
 
 
 _ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}]
@@ -123,7 +111,7 @@ OPENAPI_PATHS = {
         "post": {
             "operationId": "createTournament",
             "summary": "Seed a knockout bracket of 4 or 8 contestants and start its first blind match",
-            "requestBody": {"required": True, **_json({
+            "requestBody": {"required": True, **json_content({
                 "type": "object",
                 "required": ["contestants", "prompt"],
                 "additionalProperties": False,
@@ -146,11 +134,11 @@ OPENAPI_PATHS = {
                 },
             })},
             "responses": {
-                "201": {"description": "Created; match 1 runs in the background", **_json(TOURNAMENT)},
-                "400": _err("Invalid request (not 4 or 8 contestants, duplicates, unknown slug, bad params, "
+                "201": {"description": "Created; match 1 runs in the background", **json_content(TOURNAMENT)},
+                "400": error_response("Invalid request (not 4 or 8 contestants, duplicates, unknown slug, bad params, "
                             "a seed or near-greedy sampling, "
                             "a conversation longer than ARENA_MAX_PROMPT_CHARS in all)"),
-                "401": _err("Missing or invalid token"),
+                "401": error_response("Missing or invalid token"),
                 **TOO_LARGE, **LIMITED,
             },
         }
@@ -161,9 +149,9 @@ OPENAPI_PATHS = {
             "summary": "A tournament's bracket and current match (neutral labels until the reveal)",
             "parameters": _ID,
             "responses": {
-                "200": {"description": "The tournament", **_json(TOURNAMENT)},
-                "401": _err("Missing or invalid token"),
-                "404": _err("No such tournament (or not yours)"),
+                "200": {"description": "The tournament", **json_content(TOURNAMENT)},
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such tournament (or not yours)"),
             },
         }
     },
@@ -173,7 +161,7 @@ OPENAPI_PATHS = {
             "summary": "The winner of the current match (a side of its battle): it advances, the next match starts, "
             "or the tournament ends and is revealed",
             "parameters": _ID,
-            "requestBody": {"required": True, **_json({
+            "requestBody": {"required": True, **json_content({
                 "type": "object", "required": ["match", "winner"], "additionalProperties": False,
                 "properties": {
                     "match": {"type": "integer"},
@@ -183,11 +171,11 @@ OPENAPI_PATHS = {
                 },
             })},
             "responses": {
-                "200": {"description": "The tournament after the pick", **_json(TOURNAMENT)},
-                "400": _err("Invalid request"),
-                "401": _err("Missing or invalid token"),
-                "404": _err("No such tournament or match"),
-                "409": _err("Not now: the answers are not complete, the match is decided or not current, "
+                "200": {"description": "The tournament after the pick", **json_content(TOURNAMENT)},
+                "400": error_response("Invalid request"),
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such tournament or match"),
+                "409": error_response("Not now: the answers are not complete, the match is decided or not current, "
                             "or the tournament is stopped or finished"),
                 **TOO_LARGE, **LIMITED,
             },
@@ -198,15 +186,15 @@ OPENAPI_PATHS = {
             "operationId": "rerunTournamentMatch",
             "summary": "Run the current match again (can't decide, or an answer failed)",
             "parameters": _ID,
-            "requestBody": {"required": True, **_json({
+            "requestBody": {"required": True, **json_content({
                 "type": "object", "required": ["match"], "additionalProperties": False,
                 "properties": {"match": {"type": "integer"}}})},
             "responses": {
-                "200": {"description": "The tournament with the match's new battle", **_json(TOURNAMENT)},
-                "400": _err("Invalid request"),
-                "401": _err("Missing or invalid token"),
-                "404": _err("No such tournament or match"),
-                "409": _err("Not the current match, or the tournament is not running"),
+                "200": {"description": "The tournament with the match's new battle", **json_content(TOURNAMENT)},
+                "400": error_response("Invalid request"),
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such tournament or match"),
+                "409": error_response("Not the current match, or the tournament is not running"),
                 **TOO_LARGE, **LIMITED,
             },
         }

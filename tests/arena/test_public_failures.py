@@ -4,10 +4,10 @@ validated without importing the package (inference/sources.check_source)."""
 
 import pytest
 
-from arena.api.views import generation_json
 from arena.catalogue.models import ModelEntry
 from arena.catalogue.probe import _result
 from arena.generations.models import Generation
+from arena.playground.api import generation_json
 from tests.arena.factories import generation
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Whether a response body matches the API's own OpenAPI description (arena.api.views.FULL_SPEC):
+"""Whether a response body matches the API's own OpenAPI description (arena.openapi.SPEC):
 for the states the fuzzer (test_fuzz_api.py) seldom reaches."""
 
 
@@ -6,7 +6,7 @@ def assert_conforms(body, path: str, method: str = "get", status: int = 200) -> 
     """`body` matches the description's schema for that response, formats (uuid, date-time, uri) included."""
     import jsonschema_rs
 
-    from arena.api.views import FULL_SPEC
+    from arena.openapi import SPEC
 
-    schema = FULL_SPEC["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
+    schema = SPEC["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
     jsonschema_rs.Draft202012Validator(schema, validate_formats=True).validate(body)

@@ -1,52 +1,17 @@
-"""The JSON API (v1), described at /api/v1/openapi.json (`openapi.SPEC` with the tournament paths)."""
+"""The generation endpoints of the JSON API (described in .openapi): start one, as the
+playground's page does, and read it back with its status, text and metrics."""
 
 from django.http import JsonResponse
-from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
-from arena.accounts.openapi import OPENAPI_PATHS as TOKEN_PATHS
-from arena.catalogue.models import ModelEntry
-from arena.generations import admission
+from arena.accounts.bearer import token_required
+from arena.api.http import created, error, form_error, json_body
+from arena.generations import admission, runs
 from arena.generations.models import Generation
-from arena.generations.services import start_generation
-from arena.history.openapi import OPENAPI_PATHS as EXPORT_PATHS
-from arena.playground.forms import GenerationForm
-from arena.suite_runs.openapi import OPENAPI_PATHS as SUITE_RUN_PATHS
-from arena.suites.openapi import OPENAPI_PATHS as SUITE_PATHS
-from arena.tournaments.openapi import OPENAPI_PATHS as TOURNAMENT_PATHS
-from arena.workers.status import for_viewer as workers_for_viewer
+from arena.generations.services import GenerationRequest, start_generation
 from inference.protocol import ParamError, SamplingParams
 
-from .auth import created, error, form_error, json_body, token_required
-from .catalogue_openapi import CATALOGUE_PATHS
-from .openapi import SPEC
-
-FULL_SPEC = {**SPEC, "paths": {**SPEC["paths"], **TOURNAMENT_PATHS, **SUITE_PATHS, **SUITE_RUN_PATHS, **EXPORT_PATHS,
-                               **CATALOGUE_PATHS, **TOKEN_PATHS}}
-
-
-@require_GET
-def openapi(request):
-    return JsonResponse(FULL_SPEC)
-
-
-@csrf_exempt
-def not_found(request, rest=""):
-    """Any other /api/v1/ URL (an id that is not a UUID included): a JSON 404, not the HTML page."""
-    return error(404, f"No such API URL: {request.method} {request.path}. See /api/v1/openapi.json.")
-
-
-def model_json(entry: ModelEntry) -> dict:
-    return {
-        "slug": entry.slug,
-        "name": entry.name,
-        "description": entry.description,
-        "engine": entry.engine,
-        "kind": entry.kind,
-        "base": entry.base,
-        "precision": entry.precision,
-        "default_params": entry.default_params,
-    }
+from .forms import GenerationForm
 
 
 def generation_json(gen: Generation) -> dict:
@@ -80,12 +45,6 @@ def generation_json(gen: Generation) -> dict:
     }
 
 
-@require_GET
-@token_required
-def models(request):
-    return JsonResponse({"models": [model_json(m) for m in ModelEntry.objects.enabled()]})
-
-
 @require_http_methods(["POST"])
 @token_required
 def create_generation(request):
@@ -111,7 +70,8 @@ def create_generation(request):
     except ParamError as exc:
         return error(400, f"Invalid parameters: {exc}", exc.errors)
     cleaned = {**form.cleaned_data, "params": merged.to_dict()}
-    gen = start_generation(request.user, cleaned, origin=Generation.Origin.API)
+    gen = start_generation(request.user, GenerationRequest.from_form(cleaned), origin=Generation.Origin.API,
+                           kind=runs.API)
     return created(generation_json(gen), f"/api/v1/generations/{gen.id}", status=202)
 
 
@@ -122,21 +82,3 @@ def generation(request, generation_id):
     if gen is None:
         return error(404, "No such generation.")
     return JsonResponse({**generation_json(gen), "queue": admission.place(gen)})
-
-
-@require_GET
-@token_required
-def workers(request):
-    """Staff only: every worker the orchestrator runs, with memory and cold-start figures; the
-    workers of the token owner's own unrevealed blind tournaments only summed up in `hidden`."""
-    if not request.user.is_staff:
-        return error(403, "Listing workers needs a staff token (manage.py arena_token USERNAME --staff).")
-    status = workers_for_viewer(request.user)
-    fields = ("worker_id", "slug", "node", "state", "reserved_mb", "estimate_mb", "measured_mb", "in_flight",
-              "last_used", "cold_start_s", "uptime_s")
-    return JsonResponse({
-        "orchestrator_running": status["running"],
-        "nodes": status["nodes"],
-        "workers": [{name: worker.get(name) for name in fields} for worker in status["workers"]],
-        "hidden": status["hidden"],
-    })

@@ -1,4 +1,8 @@
-"""The catalogue as a staff JSON API, so catalogues can be scripted:
+"""The catalogue's JSON API (described in .openapi): the enabled models for everyone,
+
+    GET    /api/v1/models                  the enabled models
+
+and the whole catalogue for staff, so catalogues can be scripted:
 
     GET    /api/v1/catalogue               every entry, enabled or not
     POST   /api/v1/catalogue               add one
@@ -22,13 +26,14 @@ import json
 from django import forms
 from django.db.models import ProtectedError
 from django.http import HttpResponse, JsonResponse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
-from arena.catalogue.forms import StoredKeyForm
-from arena.catalogue.models import ModelEntry
-from arena.catalogue.probe import run_test
+from arena.accounts.bearer import token_required
+from arena.api.http import error, form_error, json_body
 
-from .auth import error, form_error, json_body, token_required
+from .forms import StoredKeyForm
+from .models import ModelEntry
+from .probe import run_test
 
 FIELDS = ("slug", "name", "label", "description", "engine", "kind", "base", "precision", "source", "gguf_file",
           "draft", "context_length", "max_concurrency", "memory_estimate_mb", "base_url", "remote_model",
@@ -50,6 +55,26 @@ class EntryForm(StoredKeyForm):
     class Meta:
         model = ModelEntry
         fields = FIELDS
+
+
+def model_json(entry: ModelEntry) -> dict:
+    """An enabled model as every token holder sees it."""
+    return {
+        "slug": entry.slug,
+        "name": entry.name,
+        "description": entry.description,
+        "engine": entry.engine,
+        "kind": entry.kind,
+        "base": entry.base,
+        "precision": entry.precision,
+        "default_params": entry.default_params,
+    }
+
+
+@require_GET
+@token_required
+def models(request):
+    return JsonResponse({"models": [model_json(m) for m in ModelEntry.objects.enabled()]})
 
 
 def entry_json(entry: ModelEntry) -> dict:

@@ -1,15 +1,16 @@
-"""The comparison endpoints of the JSON API: start one, read it, vote."""
+"""The comparison endpoints of the JSON API: start one, read it, vote (described in .openapi)."""
 
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from arena.battles.forms import ComparisonForm
-from arena.battles.models import Battle
-from arena.battles.services import start_comparison
+from arena.accounts.bearer import token_required
+from arena.api.http import created, error, form_error, json_body
 from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
 
-from .auth import created, error, form_error, json_body, token_required
+from .forms import ComparisonForm
+from .models import Battle
+from .services import start_comparison
 
 FIELDS = {"left_model", "right_model", "prompt", "left_system_prompt", "right_system_prompt",
           "params", "left_params", "right_params", "tag"}

@@ -1,9 +1,41 @@
-"""OpenAPI description of the staff catalogue API (arena/api/catalogue.py)."""
+"""OpenAPI 3.1 schemas and path items of the catalogue endpoints (arena/catalogue/api.py): the
+models anyone may use (MODELS_PATHS) and the staff catalogue (OPENAPI_PATHS)."""
 
-from arena.catalogue.labels import MAX_LABEL
-from arena.catalogue.models import MAX_ALIAS_LENGTH, MAX_ALIASES, ModelEntry
+from arena.api.openapi import PARAMS, TOO_LARGE, error_response, json_content
 
-from .openapi import PARAMS, TOO_LARGE, _err, _json
+from .labels import MAX_LABEL
+from .models import MAX_ALIAS_LENGTH, MAX_ALIASES, ModelEntry
+
+MODEL = {
+    "type": "object",
+    "properties": {
+        "slug": {"type": "string"},
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "engine": {"type": "string", "enum": ["transformers", "llamacpp", "openai", "server"],
+                   "description": "Who runs the model: this app's transformers worker, llama.cpp on a GGUF file, "
+                                  "an OpenAI-compatible endpoint, or a server started from a command"},
+        "kind": {"type": "string", "enum": ["full", "awq", "speculative"]},
+        "base": {"type": "boolean", "description": "A base model: the prompt is continued as plain text"},
+        "precision": {"type": "string"},
+        "default_params": PARAMS,
+    },
+}
+
+MODELS_PATHS = {
+    "/api/v1/models": {
+        "get": {
+            "operationId": "listModels",
+            "summary": "The enabled catalogue models",
+            "responses": {
+                "200": {"description": "The catalogue", **json_content(
+                    {"type": "object", "properties": {"models": {"type": "array", "items": MODEL}}}
+                )},
+                "401": error_response("Missing or invalid token"),
+            },
+        }
+    },
+}
 
 _STR = {"type": "string"}
 ENTRY_FIELDS = {
@@ -67,43 +99,43 @@ PROBE = {"type": "object", "properties": {
     "time_to_first_token_s": {"type": ["number", "null"]}, "tokens_per_s": {"type": ["number", "null"]},
     "load_wait_s": {"type": ["number", "null"]}, "text": _STR, "error": _STR,
 }}
-COMMON = {"401": _err("Missing or invalid token"), "403": _err("Not a staff token")}
+COMMON = {"401": error_response("Missing or invalid token"), "403": error_response("Not a staff token")}
 
-CATALOGUE_PATHS = {
+OPENAPI_PATHS = {
     "/api/v1/catalogue": {
         "get": {
             "operationId": "listCatalogue",
             "summary": "Staff: every catalogue entry, enabled or not",
-            "responses": {"200": {"description": "The catalogue", **_json(
+            "responses": {"200": {"description": "The catalogue", **json_content(
                 {"type": "object", "properties": {"entries": {"type": "array", "items": ENTRY}}})}, **COMMON},
         },
         "post": {
             "operationId": "addCatalogueEntry",
             "summary": "Staff: add an entry (validated as the admin validates it; an enabled openai or server "
                        "entry is checked first and stays disabled, with check_error, if the check fails)",
-            "requestBody": {"required": True, **_json(NEW_ENTRY)},
-            "responses": {"201": {"description": "Added", **_json(ENTRY)},
-                          "400": _err("Invalid entry; `fields` says which"), **COMMON, **TOO_LARGE},
+            "requestBody": {"required": True, **json_content(NEW_ENTRY)},
+            "responses": {"201": {"description": "Added", **json_content(ENTRY)},
+                          "400": error_response("Invalid entry; `fields` says which"), **COMMON, **TOO_LARGE},
         },
     },
     "/api/v1/catalogue/{slug}": {
         "parameters": SLUG,
         "get": {"operationId": "getCatalogueEntry", "summary": "Staff: one entry",
-                "responses": {"200": {"description": "The entry", **_json(ENTRY)},
-                              "404": _err("No such entry"), **COMMON}},
+                "responses": {"200": {"description": "The entry", **json_content(ENTRY)},
+                              "404": error_response("No such entry"), **COMMON}},
         "patch": {
             "operationId": "changeCatalogueEntry",
             "summary": "Staff: change some fields of an entry (enabling an openai or server entry checks it first)",
-            "requestBody": {"required": True, **_json(CHANGES)},
-            "responses": {"200": {"description": "Changed", **_json(ENTRY)},
-                          "400": _err("Invalid change; `fields` says which"), "404": _err("No such entry"),
-                          **COMMON, **TOO_LARGE},
+            "requestBody": {"required": True, **json_content(CHANGES)},
+            "responses": {"200": {"description": "Changed", **json_content(ENTRY)},
+                          "400": error_response("Invalid change; `fields` says which"),
+                          "404": error_response("No such entry"), **COMMON, **TOO_LARGE},
         },
         "delete": {
             "operationId": "deleteCatalogueEntry",
             "summary": "Staff: remove an entry that nothing refers to",
-            "responses": {"204": {"description": "Removed"}, "404": _err("No such entry"),
-                          "409": _err("Generations refer to it: disable it instead"), **COMMON},
+            "responses": {"204": {"description": "Removed"}, "404": error_response("No such entry"),
+                          "409": error_response("Generations refer to it: disable it instead"), **COMMON},
         },
     },
     "/api/v1/catalogue/{slug}/test": {
@@ -112,9 +144,11 @@ CATALOGUE_PATHS = {
             "operationId": "testCatalogueEntry",
             "summary": "Staff: check an openai or server entry (status 'check failed' with the reason), then "
                        "start the entry, send one short prompt, report TTFT and tokens/s or the error",
-            "responses": {"200": {"description": "The probe ended (ok tells whether it answered)", **_json(PROBE)},
-                          "202": {"description": "Still running after 120 s: follow generation_id", **_json(PROBE)},
-                          "404": _err("No such entry"), "409": _err("The entry is disabled"), **COMMON},
+            "responses": {
+                "200": {"description": "The probe ended (ok tells whether it answered)", **json_content(PROBE)},
+                "202": {"description": "Still running after 120 s: follow generation_id", **json_content(PROBE)},
+                "404": error_response("No such entry"), "409": error_response("The entry is disabled"), **COMMON,
+            },
         },
     },
 }

@@ -1,0 +1,95 @@
+"""The JSON API's requests and responses: the error shape, reading a JSON body, refusals.
+
+Every app's endpoints answer through these, so every error has one shape:
+{"error": {"message": ..., "fields": {...}}}. This toolkit imports no app: a rule below the
+endpoints that refuses a request (a per-user limit) raises a `Refusal` subclass it defines,
+and `answer_refusals` turns it into its response."""
+
+import functools
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from arena import jsonbody
+
+
+def error(status: int, message: str, fields: dict | None = None) -> JsonResponse:
+    body = {"error": {"message": message}}
+    if fields:
+        body["error"]["fields"] = fields
+    return JsonResponse(body, status=status)
+
+
+def created(body: dict, location: str, status: int = 201) -> JsonResponse:
+    """A resource made (201) or work accepted (202), with where to read it in Location."""
+    response = JsonResponse(body, status=status)
+    response["Location"] = location
+    return response
+
+
+def form_error(form) -> JsonResponse:
+    """A 400 naming every invalid field of a bound form, for the API's create endpoints."""
+    fields = {name: " ".join(errs) for name, errs in form.errors.items()}
+    return error(400, "Invalid request: " + "; ".join(f"{k}: {v}" for k, v in fields.items()), fields)
+
+
+def json_body(request, fields: Iterable[str] | None = None) -> dict:
+    """The request's JSON object; raises ValueError with a message fit for a 400, also for a
+    field not in `fields` when given (a misspelt field must not be silently ignored)."""
+    if not request.body:
+        raise ValueError("The request body must be a JSON object.")
+    body = jsonbody.parse(request.body)  # ValueError for anything a 400 must refuse
+    if not isinstance(body, dict):
+        raise ValueError("The request body must be a JSON object.")
+    if fields is not None and (unknown := sorted(set(body) - set(fields))):
+        raise ValueError(f"Unknown field(s): {', '.join(unknown)}.")
+    return body
+
+
+class Refusal(Exception):
+    """A request refused below the endpoints, answered with `status`, the JSON of `as_json()`
+    and `headers()` (e.g. the per-user limits' 429 with Retry-After)."""
+
+    status = 400
+
+    def as_json(self) -> dict:
+        return {"error": {"message": str(self)}}
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+
+def refusal_response(exc: Refusal) -> JsonResponse:
+    response = JsonResponse(exc.as_json(), status=exc.status)
+    for name, value in exc.headers().items():
+        response[name] = value
+    return response
+
+
+def body_too_large_message(limit: int) -> str:
+    return f"The request body is larger than the limit of {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)."
+
+
+def answer_refusals(view):
+    """Where every endpoint's refusals become responses: a `Refusal` its own, a body over
+    DATA_UPLOAD_MAX_MEMORY_SIZE (raised on reading request.body, before parsing) a 413."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except Refusal as exc:
+            return refusal_response(exc)
+        except RequestDataTooBig:
+            return error(413, body_too_large_message(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
+
+    return wrapper
+
+
+@csrf_exempt
+def not_found(request, rest=""):
+    """Any other /api/v1/ URL (an id that is not a UUID included): a JSON 404, not the HTML page."""
+    return error(404, f"No such API URL: {request.method} {request.path}. See /api/v1/openapi.json.")

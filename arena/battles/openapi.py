@@ -1,0 +1,107 @@
+"""OpenAPI 3.1 schemas and path items of the comparison endpoints (arena/battles/api.py)."""
+
+from arena.api.openapi import LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TOO_LARGE, error_response, json_content
+from arena.generations.openapi import FINISH_REASON, GENERATION, OUTPUT_VALID
+
+SIDE = {
+    "type": "object",
+    "description": "One answer. `model`, `system_prompt`, `params` and `metrics` are left out while the battle "
+                   "is blind.",
+    "properties": {
+        "status": GENERATION["properties"]["status"],
+        "text": {"type": "string"},
+        "finish_reason": FINISH_REASON,
+        "failure_reason": {"type": "string"},
+        "output_valid": OUTPUT_VALID,
+        "model": {"type": "string"},
+        "system_prompt": {"type": "string"},
+        "params": PARAMS,
+        "metrics": GENERATION["properties"]["metrics"],
+    },
+}
+
+OUTCOMES = ["left", "right", "tie", "both_bad"]
+
+COMPARISON = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "mode": {"type": "string", "enum": ["comparison", "tournament"]},
+        "blind": {"type": "boolean"},
+        "tag": TAG,
+        "prompt": {"type": "string"},
+        "history": {"type": "array", "items": {"type": "object"}},
+        "left": SIDE,
+        "right": SIDE,
+        "finished": {"type": "boolean"},
+        "outcome": {"type": ["string", "null"], "enum": [*OUTCOMES, None]},
+        "self_identified": {"type": ["boolean", "null"]},
+        "parent": {"type": ["string", "null"]},
+        "created_at": {"type": "string", "format": "date-time"},
+        "url": {"type": "string"},
+    },
+}
+
+ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}]
+
+OPENAPI_PATHS = {
+    "/api/v1/comparisons": {
+        "post": {
+            "operationId": "createComparison",
+            "summary": "Start a comparison: two models, one prompt, both answers at once",
+            "requestBody": {"required": True, **json_content({
+                "type": "object",
+                "required": ["left_model", "right_model", "prompt"],
+                "additionalProperties": False,
+                "properties": {
+                    "left_model": {"type": "string", "description": "A catalogue slug"},
+                    "right_model": {"type": "string", "description": "A catalogue slug (may be the same)"},
+                    "prompt": PROMPT,
+                    "left_system_prompt": SYSTEM_PROMPT,
+                    "right_system_prompt": SYSTEM_PROMPT,
+                    "params": PARAMS,
+                    "left_params": PARAMS,
+                    "right_params": PARAMS,
+                    "tag": TAG,
+                },
+            })},
+            "responses": {
+                "202": {"description": "Accepted; both answers run in the background", **json_content(COMPARISON)},
+                "400": error_response("Invalid request; `fields` says which"),
+                "401": error_response("Missing or invalid token"),
+                **TOO_LARGE, **LIMITED,
+            },
+        }
+    },
+    "/api/v1/comparisons/{id}": {
+        "get": {
+            "operationId": "getComparison",
+            "summary": "A comparison: both answers, their metrics and the verdict",
+            "parameters": ID,
+            "responses": {
+                "200": {"description": "The comparison", **json_content(COMPARISON)},
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such comparison (or not yours)"),
+            },
+        }
+    },
+    "/api/v1/comparisons/{id}/vote": {
+        "post": {
+            "operationId": "voteComparison",
+            "summary": "Record the verdict (a later vote replaces it)",
+            "parameters": ID,
+            "requestBody": {"required": True, **json_content({
+                "type": "object", "required": ["outcome"], "additionalProperties": False,
+                "properties": {"outcome": {"type": "string", "enum": OUTCOMES}},
+            })},
+            "responses": {
+                "200": {"description": "The comparison with its verdict", **json_content(COMPARISON)},
+                "400": error_response("Unknown outcome"),
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such comparison (or not yours)"),
+                "409": error_response("An answer is not complete yet"),
+                **TOO_LARGE,
+            },
+        }
+    },
+}

@@ -1,0 +1,50 @@
+"""OpenAPI 3.1 schemas of a generation, as the API shows it (the playground's endpoints,
+arena/playground/openapi.py) and as comparisons, tournaments and exports show its parts."""
+
+from arena.api.openapi import PARAMS, TAG
+
+from .status import FINISH_REASON_SCHEMA
+
+FINISH_REASON = FINISH_REASON_SCHEMA
+TTFT_TEXT = ("Seconds from when the model's worker began the answer to its first token: neither the wait in line "
+             "nor the model's load (load_wait_s, queue_wait_s)")
+LOAD_TEXT = "Seconds waiting for a worker to be ready: the model's load on a cold start, about 0 when warm"
+QUEUE_TEXT = "Seconds waiting in line for a free slot (the fair line, then the worker's own queue)"
+
+OUTPUT_VALID = {"type": ["boolean", "null"],
+                "description": "Whether the finished answer follows params.json_schema or params.regex; null when "
+                               "it had neither or has not finished"}
+
+GENERATION = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "model": {"type": "string"},
+        "status": {"type": "string", "enum": ["queued", "loading", "running", "done", "failed", "cancelled"]},
+        "prompt": {"type": "string"},
+        "system_prompt": {"type": "string"},
+        "params": PARAMS,
+        "tag": TAG,
+        "text": {"type": "string"},
+        "finish_reason": FINISH_REASON,
+        "failure_reason": {"type": "string"},
+        "output_valid": OUTPUT_VALID,
+        "metrics": {"type": "object", "properties": {
+            "prompt_tokens": {"type": ["integer", "null"]},
+            "generated_tokens": {"type": ["integer", "null"]},
+            "time_to_first_token_s": {"type": ["number", "null"], "description": TTFT_TEXT},
+            "tokens_per_s": {"type": ["number", "null"], "description": "Decode rate after the first token"},
+            "load_wait_s": {"type": ["number", "null"], "description": LOAD_TEXT},
+            "queue_wait_s": {"type": ["number", "null"], "description": QUEUE_TEXT},
+        }},
+        "request_metrics": {"type": "object"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "finished_at": {"type": ["string", "null"], "format": "date-time"},
+        "url": {"type": "string"},
+        "queue": {"type": ["object", "null"],
+                  "description": "GET /api/v1/generations/{id} only: while it waits for a free slot, its place in "
+                                 "the installation's fair line (position 1: next) and how many wait; else null",
+                  "properties": {"position": {"type": "integer", "minimum": 1},
+                                 "waiting": {"type": "integer", "minimum": 1}}},
+    },
+}
