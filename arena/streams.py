@@ -1,7 +1,8 @@
 """The Django side's handles on Redis: one client per process, the `Keys` (inference/protocol.py,
-where every key name is defined) under our prefix, and what the WebSockets of a server process
-share: one asyncio connection pool and one `StreamHub` that reads each watched generation's
-stream once and fans its entries out to the sockets watching it."""
+where every key name is defined) under our prefix, and what the followers of generations' streams
+in a server process (its WebSockets and the OpenAI-compatible API's completions) share: one
+asyncio connection pool and one `StreamHub` that reads each watched generation's stream once and
+fans its entries out to everyone watching it (`following` for one stream from its start)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 import uuid
 import weakref
 from collections import deque
+from collections.abc import AsyncIterator
 from functools import lru_cache
 
 import redis
@@ -55,7 +57,7 @@ def client() -> redis.Redis:
 
 
 def async_client() -> aioredis.Redis:
-    """A new asyncio client of its own (the caller closes it). WebSockets share `shared()` instead."""
+    """A new asyncio client of its own (the caller closes it). Stream followers share `shared()` instead."""
     return redis_connect.connect_async(settings.REDIS_URL, socket_timeout=SOCKET_TIMEOUT_S, health_check_interval=30,
                                        retry=AsyncRetry(_backoff(), RETRIES), retry_on_error=RETRY_ON)
 
@@ -84,14 +86,15 @@ async def viewer_left(redis_client: aioredis.Redis, generation_id: str) -> None:
         log.warning("Could not record that a viewer left generation %s", generation_id)
 
 
-# --- what the WebSockets of a server process share -----------------------------------------------
-# Every socket used to open its own asyncio client and follow its stream(s) with its own
-# blocking XREAD: 200 viewers meant 200 connections, and each token was read, parsed and
-# woken for 200 times. Now one event loop (in daphne: the process) has one bounded
-# connection pool, and one `StreamHub` that follows every watched stream with one XREAD loop
-# and hands each new entry, parsed once, to the sockets watching that stream.
+# --- what the stream followers of a server process share ------------------------------------------
+# Every socket (and every OpenAI-compatible completion) used to open its own asyncio client and
+# follow its stream(s) with its own blocking XREAD: 200 viewers meant 200 connections, and each
+# token was read, parsed and woken for 200 times. Now one event loop (in daphne: the process) has
+# one bounded connection pool, and one `StreamHub` that follows every watched stream with one
+# XREAD loop and hands each new entry, parsed once, to each `Subscription` on that stream.
 # asyncio pools are bound to the loop they run in, hence one `SocketRedis` per loop (tests
-# run each in a loop of its own).
+# run each in a loop of its own; a response consumed by async_to_sync, in a loop of its own
+# too): a follower acquires and releases it from the loop it reads in.
 _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SocketRedis] = weakref.WeakKeyDictionary()
 _pool_numbers = itertools.count(1)
 HUB_READ_COUNT = 200  # entries per stream per read; the rest come with the next read
@@ -117,11 +120,28 @@ def shared() -> SocketRedis:
     return found
 
 
+@contextlib.asynccontextmanager
+async def following(stream: str) -> AsyncIterator[Subscription]:
+    """A subscription to `stream` from its first entry through this loop's hub, for as long as
+    the block runs (an HTTP response following a generation); the loop's pool is released after,
+    also when the block is cancelled (the client went away)."""
+    loop_redis = shared()
+    loop_redis.acquire()
+    try:
+        subscription = await loop_redis.hub.subscribe({stream: "0"})
+        try:
+            yield subscription
+        finally:
+            subscription.close()
+    finally:
+        await loop_redis.release()
+
+
 class SocketRedis:
-    """One loop's bounded connection pool (a socket waits for a free connection rather than
+    """One loop's bounded connection pool (a follower waits for a free connection rather than
     opening one), the client over it and the hub. Sockets `acquire` it on opening and
-    `release` it on closing; when the last one leaves, the hub stops and the idle
-    connections are closed (in daphne the next socket opens them again)."""
+    `release` it on closing (a completion: `following`); when the last one leaves, the hub
+    stops and the idle connections are closed (in daphne the next follower opens them again)."""
 
     def __init__(self):
         self.client_name = f"arena-sockets-{os.getpid()}-{next(_pool_numbers)}"  # CLIENT LIST tells ours apart

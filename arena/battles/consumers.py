@@ -94,8 +94,8 @@ class BattleConsumer(StreamSocket):
         """Streams gone and the database has both outcomes: show them as stored."""
         if await self.redis.exists(*names):
             return False
-        gens = [await self.refresh(self.by_stream[name]) for name in names]
-        if not all(gen.finished for gen in gens):
+        gens = [await self.stored(name) for name in names]
+        if any(gen is None for gen in gens):
             return False
         for name, gen in zip(names, gens, strict=True):
             await self.send_stored(name, gen)
@@ -112,8 +112,8 @@ class BattleConsumer(StreamSocket):
         view = self.views[stream]
         entries = await self.redis.xrange(stream)
         if not entries:
-            gen = await self.refresh(self.by_stream[stream])
-            if gen.finished:  # the stream expired: the database has the outcome
+            gen = await self.stored(stream)
+            if gen is not None:  # the stream expired: the database has the outcome
                 await self.send_stored(stream, gen)
             else:
                 await self.send(text_data=fragments.status(view.name, "queued"))

@@ -31,6 +31,8 @@ from arena import streams
 from arena.accounts import socket_cap, sockets
 from inference import protocol as p
 
+from . import outcome, services
+
 log = logging.getLogger(__name__)
 MAX_CLIENT_FRAME = 4096  # a stop is 18 characters: a longer frame gets an error
 # ...and one longer than this closes the socket with 1009 (message too big): a client sending
@@ -174,8 +176,7 @@ class StreamSocket(ArenaSocket):
         problem = stop_frame_problem(text_data, bytes_data)
         if problem:
             return await self.send_error(problem)
-        for gen in self.by_stream.values():
-            await self.redis.set(self.keys.cancel(str(gen.id)), "user", ex=p.STREAM_TTL_S)
+        await services.acancel([gen.id for gen in self.by_stream.values()], "user")
         await self.stopping()
 
     async def pump(self) -> None:
@@ -216,10 +217,13 @@ class StreamSocket(ArenaSocket):
     async def _catch_expired(self, live) -> None:
         """A stream that is gone (expired, or never written): the database may have the outcome."""
         for stream in live:
-            if not await self.redis.exists(stream):
-                gen = await self.refresh(self.by_stream[stream])
-                if gen.finished:
-                    await self.send_stored(stream, gen)
+            if not await self.redis.exists(stream) and (gen := await self.stored(stream)) is not None:
+                await self.send_stored(stream, gen)
+
+    async def stored(self, stream: str):
+        """The stream's generation as the database has it if it has finished, else None: what to
+        show once its stream is gone (arena/generations/outcome.py)."""
+        return await outcome.astored(self.by_stream[stream].id)
 
     # --- hooks ------------------------------------------------------------------------
     def generations(self) -> list:
@@ -250,8 +254,3 @@ class StreamSocket(ArenaSocket):
 
     async def followed(self) -> None:
         """Every stream has ended."""
-
-    @database_sync_to_async
-    def refresh(self, gen):
-        gen.refresh_from_db()
-        return gen

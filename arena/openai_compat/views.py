@@ -24,10 +24,11 @@ from django.views.decorators.csrf import csrf_exempt
 
 from arena import conversations, jsonbody, streams
 from arena.accounts.models import ApiToken
+from arena.api.http import body_too_large_message
 from arena.catalogue.models import ModelEntry
-from arena.generations import limits
+from arena.generations import limits, outcome, runs, services
 from arena.generations.models import Generation
-from arena.generations.services import start_generation
+from arena.generations.services import GenerationRequest
 from inference import protocol as p
 from inference.protocol import ParamError
 
@@ -72,7 +73,7 @@ def openai_endpoint(*methods: str):
             except limits.LimitExceeded as exc:
                 return rate_limited(exc).response()
             except RequestDataTooBig:
-                return too_large(limits.body_too_large_message(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)).response()
+                return too_large(body_too_large_message(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)).response()
 
         return wrapper
 
@@ -152,8 +153,9 @@ async def chat_completions(request):
 @sync_to_async
 def create_generation(user, entry: ModelEntry, chat: ChatRequest, params: dict) -> Generation:
     with transaction.atomic():  # run_generation is queued when this commits
-        return start_generation(user, {"model": entry, "prompt": chat.prompt, "system_prompt": chat.system_prompt,
-                                       "history": chat.history, "params": params}, origin=Generation.Origin.API)
+        request = GenerationRequest(model=entry, prompt=chat.prompt, system_prompt=chat.system_prompt,
+                                    history=chat.history, params=params)
+        return services.start_generation(user, request, origin=Generation.Origin.API, kind=runs.OPENAI)
 
 
 def streaming_response(gen: Generation, include_usage: bool) -> StreamingHttpResponse:
@@ -168,13 +170,13 @@ async def event_stream(gen: Generation, include_usage: bool) -> AsyncIterator[st
     """The SSE body. A client that goes away cancels the generation (the worker stops)."""
     translator = chunks.StreamTranslator(id=chunks.completion_id(gen.id), created=int(gen.created_at.timestamp()),
                                          model=gen.model.slug, include_usage=include_usage)
-    redis = streams.async_client()
     try:
-        async for ev in follow(redis, gen):
-            for text in translator.feed(ev) if ev is not None else [chunks.comment("waiting")]:
-                yield text
-            if translator.finished:
-                return
+        async with streams.following(stream_of(gen)) as subscription:
+            async for ev in follow(subscription, gen):
+                for text in translator.feed(ev) if ev is not None else [chunks.comment("waiting")]:
+                    yield text
+                if translator.finished:
+                    return
     except OpenAIError as err:  # follow() gave up on it (and cancelled it)
         yield translator.error(err)[0]
     except asyncio.CancelledError:
@@ -187,29 +189,26 @@ async def event_stream(gen: Generation, include_usage: bool) -> AsyncIterator[st
     finally:
         if not translator.finished:  # the client went away before the end
             cancel(gen.id, "client")
-        await redis.aclose()
 
 
 async def completion_response(gen: Generation) -> JsonResponse:
     """Wait for the generation's end (a client that leaves does not stop it) and answer."""
-    redis = streams.async_client()
+    terminal = None
     try:
-        terminal = None
-        async for ev in follow(redis, gen):
-            if ev is not None and ev["type"] in p.TERMINAL_EVENTS:
-                terminal = ev
-                break
+        async with streams.following(stream_of(gen)) as subscription:
+            async for ev in follow(subscription, gen):
+                if ev is not None and ev["type"] in p.TERMINAL_EVENTS:
+                    terminal = ev
+                    break
     except OpenAIError:
         raise
     except Exception as exc:
         log.exception("Following completion %s failed", gen.id)
         raise OpenAIError(503, "The server lost track of this generation.", SERVER, code="stream_interrupted") \
             from exc
-    finally:
-        await redis.aclose()
     stored = await settled(gen)
     if stored is not None:
-        terminal = stored_terminal_event(stored, terminal)
+        terminal = outcome.terminal_event(stored, terminal)
     if terminal["type"] == p.FAILED:
         raise generation_failed(terminal.get("code"), terminal.get("reason", ""))
     if terminal["type"] == p.CANCELLED:
@@ -221,27 +220,31 @@ async def completion_response(gen: Generation) -> JsonResponse:
         prompt_tokens=metrics.get("prompt_tokens"), completion_tokens=metrics.get("generated_tokens")))
 
 
-async def follow(redis, gen: Generation) -> AsyncIterator[dict | None]:
-    """The generation's events from the first, then live; None after each quiet BLOCK_MS.
+def stream_of(gen: Generation) -> str:
+    return streams.keys().stream(str(gen.id))
 
-    Ends with an event made from the database if the stream is gone while the generation
-    is finished (it expired); raises a 503 after too long without a single event (no
-    Celery worker took it), having cancelled it."""
-    key = streams.keys().stream(str(gen.id))
-    last_id, heard_at = "0", time.monotonic()
+
+async def follow(subscription: streams.Subscription, gen: Generation) -> AsyncIterator[dict | None]:
+    """The generation's events from the first, then live (the process's stream hub reads them);
+    None after each quiet BLOCK_MS.
+
+    Ends with the stored outcome if the stream is gone while the generation is finished (it
+    expired); raises a 503 after too long without a single event (no Celery worker took it),
+    having cancelled it."""
+    stream = stream_of(gen)
+    heard_at = time.monotonic()
     silence_limit = settings.ARENA_GENERATION_TIMEOUT_S + 60
     while True:
-        reply = await redis.xread({key: last_id}, block=BLOCK_MS, count=200)
-        for _name, entries in reply or []:
-            for entry_id, fields in entries:
-                last_id, heard_at = entry_id, time.monotonic()
-                yield p.parse_event(fields)
-        if reply:
+        events = await next_events(subscription, stream, BLOCK_MS / 1000)
+        if events:
+            heard_at = time.monotonic()
+            for ev in events:
+                yield ev
             continue
-        if not await redis.exists(key):
-            stored = await Generation.objects.filter(id=gen.id).afirst()
-            if stored is not None and stored.finished:
-                yield stored_terminal_event(stored, None)
+        if not await subscription.hub.redis.exists(stream):
+            stored = await outcome.astored(gen.id)
+            if stored is not None:
+                yield outcome.terminal_event(stored)
                 return
         if time.monotonic() - heard_at > silence_limit:
             cancel(gen.id, "timeout")
@@ -250,34 +253,32 @@ async def follow(redis, gen: Generation) -> AsyncIterator[dict | None]:
         yield None
 
 
+async def next_events(subscription: streams.Subscription, stream: str, timeout: float) -> list[dict]:
+    """The stream's new events, waiting up to `timeout` s for some ([] if none came: a quiet period)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        entries = (await subscription.next(timeout)).get(stream)
+        timeout = deadline - asyncio.get_running_loop().time()
+        if entries or timeout <= 0:  # a wake-up with nothing new (entries it already had) waits on
+            return [ev for _key, ev in entries or ()]
+
+
 async def settled(gen: Generation) -> Generation | None:
     """The stored generation once the Celery task has recorded its end (None if it never does)."""
     deadline = time.monotonic() + DB_SETTLE_S
     while time.monotonic() < deadline:
-        stored = await Generation.objects.filter(id=gen.id).afirst()
-        if stored is None or stored.finished:
+        stored = await outcome.astored(gen.id)
+        if stored is not None:
             return stored
         await asyncio.sleep(0.05)
     return None
-
-
-def stored_terminal_event(gen: Generation, event: dict | None) -> dict:
-    """The outcome as the database has it, in the shape of a terminal event (the database
-    is what the API and the history show; the event only adds a failure's code)."""
-    if gen.status == Generation.Status.DONE:
-        return {"type": p.DONE, "text": gen.text, "finish_reason": gen.finish_reason,
-                "metrics": {"prompt_tokens": gen.prompt_tokens, "generated_tokens": gen.generated_tokens}}
-    if gen.status == Generation.Status.CANCELLED:
-        return {"type": p.CANCELLED, "text": gen.text}
-    code = event.get("code") if event and event["type"] == p.FAILED else None
-    return {"type": p.FAILED, "reason": gen.failure_reason, "code": code}
 
 
 def cancel(generation_id, reason: str) -> None:
     """Ask the worker (or the task still waiting for one) to stop; it frees the slot within a second.
     A plain SET on the process's sync client: it must happen even while the view is being cancelled."""
     try:
-        streams.client().set(streams.keys().cancel(str(generation_id)), reason, ex=p.STREAM_TTL_S)
+        services.cancel([generation_id], reason)
     except Exception:  # Redis gone: the generation's own timeout still ends it
         log.warning("Could not cancel generation %s", generation_id)
 

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
+from arena.generations import outcome
 from arena.generations.consumers import StreamSocket
 from arena.generations.models import Generation
 from inference import protocol as p
@@ -72,11 +73,9 @@ class GenerationConsumer(StreamSocket):
         entries = await self.redis.xrange(stream)
         events = [p.parse_event(fields) for _id, fields in entries]
         last_id = entries[-1][0] if entries else "0"
-        if not events:
-            gen = await self.refresh(self.subject)
-            if gen.finished:  # the stream expired: the database has the outcome
-                await self.send_stored(stream, gen)
-                return last_id
+        if not events and (gen := await self.stored(stream)) is not None:  # the stream expired
+            await self.send_stored(stream, gen)
+            return last_id
         if self.as_json:
             for ev in events:
                 await self.send(text_data=json.dumps(ev))
@@ -146,7 +145,7 @@ class GenerationConsumer(StreamSocket):
     async def send_stored(self, stream: str, gen: Generation) -> None:
         self.ended = True
         if self.as_json:
-            await self.send(text_data=json.dumps({"type": gen.status, "text": gen.text, "reason": gen.failure_reason}))
+            await self.send(text_data=json.dumps(outcome.terminal_event(gen)))  # as its stream would have ended
         else:
             self.listed.update(status=gen.status, finish_reason=gen.finish_reason, params=gen.params,
                                generated_tokens=gen.generated_tokens)

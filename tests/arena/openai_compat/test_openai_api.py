@@ -10,6 +10,8 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
 from django.core.asgi import get_asgi_application
 from openai._streaming import SSEDecoder
 
@@ -19,6 +21,7 @@ from arena.generations.models import Generation
 from arena.openai_compat import chunks
 from arena.openai_compat.errors import OpenAIError, generation_failed
 from arena.openai_compat.translate import check_arguments, parse_request, sampling_overrides, translate_messages
+from arena.routing import websocket_urlpatterns
 from inference import protocol as p
 from tests.arena.api_client import api
 
@@ -505,3 +508,132 @@ async def test_a_streaming_client_that_disconnects_cancels_its_generation(owner,
     await comm.wait(timeout=5)
     assert streams.client().get(cancel_key) == b"client"  # the worker's cue to stop
     streams.client().delete(cancel_key)
+    shared = streams.shared()
+    assert shared.users == 0 and not shared.hub.watchers  # the cancelled response let the hub go
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_completion_that_hears_nothing_for_too_long_is_cancelled_and_a_503(
+        owner, async_token, catalogue, monkeypatch, settings):
+    monkeypatch.setattr("arena.openai_compat.views.BLOCK_MS", 50)
+    settings.ARENA_GENERATION_TIMEOUT_S = -61  # the silence limit (the timeout + 60 s) is up at the first quiet spell
+    comm = await asgi_request(async_token, {"model": "smollm2-135m", "messages": HELLO})
+    gen = await wait_generation(owner)
+    start, raw = await read_body(comm)
+    assert start["status"] == 503 and json.loads(raw)["error"]["code"] == p.TIMEOUT
+    cancel_key = streams.keys().cancel(str(gen.id))
+    assert streams.client().get(cancel_key) == b"timeout"
+    streams.client().delete(cancel_key)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_streamed_completion_keeps_the_connection_alive_with_comments_while_nothing_comes(
+        owner, async_token, catalogue, monkeypatch):
+    monkeypatch.setattr("arena.openai_compat.views.BLOCK_MS", 50)
+    comm = await asgi_request(async_token, {"model": "smollm2-135m", "messages": HELLO, "stream": True})
+    gen = await wait_generation(owner)
+    _start, raw = await read_body(comm, until=b": waiting\n\n: waiting\n\n")
+    await play(owner, tokens=("Yes",))
+    raw += await read_more(comm)
+    text = raw.decode()
+    assert text.startswith(": waiting\n\n") and text.endswith("data: [DONE]\n\n")
+    bodies = [json.loads(e.data) for e in decode([text]) if e.data != "[DONE]"]
+    assert "".join(b["choices"][0]["delta"].get("content", "") for b in bodies) == "Yes"
+    assert not streams.client().exists(streams.keys().cancel(str(gen.id)))
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_redis_failure_mid_stream_is_the_stream_interrupted_error_chunk(
+        owner, async_token, catalogue, monkeypatch):
+    async def redis_gone(*args, **kwargs):
+        raise ConnectionError("Redis is gone")
+
+    monkeypatch.setattr(streams.shared().client, "xread", redis_gone)  # the hub's reads, this loop's
+    comm = await asgi_request(async_token, {"model": "smollm2-135m", "messages": HELLO, "stream": True})
+    gen = await wait_generation(owner)
+    start, raw = await read_body(comm)
+    assert start["status"] == 200
+    [event] = decode([raw.decode()])
+    assert json.loads(event.data)["error"]["code"] == "stream_interrupted"
+    cancel_key = streams.keys().cancel(str(gen.id))
+    assert streams.client().get(cancel_key) == b"error"
+    streams.client().delete(cancel_key)
+    assert streams.shared().users == 0
+
+
+# --- one hub for the sockets and the completions of a process ------------------------------------
+async def read_more(comm, timeout=10) -> bytes:
+    """The rest of a response body whose start was read."""
+    body = b""
+    while True:
+        message = await comm.receive_output(timeout)
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+async def socket_on(gen, user) -> WebsocketCommunicator:
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/generations/{gen.id}/?format=json")
+    comm.scope["user"] = user
+    connected, _ = await comm.connect()
+    assert connected
+    return comm
+
+
+async def until(condition, what: str) -> None:
+    for _ in range(250):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"never: {what}")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_streamed_completion_and_a_socket_on_its_generation_share_one_hub_and_pool(
+        owner, async_token, catalogue):
+    shared = streams.shared()  # this event loop's: the socket's and the response's
+    comm = await asgi_request(async_token, {"model": "smollm2-135m", "messages": HELLO, "stream": True})
+    gen = await wait_generation(owner)
+    stream = streams.keys().stream(str(gen.id))
+    socket = await socket_on(gen, owner)
+    await until(lambda: len(shared.hub.watchers.get(stream, ())) == 2, "both follow the stream through the hub")
+    assert shared.users == 2
+    ours = [c for c in streams.client().client_list() if c.get("name") == shared.client_name]
+    assert sum(c.get("cmd") == "xread" for c in ours) <= 1  # one follower for both
+    await play(owner, tokens=("Sha", "red"))
+    _start, raw = await read_body(comm)
+    bodies = [json.loads(e.data) for e in decode([raw.decode()]) if e.data != "[DONE]"]
+    assert "".join(b["choices"][0]["delta"].get("content", "") for b in bodies) == "Shared"
+    frames = [json.loads(await socket.receive_from(timeout=3)) for _ in range(5)]
+    assert [f["type"] for f in frames] == [p.LOADING, p.STARTED, p.TOKEN, p.TOKEN, p.DONE]
+    await socket.disconnect()
+    assert shared.users == 0 and not shared.hub.watchers
+    assert not [c for c in streams.client().client_list() if c.get("name") == shared.client_name]  # pool closed
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_expired_stream_of_a_finished_generation_ends_a_completion_and_a_socket_with_the_stored_outcome(
+        owner, async_token, catalogue, monkeypatch):
+    monkeypatch.setattr("arena.openai_compat.views.BLOCK_MS", 50)
+    monkeypatch.setattr("arena.generations.consumers.FOLLOW_BLOCK_MS", 50)
+    comm = await asgi_request(async_token, {"model": "smollm2-135m", "messages": HELLO, "stream": True})
+    gen = await wait_generation(owner)
+    emit(gen, p.STARTED, prompt_tokens=3, queue_s=0.0)
+    emit(gen, p.TOKEN, text="Stored", n=1)
+    socket = await socket_on(gen, owner)
+    assert [json.loads(await socket.receive_from(timeout=3))["type"] for _ in range(2)] == [p.STARTED, p.TOKEN]
+    _start, raw = await read_body(comm, until=b'"content":"Stored"')
+    # The task stored the end, and the stream went (expired) before anyone read its end.
+    await sync_to_async(gen.finish)(Generation.Status.DONE, text="Stored answer", finish_reason="length",
+                                    metrics={"prompt_tokens": 3, "generated_tokens": 2})
+    streams.client().delete(streams.keys().stream(str(gen.id)))
+    text = (raw + await read_more(comm)).decode()
+    assert text.endswith("data: [DONE]\n\n")
+    bodies = [json.loads(e.data) for e in decode([text]) if e.data != "[DONE]"]
+    assert "".join(b["choices"][0]["delta"].get("content", "") for b in bodies) == "Stored answer"
+    assert bodies[-1]["choices"][0]["finish_reason"] == "length"
+    assert json.loads(await socket.receive_from(timeout=3)) == {
+        "type": p.DONE, "text": "Stored answer", "finish_reason": "length",
+        "metrics": {"prompt_tokens": 3, "generated_tokens": 2}}
+    await socket.disconnect()
+    assert not streams.client().exists(streams.keys().cancel(str(gen.id)))  # it ended: nothing to cancel
