@@ -36,7 +36,7 @@ from pathlib import Path
 import websockets.sync.client as ws_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.live.app import LiveApp, running_app
+from harness.app import LiveApp, running_app
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 # Seeds 1 and 4 meet in match 1: the fastest and the slowest packaged variants. Seeds 2 and 3

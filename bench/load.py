@@ -48,9 +48,9 @@ import redis.asyncio as aioredis
 import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.app import LiveApp, running_app
 from inference import protocol as p
 from inference.protocol import Keys
-from tests.live.app import LiveApp, running_app
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 MODEL = "smollm2-135m"

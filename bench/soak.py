@@ -86,10 +86,10 @@ from websockets.exceptions import InvalidStatus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness.app import LiveApp, running_app
+from harness.app import launcher_child as app_launcher_child
+from harness.private_redis import PrivateRedis
 from inference.worker import redis_client
-from tests.live.app import LiveApp, running_app
-from tests.live.app import launcher_child as app_launcher_child
-from tests.private_redis import PrivateRedis
 
 PLAYGROUND_MODELS = ["smollm2-135m-llamacpp", "smollm2-135m"]  # both engines
 COMPARISON = ("smollm2-135m-llamacpp", "gemma-3-270m-llamacpp")

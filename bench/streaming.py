@@ -25,7 +25,7 @@ from pathlib import Path
 import websockets.sync.client as ws_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.live.app import running_app
+from harness.app import running_app
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 STORY = "Write a long, detailed story about a lighthouse keeper and a storm."

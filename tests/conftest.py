@@ -7,9 +7,12 @@ works under its own key prefix so it never meets another session's keys.
 import os
 import textwrap
 import uuid
+from collections import OrderedDict
 
 import pytest
 import redis
+
+from harness.private_redis import PrivateRedis
 
 pytest_plugins = ["tests.tiny_models"]  # the tiny random-weight model and the real tokenizer
 
@@ -43,6 +46,15 @@ def redis_client(redis_url):
     client.close()
 
 
+@pytest.fixture
+def private_redis():
+    """A redis-server of this test's own (harness/private_redis.py), which it may kill and restart."""
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.stop()
+
+
 # The live modules that share a running application (tests/live/conftest.py) form two groups
 # of about equal length, so each test process runs one group against an application of its
 # own; the others start their own (reliability, launcher) and are groups like any module.
@@ -61,14 +73,44 @@ LIVE_GROUPS = {
 }
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`make test` runs two processes, `--dist loadgroup`), a module's tests
-    stay in one process, so module fixtures (started orchestrators, loaded models) start once;
-    the live modules that share an application go to LIVE_GROUPS."""
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        group = LIVE_GROUPS.get(module.rsplit("/", 1)[-1].removesuffix(".py"), module)
-        item.add_marker(pytest.mark.xdist_group(group))
+def xdist_group(nodeid: str) -> str:
+    """The unit of work a test belongs to under pytest-xdist: its module, or its live group."""
+    module = nodeid.split("::")[0]
+    return LIVE_GROUPS.get(module.rsplit("/", 1)[-1].removesuffix(".py"), module)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` (`make test`) with our own groups: a module's tests stay in one process,
+    so module fixtures (started orchestrators, loaded models) start once, and the live modules
+    that share an application go to LIVE_GROUPS. xdist's own loadgroup cannot do it under
+    pytest 9: it renames `item._nodeid`, which pytest 9 no longer reads, so every test was its own
+    group. The groups are taken from the node ids here, in the controller; the live groups are
+    handed out first (the longest units: started last, they would be the long pole)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # once, when the work queue is complete: the longest units first
+                self.workqueue = OrderedDict(sorted(self.workqueue.items(), key=_longest_first))
+                self.ordered = True
+            super()._assign_work_unit(node)
+
+    return GroupScheduling(config, log)
+
+
+def _longest_first(unit: tuple[str, dict]) -> tuple[int, int]:
+    """The live groups, then the other live modules, then the rest by their number of tests."""
+    scope, tests = unit
+    rank = 0 if scope in LIVE_GROUPS.values() else 1 if scope.startswith("tests/live/") else 2
+    return rank, -len(tests)
 
 
 def pytest_unconfigure(config):

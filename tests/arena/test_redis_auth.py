@@ -1,13 +1,13 @@
 """The Django side on a Redis with a password, and on one speaking only TLS with client
-certificates (tests/private_redis.py): the process's client, the sockets' pool and the
+certificates (harness/private_redis.py): the process's client, the sockets' pool and the
 launcher's check all connect from REDIS_URL (and ARENA_REDIS_TLS_*), and no message or log
 line shows the password (inference/redis_connect.py)."""
 
 import pytest
 
 from arena import launcher, streams
+from harness.private_redis import PrivateRedis, make_tls_files
 from inference.redis_connect import celery_ssl, redact, tls_options
-from tests.private_redis import PrivateRedis, make_tls_files
 
 PASSWORD = "arena-test-secret"
 

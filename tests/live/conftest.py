@@ -2,7 +2,7 @@
 
 import pytest
 
-from .app import ARGS, CHROMIUM, running_app
+from harness.app import ARGS, CHROMIUM, running_app
 
 
 @pytest.fixture(scope="session")

@@ -4,12 +4,9 @@ SmolLM2 on llama.cpp against Gemma 3 270M on transformers, followed on the battl
 the tournament's (staff) owner, who polls /healthz, the status page, /api/v1/workers, the
 worker admin and the tournament API all along."""
 
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import blind
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from .app import running_app
+from harness.app import running_app
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(600)]
 PARAMS = {"temperature": 0, "max_new_tokens": 16}

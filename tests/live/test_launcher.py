@@ -7,8 +7,7 @@ import pytest
 import redis
 
 from arena import launcher
-
-from .app import running_app
+from harness.app import running_app
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

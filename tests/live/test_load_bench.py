@@ -2,12 +2,9 @@
 replayed or live, exactly once and in order, and no error. No timing is asserted."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import load
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]

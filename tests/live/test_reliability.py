@@ -22,10 +22,9 @@ import websockets.sync.client as ws_client
 
 from arena.generations import sweeper
 from arena.generations.run import WORKER_STOPPED
+from harness.app import launcher_child, running_app
+from harness.private_redis import PrivateRedis
 from inference.worker import redis_client
-
-from ..private_redis import PrivateRedis
-from .app import launcher_child, running_app
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(600)]
 MODEL = "smollm2-135m"

@@ -4,15 +4,11 @@ once. Nothing is lost, no 5xx, and every finished answer is stored as it was str
 growth is only reported: two minutes are too few to judge it."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import soak
-
-from ..private_redis import PrivateRedis
+from harness.private_redis import PrivateRedis
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(420)]
 

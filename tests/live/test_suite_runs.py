@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from .app import launcher_child
+from harness.app import launcher_child
+
 from .artefacts import DESKTOP, PHONE, screenshot
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -43,7 +44,8 @@ def run_state(live_app, token, run_id: str) -> dict:
 def stored(live_app, run_id: str) -> dict:
     """What the database holds for the run: generations per answer and judgement, and battles."""
     code = (
-        "import json; from arena.suites.models import *; from arena.suite_runs.models import *; from arena.battles.models import Battle; "
+        "import json; from arena.suites.models import *; from arena.suite_runs.models import *; "
+        "from arena.battles.models import Battle; "
         "from arena.generations.models import Generation as G; "
         f"run = SuiteRun.objects.get(id={run_id!r}); "
         "answers = list(SuiteAnswer.objects.filter(run=run).select_related('generation')); "

@@ -15,12 +15,12 @@ import pytest
 import redis
 from celery import Celery
 
+from harness.private_redis import PrivateRedis, make_tls_files
 from inference import protocol, redis_connect
 from inference.protocol import Keys, ModelSpec
 from orchestration.backends.nodes import NodesBackend
 from orchestration.policy import Config, Node
 from orchestration.service import Orchestrator
-from tests.private_redis import PrivateRedis, make_tls_files
 
 from .agents import AgentProcess
 from .helpers import acquired, generate, release, run_until

@@ -1,5 +1,5 @@
 """A Redis restarted under the orchestrator and a real worker (a tiny random-weight model)
-mid-stream. The Redis is this test's own (tests/private_redis.py): it comes back empty,
+mid-stream. The Redis is this test's own (harness/private_redis.py): it comes back empty,
 as this project's Redis does (nothing on disk)."""
 
 import threading
@@ -18,7 +18,6 @@ from orchestration.backends.local import LocalBackend
 from orchestration.policy import Config
 from orchestration.service import Orchestrator
 from tests.inference.workers import LONG, SHORT, push, read_events
-from tests.private_redis import private_redis  # noqa: F401
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -33,7 +32,7 @@ def wait_for(predicate, timeout: float, message: str):
 
 
 @pytest.fixture
-def running(private_redis, tmp_path):  # noqa: F811
+def running(private_redis, tmp_path):
     """The orchestrator's real loop on a thread, as `manage.py orchestrator` runs it."""
     keys = Keys(f"restart-{uuid.uuid4().hex[:8]}")
     client = redis.Redis.from_url(private_redis.url)
@@ -56,7 +55,7 @@ def worker_processes(prefix: str) -> list[psutil.Process]:
     return found
 
 
-def test_a_redis_restart_mid_stream_is_ridden_out_by_the_same_worker(running, private_redis, tiny_model_dir):  # noqa: F811
+def test_a_redis_restart_mid_stream_is_ridden_out_by_the_same_worker(running, private_redis, tiny_model_dir):
     orchestrator, client, keys = running
     spec = ModelSpec(slug="tiny", source=str(tiny_model_dir))
     (worker_id,) = orch.acquire(orchestrator.redis, keys, "generation:1", [spec], timeout_s=90).values()
@@ -85,7 +84,7 @@ def test_a_redis_restart_mid_stream_is_ridden_out_by_the_same_worker(running, pr
     assert read_events(client, keys, again.generation_id)[-1]["type"] == protocol.DONE
 
 
-def test_a_lease_waiting_across_a_restart_is_still_granted(running, private_redis, tiny_model_dir):  # noqa: F811
+def test_a_lease_waiting_across_a_restart_is_still_granted(running, private_redis, tiny_model_dir):
     """A battle waiting for its models across a restart: its client rides the restart out,
     its renewals reach the orchestrator again and the grant reaches it (no stall until the
     timeout, no second worker)."""

@@ -2,7 +2,9 @@
 on 6379 is everyone's: never restart that). Like this project's Redis, it keeps nothing
 on disk, so a restart comes back empty. It may also ask for a password (`requirepass`) and
 speak only TLS, with a throwaway CA and certificates made for it (`make_tls_files`), as a
-Redis shared between machines should (docs/operations.md, "Redis across machines")."""
+Redis shared between machines should (docs/operations.md, "Redis across machines"). Where
+redis-server or openssl is missing the calling test is skipped (pytest.skip; for a benchmark,
+an exception that says which)."""
 
 from __future__ import annotations
 
@@ -137,11 +139,3 @@ class PrivateRedis:
     def stop(self) -> None:
         self.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-@pytest.fixture
-def private_redis():
-    server = PrivateRedis()
-    server.start()
-    yield server
-    server.stop()

@@ -1,0 +1,4 @@
+"""The running-application harness shared by the live tests (tests/live/) and the benchmarks
+(bench/): the whole application started as `make run` starts it (app.py), and a redis-server of
+a caller's own that it may kill and restart (private_redis.py). Neither tests/ nor bench/ is
+imported from here; both import this. Not part of the installed application."""
