@@ -1,7 +1,7 @@
 """Soak: a bounded mixed load on the whole application for N minutes while faults are injected.
 
 Starts the application as `make run` does (arena.launcher: daphne, a Celery worker, the
-orchestrator, real model workers) on a private redis-server of its own (tests/private_redis.py:
+orchestrator, real model workers) on a private redis-server of its own (harness/private_redis.py:
 restarting it harms nobody), creates `--users` users, then for `--minutes` minutes keeps
 `--clients` client threads busy, each one request at a time for a user drawn at random:
 
