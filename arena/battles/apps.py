@@ -9,6 +9,7 @@ class BattlesConfig(AppConfig):
     def ready(self) -> None:
         from arena.catalogue import hiding
 
-        from . import secrecy
+        from . import secrecy, tasks
 
+        tasks.register_run_kind()
         hiding.register(secrecy.secret_models)  # catalogue's pages hide what the blind rule hides

@@ -29,6 +29,8 @@ from .identity import identity_mentions
 
 
 class Battle(models.Model):
+    RUN_KIND = "battle"  # its two generations' run kind (arena/generations/runs.py, registered in tasks.py)
+
     class Mode(models.TextChoices):
         COMPARISON = "comparison"
         TOURNAMENT = "tournament"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import transaction
 
 from arena import conversations
-from arena.generations import admission, limits
+from arena.generations import services
 from arena.generations.models import Generation
+from arena.generations.services import GenerationRequest
 
 from .models import Battle
 
@@ -19,18 +22,14 @@ def start_battle(user, *, prompt: str, sides: dict[str, dict], mode: str = Battl
 
     A web battle is cancelled when every viewer has left; an API one runs to the end.
     Raises limits.LimitExceeded when the user may not start it now (it costs one per side)."""
-    limits.check_start(user, cost=len(sides))
-    gens = {
-        side: Generation.objects.create(
-            owner=user, model=s["model"], origin=origin, prompt=prompt,
-            system_prompt=s.get("system_prompt") or "", params=s["params"], history=s.get("history") or [], tag=tag,
-        )
-        for side, s in sides.items()
-    }
-    battle = Battle.objects.create(owner=user, mode=mode, blind=blind, left=gens["left"], right=gens["right"],
-                                   parent=parent, tag=tag)
-    admission.submit()  # one run for both sides: they start together
-    return battle
+    battle_id = uuid.uuid4()  # the run the two sides belong to: they start together
+    left, right = services.start(
+        user, [GenerationRequest(model=s["model"], prompt=prompt, system_prompt=s.get("system_prompt") or "",
+                                 params=s["params"], history=s.get("history") or (), tag=tag)
+               for s in (sides["left"], sides["right"])],
+        origin=origin, kind=Battle.RUN_KIND, run_id=battle_id)
+    return Battle.objects.create(id=battle_id, owner=user, mode=mode, blind=blind, left=left, right=right,
+                                 parent=parent, tag=tag)
 
 
 def start_comparison(user, cleaned: dict, origin: str = Generation.Origin.WEB, redo: Battle | None = None) -> Battle:

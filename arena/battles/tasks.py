@@ -4,7 +4,9 @@ over in the same instant, both streams followed with one read), plus what only b
 from __future__ import annotations
 
 from celery import shared_task
+from django.db.models import Q
 
+from arena.generations import runs
 from arena.generations.models import Generation
 from arena.generations.run import Follower, Run
 
@@ -47,3 +49,17 @@ class BattleRun(Run):
         for _side, gen in self.battle.sides:
             gen.refresh_from_db()
         self.battle.note_self_identification()
+
+
+def _start(battle_id: str) -> None:
+    run_battle.delay(battle_id)
+
+
+def register_run_kind() -> None:
+    """The "battle" run kind (arena/generations/runs.py); BattlesConfig.ready() calls this."""
+    runs.register(runs.RunKind(
+        Battle.RUN_KIND, start=_start, grouped=True, on_ended=Battle.note_side_ended,
+        # A blind battle's answers would name the contestants (it shows them under neutral labels). An
+        # answer in several battles (a suite's) is hidden while any of them may be such a battle.
+        hidden=(Q(battles_as_left__blind=True, battles_as_left__revealed=False),
+                Q(battles_as_right__blind=True, battles_as_right__revealed=False))))

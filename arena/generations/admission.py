@@ -1,11 +1,11 @@
 """Admission: generations start in fair order, within the installation's capacity.
 
 Every path that starts work (the playground, comparisons, tournaments, the APIs, suite runs)
-creates its generations queued and calls `submit()` inside the same transaction. Nothing is
-sent to Celery yet: once the rows are committed, a pass of the line (`admit_waiting`) starts
-the runs that fit in ARENA_MAX_CONCURRENT_GENERATIONS, in the fair order of `fairness.py`
-(round robin between users; staff take their turn like everyone), and tells every run still
-waiting its place in line (a QUEUED event on each of its streams, which pages show as
+creates its generations queued through `services.start`, which submits them (`runs.submit()`)
+inside the same transaction. Nothing is sent to Celery yet: once the rows are committed, a pass
+of the line (`admit_waiting`) starts the runs that fit in ARENA_MAX_CONCURRENT_GENERATIONS, in the
+fair order of `fairness.py` (round robin between users; staff take their turn like everyone), and
+tells every run still waiting its place in line (a QUEUED event on each of its streams, which pages show as
 "3rd in line"). Waiting holds no Celery thread: a run's task is sent only once it is
 admitted, so the Celery pool only ever holds admitted runs.
 
@@ -14,7 +14,7 @@ waits while it is queued with no `admitted_at`; the generations in use are the l
 admitted within `limits.stale_after_s()`, so a crashed process never leaks a slot. A pass
 runs under a Redis lock (one pass at a time across every process, so two cannot both fill
 the last slot) and is cheap; it runs when work is submitted, when a run ends (its slots
-are free), and once a second from the orchestrator's loop (`Admitter`), which also catches
+are free), and once a second from the orchestrator's loop (a periodic job: arena/scheduler.py), which catches
 what the others missed (Redis down for a moment, a process killed between the two).
 
 A pass also ends waiting runs that will never start: the user stopped them (their cancel key),
@@ -34,13 +34,13 @@ from datetime import timedelta
 import redis
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
-from django.db.models import Max, Q
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from arena import streams
 from inference import protocol as p
 
-from . import fairness, limits
+from . import fairness, limits, runs
 from .models import Generation
 from .run import Follower, abandoned
 from .sweeper import NEVER_STARTED
@@ -57,11 +57,17 @@ HALF_A_BATTLE = "The other side of this comparison ended before it started. Run 
 
 @dataclass
 class Unit:
-    """A run waiting to start: one generation, or a battle's two sides (they start together)."""
+    """A run waiting to start: one generation, or the generations of a grouped run (a battle's two
+    sides start together: arena/generations/runs.py)."""
 
-    key: str  # "generation:<id>" or "battle:<id>"
+    kind: runs.RunKind
+    ident: str  # the run id of a grouped run, else the generation's id
     rows: list[dict]  # {id, owner_id, origin, created_at} per waiting generation
     size: int = 1  # its generations: a battle whose other side has already ended has one row of two
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind.name}:{self.ident}"
 
     @property
     def ids(self) -> list[str]:
@@ -73,20 +79,7 @@ class Unit:
 
     def enqueue(self) -> None:
         """Send its Celery task (the task's claim, queued -> loading, makes a second one harmless)."""
-        kind, _, ident = self.key.partition(":")
-        if kind == "battle":
-            from arena.battles.tasks import run_battle  # battles build on generations
-
-            run_battle.delay(ident)
-        else:
-            from .tasks import run_generation
-
-            run_generation.delay(ident)
-
-
-def submit() -> None:
-    """Call inside the transaction that created queued generations: they join the line once committed."""
-    transaction.on_commit(admit_waiting)
+        self.kind.start(self.ident)
 
 
 def admit_waiting() -> int:
@@ -145,16 +138,30 @@ class Line:
 
     # --- reading ----------------------------------------------------------------------
     def waiting_units(self) -> list[Unit]:
-        from arena.battles.models import Battle
+        rows = Generation.objects.filter(status=Generation.Status.QUEUED, admitted_at__isnull=True).values(
+            "id", "owner_id", "origin", "created_at", "run_kind", "run_id")
+        groups: dict[tuple[str, str], list[dict]] = {}
+        singles = []
+        for row in rows:
+            kind = runs.get(row["run_kind"])
+            if kind.grouped and row["run_id"] is not None:
+                groups.setdefault((kind.name, str(row["run_id"])), []).append(row)
+            else:
+                singles.append(Unit(kind, str(row["id"]), [row]))
+        sizes = self.run_sizes(groups)
+        grouped = [Unit(runs.get(name), run_id, group, size=sizes[(name, run_id)])
+                   for (name, run_id), group in groups.items()]
+        return grouped + singles
 
-        rows = {str(r["id"]): r for r in Generation.objects.filter(
-            status=Generation.Status.QUEUED, admitted_at__isnull=True).values("id", "owner_id", "origin", "created_at")}
-        units = []
-        battles = Battle.objects.filter(Q(left_id__in=list(rows)) | Q(right_id__in=list(rows)), judge__isnull=True)
-        for battle in battles.values("id", "left_id", "right_id"):
-            sides = [rows.pop(str(battle[side]), None) for side in ("left_id", "right_id")]
-            units.append(Unit(f"battle:{battle['id']}", [side for side in sides if side], size=2))
-        return units + [Unit(f"generation:{gen_id}", [row]) for gen_id, row in rows.items()]
+    @staticmethod
+    def run_sizes(groups: dict[tuple[str, str], list[dict]]) -> dict[tuple[str, str], int]:
+        """How many generations each grouped run has, ended ones included."""
+        if not groups:
+            return {}
+        counted = (Generation.objects.filter(run_kind__in={name for name, _ in groups},
+                                             run_id__in={run_id for _, run_id in groups})
+                   .order_by().values("run_kind", "run_id").annotate(n=Count("id")))
+        return {(row["run_kind"], str(row["run_id"])): row["n"] for row in counted}
 
     def in_use(self) -> int:
         since = self.now - timedelta(seconds=limits.stale_after_s())
@@ -207,6 +214,7 @@ class Line:
                 follower.unavailable("cancelled")
             else:
                 follower.fail(p.TIMEOUT if reason == NEVER_STARTED else p.ENGINE_ERROR, reason)
+            runs.ended_elsewhere(gen)
 
     # --- admitting and telling --------------------------------------------------------
     def mark_admitted(self, units: list[Unit]) -> list[Unit]:

@@ -9,3 +9,16 @@ class GenerationsConfig(AppConfig):
     # keys to "playground.generation"; a new label would need state-only migrations in three apps.
     label = "playground"
     verbose_name = "Generations"
+
+    def ready(self) -> None:
+        from arena import scheduler
+
+        from . import admission, runs, tasks
+        from .sweeper import SWEEP_EVERY_S, Sweeper
+
+        tasks.register_run_kinds()
+        runs.serve_line_with(admission.admit_waiting)
+        # The orchestrator's loop serves the line of generations waiting for a free slot, and ends
+        # generations whose Celery task has gone (one Sweeper: it remembers watch keys seen missing).
+        scheduler.register("admit the line", every_s=admission.ADMIT_EVERY_S, run=admission.admit_waiting)
+        scheduler.register("sweep generations", every_s=SWEEP_EVERY_S, run=Sweeper().sweep)

@@ -7,20 +7,30 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from arena.generations import tags
 from inference.protocol import SamplingParams, time_to_first_token
 from inference.public_text import public_reason
 from inference.structured import answer_valid
 
+from . import runs, tags
+
 
 class GenerationQuerySet(models.QuerySet):
     def visible(self):
-        """Leaves out the answers of blind battles not yet revealed: their pages, API and
-        stream would name the contestant (the battle shows them under neutral labels). An answer
-        in several battles (a suite's) is hidden while any of them may be such a battle (across a
-        many-valued relation, exclude() errs towards hiding)."""
-        return self.exclude(battles_as_left__blind=True, battles_as_left__revealed=False).exclude(
-            battles_as_right__blind=True, battles_as_right__revealed=False)
+        """Leaves out what a run kind hides for now (arena/generations/runs.py): a blind battle's
+        answers until it is revealed, whose pages, API and stream would name the contestant."""
+        qs = self
+        for rule in runs.hidden():
+            qs = qs.exclude(rule)
+        return qs
+
+    def tags_given(self, user) -> list[str]:
+        """The tags this user has given, for the inputs' suggestions and the history's filter. A
+        battle, a tournament match and a suite run's answers carry their tag on their generations,
+        so these hold every tag the user gave to something that ran."""
+        if not user.is_authenticated:
+            return []
+        given = self.filter(owner=user).exclude(tag="").order_by().values_list("tag", flat=True)
+        return sorted(given.distinct()[:400])
 
 
 class Generation(models.Model):
@@ -43,6 +53,10 @@ class Generation(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="generations")
     model = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="generations")
     origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.WEB)
+    # The run it belongs to (arena/generations/runs.py): its kind, and the battle or suite run it is
+    # part of (empty for a lone generation).
+    run_kind = models.CharField(max_length=20, default=runs.PLAYGROUND, db_index=True)
+    run_id = models.UUIDField(null=True, blank=True, db_index=True)
     system_prompt = models.TextField(blank=True)
     prompt = models.TextField()
     history = models.JSONField(default=list, blank=True, help_text="Earlier turns: [{role, content}, ...].")

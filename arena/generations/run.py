@@ -20,6 +20,7 @@ from inference.protocol import Job
 from inference.transport import WORKER_STOPPING
 from orchestration import client as orch
 
+from . import runs, services
 from .models import Generation
 
 log = logging.getLogger(__name__)
@@ -77,9 +78,7 @@ class Run:
 
     def _admit_next(self) -> None:
         """This run's slots are free: start whoever is next in line now, not at the next tick."""
-        from .admission import admit_waiting  # admission ends waiting generations the way a Follower does
-
-        admit_waiting()
+        runs.serve_line()
 
     # --- hooks ----------------------------------------------------------------------
     def unavailable_reason(self, reason: str) -> str:
@@ -223,7 +222,7 @@ class Follower:
         if self.gen.origin != Generation.Origin.WEB:
             return
         if abandoned(self.redis.hmget(self.keys.viewers(str(self.gen.id)), ["left_at", "count"])):
-            self.redis.set(self.keys.cancel(str(self.gen.id)), "abandoned", ex=p.STREAM_TTL_S)
+            services.cancel([self.gen.id], "abandoned", self.redis)
 
     def cancel_requested(self) -> bool:
         self.keep_watch()
@@ -252,7 +251,7 @@ class Follower:
     def stop_worker_job(self, why: str) -> None:
         """Cancel the worker's job of a generation already failed. After the FAILED event, never
         before: the worker's CANCELLED would otherwise be what the viewers hear first."""
-        self.redis.set(self.keys.cancel(str(self.gen.id)), why, ex=p.STREAM_TTL_S)
+        services.cancel([self.gen.id], why, self.redis)
 
     # --- outcomes -------------------------------------------------------------------
     def store_outcome(self, ev: dict) -> None:

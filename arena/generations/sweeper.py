@@ -18,11 +18,11 @@ whole watch TTL (a follower that is still alive has renewed it long before then)
   answer, and fail it with a reason a user understands, told to open pages as a FAILED
   event on its stream.
 
-Whatever it ends, a battle's side is then checked as the battle's run would have checked it
-(an answer naming a contestant flags the battle: `Battle.note_side_ended`).
+Whatever it ends, its run kind is told (arena/generations/runs.py): a battle's side is then
+checked as the battle's run would have checked it (an answer naming a contestant flags the battle).
 
-It runs in the orchestrator's loop: that process always runs, exactly once, and keeps
-running while Celery workers are killed and restarted. Why not Celery's `acks_late`
+It runs in the orchestrator's loop (a periodic job: arena/scheduler.py): that process always
+runs, exactly once, and keeps running while Celery workers are killed and restarted. Why not Celery's `acks_late`
 instead: on the Redis transport a killed worker's unacknowledged task comes back only
 after the visibility timeout (an hour by default), a Redis restart loses it anyway, and
 a redelivered follower could not resume a half-streamed answer; the task's conditional
@@ -39,12 +39,11 @@ from dataclasses import dataclass
 
 import redis
 from django.conf import settings
-from django.db import close_old_connections
-from django.db.models import Q
 
 from arena import streams
 from inference import protocol as p
 
+from . import runs
 from .models import Generation
 from .run import Follower
 
@@ -103,24 +102,15 @@ def decide(seen: Seen, policy: Policy) -> tuple[str, str]:
 
 
 class Sweeper:
-    """Applies `decide` to the live generations; `maybe_sweep` is called from a loop."""
+    """Applies `decide` to the live generations; `sweep` is a periodic job (arena/scheduler.py)."""
 
     def __init__(self, client: redis.Redis | None = None, policy: Policy | None = None,
-                 clock: Callable[[], float] = time.time, every_s: float = SWEEP_EVERY_S):
+                 clock: Callable[[], float] = time.time):
         self.redis = client or streams.client()
         self.keys = streams.keys()
         self.policy = policy or Policy.from_settings()
         self.clock = clock
-        self.every_s = every_s
         self.missing_since: dict[str, float] = {}  # generation id -> when its key was first seen missing
-        self.last_sweep = 0.0
-
-    def maybe_sweep(self) -> None:
-        now = self.clock()
-        if now - self.last_sweep >= self.every_s:
-            self.last_sweep = now
-            close_old_connections()  # a long-lived process: drop a connection the database closed
-            self.sweep()
 
     def sweep(self) -> dict[str, int]:
         """One pass; how many generations each action was applied to."""
@@ -156,8 +146,6 @@ class Sweeper:
         return p.parse_event(entries[0][1])["type"] if entries else ""
 
     def _apply(self, gen_id: str, action: str, reason: str) -> None:
-        from arena.battles.models import Battle  # battles build on generations, not the reverse
-
         gen = Generation.objects.select_related("model").filter(id=gen_id).first()
         if gen is None or gen.finished:
             return
@@ -177,22 +165,17 @@ class Sweeper:
             follower.fail(p.WORKER_DIED, reason)
             follower.stop_worker_job("swept")  # the worker may still be writing it: free its slot now
         self.missing_since.pop(gen_id, None)
-        Battle.note_side_ended(gen)  # as the battle's own run would have, had it lived
+        runs.ended_elsewhere(gen)  # as its own run would have, had it lived
 
     def _requeue(self, gen: Generation) -> None:
-        """Send its task again; the task's claim (queued -> loading) makes a duplicate harmless."""
-        from arena.battles.models import Battle
-        from arena.battles.tasks import run_battle
-
-        from .tasks import run_generation
-
-        battle = (Battle.objects.filter(Q(left_id=gen.id) | Q(right_id=gen.id), judge__isnull=True)  # its run's
-                  .values("id", "left_id", "right_id").first())
-        if battle is not None:
-            run_battle.delay(str(battle["id"]))
-            requeued = [str(battle["left_id"]), str(battle["right_id"])]
+        """Send its run's task again; the task's claim (queued -> loading) makes a duplicate harmless."""
+        kind = runs.get(gen.run_kind)
+        if kind.grouped and gen.run_id is not None:  # the whole run starts again, together
+            kind.start(str(gen.run_id))
+            requeued = [str(gen_id) for gen_id in Generation.objects.filter(
+                run_kind=gen.run_kind, run_id=gen.run_id).values_list("id", flat=True)]
         else:
-            run_generation.delay(str(gen.id))
+            kind.start(str(gen.id))
             requeued = [str(gen.id)]
         log.warning("Generation %s was never picked up; queued again", gen.id)
         for gen_id in requeued:  # not again before another grace: the key stands for "just queued"

@@ -37,17 +37,3 @@ class TagField(forms.CharField):
 
     def clean(self, value):
         return normalise(super().clean(value))
-
-
-def used_by(user) -> list[str]:
-    """The tags this user has already given, for the inputs' suggestions."""
-    from arena.battles.models import Battle
-    from arena.generations.models import Generation
-
-    if not user.is_authenticated:
-        return []
-    found: set[str] = set()
-    for model in (Generation, Battle):
-        given = model.objects.filter(owner=user).exclude(tag="").order_by().values_list("tag", flat=True)
-        found.update(given.distinct()[:200])
-    return sorted(found)

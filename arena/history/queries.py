@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from django import forms
 from django.db.models import Q, QuerySet
 
-from arena import tags
 from arena.battles.models import Battle
+from arena.generations import tags
 from arena.generations.models import Generation
 from arena.suite_runs.models import SuiteRun
 from arena.tournaments.models import Tournament
@@ -105,7 +105,7 @@ def suite_runs(user, filters: Filters = Filters()) -> QuerySet:
 
 def tags_used(user) -> list[str]:
     """Every tag the user has given (generations, battles, tournaments): the filter's choices."""
-    found = set(tags.used_by(user))
+    found = set(Generation.objects.tags_given(user))
     found.update(Tournament.objects.filter(owner=user).exclude(tag="").order_by().values_list("tag", flat=True)
                  .distinct()[:200])
     return sorted(found)

@@ -6,9 +6,10 @@ from django.views.decorators.vary import vary_on_headers
 
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
+from arena.generations import runs
 from arena.generations.limits import LimitExceeded, refused_page
 from arena.generations.models import Generation
-from arena.generations.services import start_generation
+from arena.generations.services import GenerationRequest, start_generation
 from arena.history import queries
 
 from .forms import GenerationForm
@@ -32,7 +33,8 @@ def playground(request):
     refusal = None
     if request.method == "POST" and form.is_valid():
         try:
-            gen = start_generation(request.user, form.cleaned_data, origin=Generation.Origin.WEB)
+            gen = start_generation(request.user, GenerationRequest.from_form(form.cleaned_data),
+                                   origin=Generation.Origin.WEB, kind=runs.PLAYGROUND)
         except LimitExceeded as exc:
             form.add_error(None, exc.message)
             refusal = exc

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from arena.battles.models import Battle
-from arena.generations import tags
+from arena.generations import services, tags
 from arena.generations.models import Generation
 
 from . import bracket
@@ -375,14 +375,9 @@ class Match(models.Model):
 
 def cancel_battle(battle: Battle) -> None:
     """Ask both of a battle's live generations to stop (as the Stop button does)."""
-    from arena import streams
-    from inference.protocol import STREAM_TTL_S
-
-    client, keys = streams.client(), streams.keys()
     for _side, gen in battle.sides:
         gen.refresh_from_db(fields=["status"])
-        if not gen.finished:
-            client.set(keys.cancel(str(gen.id)), "user", ex=STREAM_TTL_S)
+    services.cancel([gen.id for _side, gen in battle.sides if not gen.finished], "user")
 
 
 def _prewarm(match: Match) -> None:

@@ -17,9 +17,9 @@ def generation_panel(gen):
 @register.inclusion_tag("_tag_options.html", takes_context=True)
 def tag_options(context):
     """The <datalist> the forms' tag inputs suggest from: the tags this user gave before."""
-    from arena.generations import tags
+    from arena.generations.models import Generation
 
-    return {"tags": tags.used_by(context["request"].user)}
+    return {"tags": Generation.objects.tags_given(context["request"].user)}
 
 
 @register.filter

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arena import streams
-from arena.generations import admission
+from arena.generations import admission, runs
 from arena.generations import fairness as fair
 from arena.generations.models import Generation
-from arena.generations.services import start_generation
+from arena.generations.services import GenerationRequest, start_generation
 from arena.generations.sweeper import NEVER_STARTED
 from arena.playground import fragments
 from inference import protocol as p
@@ -102,7 +102,8 @@ def users(db):
 
 def queue(user, model, prompt="Name a colour.", *, ago: float = 0) -> Generation:
     """A playground generation sent through the service (its pass runs when the test calls one)."""
-    gen = start_generation(user, {"model": model, "prompt": prompt, "params": PARAMS}, Generation.Origin.WEB)
+    gen = start_generation(user, GenerationRequest(model=model, prompt=prompt, params=PARAMS),
+                           origin=Generation.Origin.WEB, kind=runs.PLAYGROUND)
     if ago:
         Generation.objects.filter(id=gen.id).update(created_at=timezone.now() - timedelta(seconds=ago))
     return gen

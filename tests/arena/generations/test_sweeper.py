@@ -5,6 +5,7 @@ The policy is a pure function checked against a fake clock; the sweeper and the
 follower run on the real database and the real Redis (under this session's prefix),
 and a requeued task is read back from the real Celery broker queue."""
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -200,8 +201,9 @@ def test_a_generation_still_waiting_in_line_is_not_the_sweepers(sweeper, clock, 
 
 
 def test_a_queued_battle_is_queued_again_as_one_battle(sweeper, clock, redis_client, owner, smollm):
-    left, right = make_gen(owner, smollm, S.QUEUED), make_gen(owner, smollm, S.QUEUED)
-    battle = Battle.objects.create(owner=owner, left=left, right=right)
+    battle_id = uuid.uuid4()
+    left, right = (make_gen(owner, smollm, S.QUEUED, run_kind=Battle.RUN_KIND, run_id=battle_id) for _ in range(2))
+    battle = Battle.objects.create(id=battle_id, owner=owner, left=left, right=right)
     sweeper.sweep()
     clock.now += 15
     assert sweeper.sweep() == {sw.REQUEUE: 1}
