@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "arena.leaderboard",
     "arena.history",
     "arena.workers",
+    "arena.backups",
 ]
 
 MIDDLEWARE = [

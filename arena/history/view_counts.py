@@ -3,7 +3,8 @@
 A public share link can be opened by anyone, as often as they like: counting each view with a
 database write would let any holder of a link load the database (and, on SQLite, take its one
 write lock). A view is one Redis pipeline instead (HINCRBY of the link's count, HSET of when);
-the orchestrator's loop adds what has gathered to `ShareLink.views` / `last_viewed_at` every
+a periodic job of the orchestrator's loop (`flush`, registered from HistoryConfig.ready() with
+arena/scheduler.py) adds what has gathered to `ShareLink.views` / `last_viewed_at` every
 ARENA_SHARE_VIEWS_FLUSH_S (10 s) in one transaction, so the owner's count lags the views by at
 most that (plus a tick). Should Redis not answer, a view is counted in the database as before.
 """
@@ -11,7 +12,6 @@ most that (plus a tick). Should Redis not answer, a view is counted in the datab
 from __future__ import annotations
 
 import logging
-import os
 import time
 from datetime import UTC, datetime
 
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def flush_every_s() -> float:
-    return float(getattr(settings, "ARENA_SHARE_VIEWS_FLUSH_S", os.environ.get("ARENA_SHARE_VIEWS_FLUSH_S", 10)))
+    return settings.ARENA_SHARE_VIEWS_FLUSH_S
 
 
 def note(link) -> None:
@@ -81,20 +81,3 @@ def flush() -> int:
             pipe.execute()
         raise
     return len(counts)
-
-
-class Flusher:
-    """`maybe_flush` is called from the orchestrator's loop: a flush every `flush_every_s()`."""
-
-    def __init__(self) -> None:
-        self.last: float | None = None
-
-    def maybe_flush(self) -> None:
-        now = time.monotonic()
-        if self.last is not None and now - self.last < flush_every_s():
-            return
-        self.last = now
-        try:
-            flush()
-        except Exception:  # the loop goes on; the views wait in Redis for the next try
-            log.exception("Could not add share link views to the database")

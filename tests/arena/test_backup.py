@@ -1,4 +1,4 @@
-"""`arena_backup PATH` / `arena_restore PATH` (arena/backups.py): a backup taken while
+"""`arena_backup PATH` / `arena_restore PATH` (arena/backups/database.py): a backup taken while
 battles and verdicts are being written, restored into an emptied database, holds every
 battle and verdict that had finished before the backup started, and none begun after it
 ended. Runs on the database the suite runs on: SQLite (the online backup API) here, and
@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import close_old_connections, connection, transaction
 
-from arena import backups
+from arena.backups import database as backups
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 

@@ -4,10 +4,7 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from arena.generations.admission import Admitter
-from arena.generations.sweeper import Sweeper
-from arena.history.view_counts import Flusher
-from arena.suite_runs.runner import Kicker
+from arena import scheduler
 from arena.workers.models import DatabaseRecorder
 from inference import redis_connect
 from inference.protocol import Keys
@@ -48,16 +45,8 @@ class Command(BaseCommand):
             recorder=DatabaseRecorder(),
         )
         self.stdout.write(f"Orchestrator running ({settings.ARENA_ORCHESTRATOR_BACKEND} backend)")
-        # This process always runs, once: it also serves the line of generations waiting for a free
-        # slot, ends generations whose Celery task has gone, and restarts the steps of suite runs
-        # whose Celery worker went.
-        admitter, sweeper, kicker, share_views = Admitter(), Sweeper(client), Kicker(), Flusher()
-
-        def on_tick() -> None:
-            admitter.maybe_admit()
-            sweeper.maybe_sweep()
-            kicker.maybe_kick()
-            share_views.maybe_flush()  # share links' views counted in Redis, into the database
-
-        orchestrator.run(should_stop=lambda: bool(stopping), on_tick=on_tick)
+        # This process always runs, once: its loop also runs the periodic jobs the apps registered
+        # (arena/scheduler.py: the line's admitter, the generation sweeper, the suite-run kicker,
+        # the share-link view counts).
+        orchestrator.run(should_stop=lambda: bool(stopping), on_tick=scheduler.run_due)
         self.stdout.write("Orchestrator stopped; all workers stopped")

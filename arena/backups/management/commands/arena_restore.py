@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
-from arena import backups
+from arena.backups import database as backups
 
 WARNING = ("This replaces the whole database ({name}) with the backup {path}. Stop the app first "
            "(make run, the Celery worker, the orchestrator): work it has in flight would be lost or "

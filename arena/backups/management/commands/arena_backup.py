@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from arena import backups
+from arena.backups import database as backups
 
 
 class Command(BaseCommand):
