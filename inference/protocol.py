@@ -255,7 +255,7 @@ class Keys:
         return f"{self.prefix}:gen:{generation_id}:cancel"
 
     def suite_run_lock(self, run_id: str) -> str:
-        """Held by the suite run's step under way (arena.suites.runner): one step of a run at a time."""
+        """Held by the suite run's step under way (arena.suite_runs.runner): one step of a run at a time."""
         return f"{self.prefix}:suite-run:{run_id}:lock"
 
     def admission_lock(self) -> str:
