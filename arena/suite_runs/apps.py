@@ -6,3 +6,10 @@ class SuiteRunsConfig(AppConfig):
     label = "suite_runs"
     verbose_name = "Suite runs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from arena import scheduler
+
+        from .runner import KICK_EVERY_S, kick
+
+        scheduler.register("kick stalled suite runs", every_s=KICK_EVERY_S, run=kick)

@@ -7,23 +7,22 @@ stored like any other), records the verdicts of pairs both of whose judgements a
 judged `Battle`: mode "suite", the judge, its template's version and both raw judgements),
 and the progress. A step holds no Celery thread while generations run: it queues the next
 step a couple of seconds later (`step_run`), and a chain of steps carries a token (`chain`)
-so only the newest chain goes on. If the chain dies with its Celery worker, the orchestrator's
-loop (where the generation sweeper runs too) starts a new one for any running run that has not
-stepped for `STALLED_AFTER_S`: the run resumes where the database says it is, nothing that
-finished runs again, and a generation the killed worker was following is failed by the
-sweeper and tried again (at most plan.MAX_ATTEMPTS generations per answer).
+so only the newest chain goes on. If the chain dies with its Celery worker, a periodic job of
+the orchestrator's loop (arena/scheduler.py, as the generation sweeper) starts a new one for
+any running run that has not stepped for `STALLED_AFTER_S`: the run resumes where the
+database says it is, nothing that finished runs again, and a generation the killed worker
+was following is failed by the sweeper and tried again (at most plan.MAX_ATTEMPTS generations per answer).
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-import time
 from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from arena import streams
@@ -41,6 +40,7 @@ from .models import SuiteAnswer, SuiteJudgement, SuiteRun
 log = logging.getLogger(__name__)
 STEP_EVERY_S = 2
 STALLED_AFTER_S = 30
+KICK_EVERY_S = 5.0  # how often the orchestrator's loop looks for stalled runs (`kick`)
 LOCK_TTL_S = 60
 
 _SLOT_STATE = {Generation.Status.DONE: plan.DONE, Generation.Status.FAILED: plan.FAILED,
@@ -213,24 +213,14 @@ def _live_generation_ids(run: SuiteRun) -> list:
             *SuiteJudgement.objects.filter(**live).values_list("generation_id", flat=True)]
 
 
-class Kicker:
-    """In the orchestrator's loop: a new chain of steps for each running run that stopped stepping
-    (its Celery worker was killed, or Redis lost the queued step)."""
-
-    def __init__(self, clock=time.monotonic, every_s: float = 5.0):
-        self.clock, self.every_s, self.last = clock, every_s, float("-inf")
-
-    def maybe_kick(self) -> None:
-        if self.clock() - self.last >= self.every_s:
-            self.last = self.clock()
-            close_old_connections()
-            self.kick()
-
-    def kick(self) -> int:
-        cutoff = timezone.now() - timedelta(seconds=STALLED_AFTER_S)
-        stalled = list(SuiteRun.objects.filter(state=SuiteRun.State.RUNNING, stepped_at__lt=cutoff))
-        for run in stalled:
-            log.info("Suite run %s has not stepped since %s: starting a new chain", run.id, run.stepped_at)
-            with transaction.atomic():
-                start_chain(run)
-        return len(stalled)
+def kick() -> int:
+    """A new chain of steps for each running run that stopped stepping (its Celery worker was
+    killed, or Redis lost the queued step); how many. A periodic job (arena/scheduler.py), every
+    KICK_EVERY_S, registered from SuiteRunsConfig.ready()."""
+    cutoff = timezone.now() - timedelta(seconds=STALLED_AFTER_S)
+    stalled = list(SuiteRun.objects.filter(state=SuiteRun.State.RUNNING, stepped_at__lt=cutoff))
+    for run in stalled:
+        log.info("Suite run %s has not stepped since %s: starting a new chain", run.id, run.stepped_at)
+        with transaction.atomic():
+            start_chain(run)
+    return len(stalled)
