@@ -17,6 +17,7 @@ from django.db.models import Q, QuerySet
 from arena.battles.models import Battle
 from arena.generations import tags
 from arena.generations.models import Generation
+from arena.playground import queries as playground_queries
 from arena.suite_runs.models import SuiteRun
 from arena.tournaments.models import Tournament
 
@@ -71,11 +72,9 @@ SUITE_RUN_TEXT = ["suite__name"]  # a suite's name says what its prompts are abo
 
 
 def generations(user, filters: Filters = Filters()) -> QuerySet:
-    """Playground generations (web and API); a battle's answers are reached through it, a suite
-    run's answers and judgements through the run."""
-    qs = Generation.objects.visible().filter(owner=user, battles_as_left__isnull=True, battles_as_right__isnull=True)
-    qs = qs.exclude(origin=Generation.Origin.SUITE)
-    return filters.apply(qs.select_related("model"), GENERATION_TEXT).order_by("-created_at")
+    """Playground generations (web and API: arena/playground/queries.py); a battle's answers are
+    reached through it, a suite run's answers and judgements through the run."""
+    return filters.apply(playground_queries.generations(user), GENERATION_TEXT)
 
 
 def comparisons(user, filters: Filters = Filters()) -> QuerySet:

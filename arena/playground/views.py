@@ -10,8 +10,8 @@ from arena.generations import runs
 from arena.generations.limits import LimitExceeded, refused_page
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest, start_generation
-from arena.history import queries
 
+from . import queries
 from .forms import GenerationForm
 
 RECENT = 10
