@@ -11,9 +11,10 @@ The checks are computed at most once per ARENA_HEALTH_CACHE_S (5 s) per process 
 a flood of requests cannot make the app ping Celery, which waits up to a second, once each.
 """
 
-import os
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -27,8 +28,9 @@ from arena.celery import app as celery_app
 from arena.workers.models import WorkerProcess
 
 
-def _check(fn) -> dict:
+def _check(fn: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
     started = time.perf_counter()
+    result: dict[str, Any]
     try:
         detail = fn()
         result = {"ok": True}
@@ -82,7 +84,7 @@ def _staff(request):
 
 
 def _cache_s() -> float:
-    return float(getattr(settings, "ARENA_HEALTH_CACHE_S", os.environ.get("ARENA_HEALTH_CACHE_S", 5)))
+    return settings.ARENA_HEALTH_CACHE_S
 
 
 _cached: tuple[float, dict, list] | None = None  # (when, checks, live workers as (id, slug, state))

@@ -18,7 +18,6 @@ a script must send one naming this site). `*` in ALLOWED_HOSTS names no origin.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -103,7 +102,7 @@ class OriginValidator:
         self.production = settings.ARENA_PRODUCTION if production is None else production
         if allowed_origins is None:
             allowed_origins = site_origins(settings.ALLOWED_HOSTS, settings.CSRF_TRUSTED_ORIGINS, self.production,
-                                           os.environ.get("PORT", "8000"))
+                                           settings.PORT)
         self.allowed_origins = list(allowed_origins)
 
     async def __call__(self, scope, receive, send):

@@ -283,6 +283,17 @@ ARENA_WS_FRAME_INTERVAL_MS = float(os.environ.get("ARENA_WS_FRAME_INTERVAL_MS", 
 # a killed process lapses within the TTL (arena/accounts/socket_cap.py).
 ARENA_MAX_SOCKETS_PER_USER = int(os.environ.get("ARENA_MAX_SOCKETS_PER_USER", 20))
 ARENA_WS_SLOT_TTL_S = float(os.environ.get("ARENA_WS_SLOT_TTL_S", 60))
+# The port the site is served on (the launcher's daphne): WebSocket handshakes from the site's
+# own pages carry it in their Origin (arena/origins.py).
+PORT = os.environ.get("PORT", "8000")
+
+# --- Caches --------------------------------------------------------------------------------
+# Seconds a process reuses /healthz's checks (arena/health.py), the leaderboard's pages
+# (arena/leaderboard/cache.py; a new battle makes them stale at once), and between writes of
+# share pages' view counts (arena/history/view_counts.py).
+ARENA_HEALTH_CACHE_S = float(os.environ.get("ARENA_HEALTH_CACHE_S", 5))
+ARENA_LEADERBOARD_CACHE_S = float(os.environ.get("ARENA_LEADERBOARD_CACHE_S", 600))
+ARENA_SHARE_VIEWS_FLUSH_S = float(os.environ.get("ARENA_SHARE_VIEWS_FLUSH_S", 10))
 
 LOGGING = {
     "version": 1,
@@ -294,7 +305,7 @@ LOGGING = {
     "loggers": {"django.channels.server": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
 
-# --- Limits (arena/limits.py) ---------------------------------------------------------
+# --- Limits (arena/generations/limits.py) ---------------------------------------------------------
 # Per user: requests that start work (a generation, comparison, tournament, re-run, match...)
 # in a sliding window, and generations running at once (a comparison or tournament match is
 # 2). 0 turns either off; staff are exempt. A refusal is a 429 naming the limit, with Retry-After.

@@ -17,7 +17,6 @@ it) never brings back a number an older entry was stored under.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -36,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def timeout_s() -> float:
-    return float(getattr(settings, "ARENA_LEADERBOARD_CACHE_S", os.environ.get("ARENA_LEADERBOARD_CACHE_S", 600)))
+    return settings.ARENA_LEADERBOARD_CACHE_S
 
 
 def generation() -> str | None:
