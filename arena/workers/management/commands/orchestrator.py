@@ -48,5 +48,9 @@ class Command(BaseCommand):
         # This process always runs, once: its loop also runs the periodic jobs the apps registered
         # (arena/scheduler.py: the line's admitter, the generation sweeper, the suite-run kicker,
         # the share-link view counts).
-        orchestrator.run(should_stop=lambda: bool(stopping), on_tick=scheduler.run_due)
+
+        def on_tick() -> None:
+            scheduler.run_due()
+
+        orchestrator.run(should_stop=lambda: bool(stopping), on_tick=on_tick)
         self.stdout.write("Orchestrator stopped; all workers stopped")
