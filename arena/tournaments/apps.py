@@ -10,6 +10,7 @@ class TournamentsConfig(AppConfig):
     def ready(self) -> None:
         from arena.battles import secrecy
 
+        from . import tasks  # noqa: F401  (connects the warming to the models' signals)
         from .secrecy import secret_contestants
 
         secrecy.register(secret_contestants)  # an unrevealed tournament's contestants are secret to its owner

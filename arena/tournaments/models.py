@@ -16,14 +16,22 @@ import uuid
 
 from django.conf import settings
 from django.db import models, transaction
+from django.dispatch import Signal
 from django.urls import reverse
 from django.utils import timezone
 
 from arena.battles.models import Battle
+from arena.battles.services import start_battle
 from arena.generations import services, tags
 from arena.generations.models import Generation
 
 from . import bracket
+
+# The warming of models ahead of a match (tasks.py, which imports this module) listens to these:
+# `warm_wanted` (match): warm its models now; `battle_started` (match, battle): a match's battle began,
+# so the following match's known contestants may be warmed once this one's have loaded.
+warm_wanted = Signal()
+battle_started = Signal()
 
 
 class TournamentError(Exception):
@@ -131,9 +139,10 @@ class Tournament(models.Model):
                                      for i, m in enumerate(seeded)])
         tournament._build_bracket(seeded)
         first = tournament.current_match()
+        assert first is not None, "a bracket just built has its first match"
         # The first match's models start loading as soon as the tournament exists, ahead of its battle's own
         # lease (which waits for a slot in the fair line and a Celery worker): less of a cold start.
-        transaction.on_commit(lambda: _prewarm(first))
+        transaction.on_commit(lambda: warm_wanted.send(sender=Match, match=first))
         first.start_battle()
         return tournament
 
@@ -236,8 +245,8 @@ class Tournament(models.Model):
         if claimed:
             self.state = self.State.STOPPED
             match = self.current_match()
-            if match is not None and match.battle_id:
-                transaction.on_commit(lambda: cancel_battle(match.battle))
+            if match is not None and (battle := match.battle) is not None:
+                transaction.on_commit(lambda: cancel_battle(battle))
         return bool(claimed)
 
     @transaction.atomic
@@ -351,12 +360,11 @@ class Match(models.Model):
     def start_battle(self) -> Battle:
         """A new blind battle for this match, sides placed at random; then ask the
         orchestrator to warm the next match's models while this one is judged."""
-        from arena.battles.services import start_battle  # the services import the Celery tasks
-
-        if not self.ready:
+        left, right = self.left, self.right
+        if left is None or right is None:
             raise TournamentError("This match waits for the matches before it.")
         t = self.tournament
-        first, second = (self.left, self.right) if random.SystemRandom().random() < 0.5 else (self.right, self.left)
+        first, second = (left, right) if random.SystemRandom().random() < 0.5 else (right, left)
         sides = {side: {"model": model, "system_prompt": t.system_prompt, "history": t.history,
                         "params": {**model.params_with_defaults(t.params).to_dict(), "seed": _draw_seed()}}
                  for side, model in (("left", first), ("right", second))}
@@ -365,11 +373,7 @@ class Match(models.Model):
         self.battle = battle
         self.save(update_fields=["battle"])
         self.runs.add(battle)
-        from .tasks import prewarm_next
-
-        following = t.following_match(self)
-        if following is not None:
-            prewarm_next.delay_on_commit(str(t.id), following.id, str(battle.id))
+        battle_started.send(sender=Match, match=self, battle=battle)
         return battle
 
 
@@ -378,12 +382,6 @@ def cancel_battle(battle: Battle) -> None:
     for _side, gen in battle.sides:
         gen.refresh_from_db(fields=["status"])
     services.cancel([gen.id for _side, gen in battle.sides if not gen.finished], "user")
-
-
-def _prewarm(match: Match) -> None:
-    from .tasks import prewarm  # the tasks import this module
-
-    prewarm(match)
 
 
 def _draw_seed() -> int:

@@ -1,5 +1,6 @@
 """Warming a match's models before it plays: the first match's as the tournament is created, the next
-match's while the user judges the current one."""
+match's while the user judges the current one. The models say when (their signals); this module
+listens (connected when the app is ready), so the models never import the tasks."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import logging
 
 import redis
 from celery import shared_task
+from django.dispatch import receiver
 
 from arena import streams
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 from orchestration import client as orch
+
+from .models import Match, battle_started, warm_wanted
 
 log = logging.getLogger(__name__)
 CHECK_EVERY_S = 2
@@ -25,8 +29,6 @@ def prewarm_next(tournament_id: str, match_id: int, battle_id: str, checks: int 
     known contestants of the following match. A pre-warm only uses free memory and never
     evicts, so it cannot slow a match that runs. Re-enqueues itself rather than holding a
     Celery slot while it waits."""
-    from .models import Match
-
     battle = Battle.objects.select_related("left", "right").filter(id=battle_id).first()
     if battle is None:
         return
@@ -42,7 +44,19 @@ def prewarm_next(tournament_id: str, match_id: int, battle_id: str, checks: int 
     prewarm(match)
 
 
-def prewarm(match) -> None:
+@receiver(warm_wanted, sender=Match)
+def warm_now(sender, match: Match, **kwargs) -> None:
+    prewarm(match)
+
+
+@receiver(battle_started, sender=Match)
+def warm_the_following_match(sender, match: Match, battle: Battle, **kwargs) -> None:
+    following = match.tournament.following_match(match)
+    if following is not None:
+        prewarm_next.delay_on_commit(str(match.tournament_id), following.id, str(battle.id))
+
+
+def prewarm(match: Match) -> None:
     """Ask the orchestrator to warm `match`'s known contestants: a prewarm lease, which only starts what
     fits in free memory, never evicts, and ends once they are ready (orchestration/policy.py)."""
     models = [m for m in (match.left, match.right) if m is not None]
