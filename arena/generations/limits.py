@@ -1,9 +1,9 @@
 """Per-user limits on starting work, and the request-body size limit.
 
-`check_start(user, cost)` is called by the services that create generations
-(arena.generations.services.start_generation, arena.battles.services.start_battle), inside
-the transaction that creates them, so every page, API and tournament path that starts work
-goes through it. It raises `LimitExceeded`, which says which limit, the numbers and when to
+`check_start(user, cost)` is called by the service that creates generations
+(arena.generations.services.start: one per generation, so a battle costs two), inside the
+transaction that creates them, so every page, API and tournament path that starts work goes
+through it (a suite run checks the rate once when it starts; its generations keep to its window). It raises `LimitExceeded`, which says which limit, the numbers and when to
 retry; views and APIs turn it into a 429 (`Retry-After`, the limit named).
 
 Two limits, off when set to 0; staff are exempt from both (they operate the service: they
