@@ -12,8 +12,8 @@ it (`register`, from its AppConfig.ready() or a module ready() imports):
   run_id = the battle; its sides start together (one unit in the fair line), the sweeper's and
   the line's ending of a side checks the battle's answers, and a blind battle's sides stay hidden
   until it is revealed;
-- suite runs: "suite_answer" and "suite_judgement", run_id = the suite run, each generation a run
-  of its own.
+- suite runs (arena/suite_runs/runner.py, from ready()): "suite_answer" and "suite_judgement",
+  run_id = the suite run, each generation started on its own by `run_generation`.
 
 The line (admission.py), the sweeper (sweeper.py) and `GenerationQuerySet.visible()` ask this
 registry. The line itself is above the run engine (it ends waiting runs the way a run does), so
