@@ -17,10 +17,10 @@ from arena import jsonbody
 
 
 def error(status: int, message: str, fields: dict | None = None) -> JsonResponse:
-    body = {"error": {"message": message}}
+    shape: dict[str, object] = {"message": message}
     if fields:
-        body["error"]["fields"] = fields
-    return JsonResponse(body, status=status)
+        shape["fields"] = fields
+    return JsonResponse({"error": shape}, status=status)
 
 
 def created(body: dict, location: str, status: int = 201) -> JsonResponse:

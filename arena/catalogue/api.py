@@ -172,8 +172,8 @@ def _typed(name: str, value) -> bool:
 
 
 def _type_name(name: str) -> str:
-    names = {bool: "true or false", int: "a whole number", dict: "an object", list: "a list of strings",
-             str: "a string"}
+    names: dict[type | tuple[type, ...], str] = {
+        bool: "true or false", int: "a whole number", dict: "an object", list: "a list of strings", str: "a string"}
     return names.get(TYPES.get(name, str), "a slug or null")
 
 

@@ -15,7 +15,7 @@ OUTPUT_VALID = {"type": ["boolean", "null"],
                 "description": "Whether the finished answer follows params.json_schema or params.regex; null when "
                                "it had neither or has not finished"}
 
-GENERATION = {
+GENERATION: dict = {
     "type": "object",
     "properties": {
         "id": {"type": "string", "format": "uuid"},

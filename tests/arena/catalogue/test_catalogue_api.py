@@ -1,6 +1,6 @@
 """The staff catalogue API: list, add, change, remove, with the admin's validation.
 (The `test` action runs against real workers in tests/live/test_engines.py; keys and the check before
-enabling in test_api_catalogue_keys.py.)"""
+enabling in test_catalogue_api_keys.py.)"""
 
 import pytest
 from django.core.management import call_command
@@ -11,7 +11,7 @@ from tests.arena.api_client import api
 
 pytestmark = pytest.mark.django_db
 
-# Disabled: enabling an endpoint checks it first (tests/arena/api/test_api_catalogue_keys.py).
+# Disabled: enabling an endpoint checks it first (test_catalogue_api_keys.py).
 ENDPOINT = {"slug": "hosted", "name": "Hosted model", "engine": "openai", "base_url": "https://api.example.com/v1",
             "remote_model": "gpt-x", "api_key_env": "TEAM_KEY", "max_concurrency": 4, "enabled": False}
 
