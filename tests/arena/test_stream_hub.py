@@ -142,7 +142,9 @@ async def test_a_socket_that_leaves_gets_nothing_more_and_a_stream_nobody_watche
 
 async def test_a_burst_of_tokens_goes_in_few_frames_while_the_first_token_and_the_end_go_at_once(
         gens, owner, settings):
-    settings.ARENA_WS_FRAME_INTERVAL_MS = 500
+    # An interval long enough that "held back" and "sent at once" stay apart on a loaded machine:
+    # at once is within half of it, held is at least most of it.
+    settings.ARENA_WS_FRAME_INTERVAL_MS = 2000
     gen = gens[0]
     emit(gen, p.STARTED, prompt_tokens=3)
     comm = await connect(gen, owner, query="")
@@ -152,22 +154,22 @@ async def test_a_burst_of_tokens_goes_in_few_frames_while_the_first_token_and_th
     emit(gen, p.TOKEN, text="a", n=1)
     frame = await comm.receive_from(timeout=3)
     first_at = time.monotonic()
-    assert DATA_N.findall(frame) == ["1"] and first_at - written < 0.3  # not held back
+    assert DATA_N.findall(frame) == ["1"] and first_at - written < 1.0  # not held back
 
     for n in range(2, 42):  # a burst: 40 tokens within the interval
         emit(gen, p.TOKEN, text="b", n=n)
     frames = []
     while len(seen := [int(n) for f in frames for n in DATA_N.findall(f)]) < 40:
-        frames.append(await comm.receive_from(timeout=3))
+        frames.append(await comm.receive_from(timeout=5))
     burst_at = time.monotonic()
     assert seen == list(range(2, 42))  # every token once, in order
     assert len(frames) <= 3  # coalesced (one frame here, unless the machine stalled the writes)
-    assert burst_at - first_at >= 0.4  # held until the interval since the last frame was up
+    assert burst_at - first_at >= 1.6  # held until the interval since the last frame was up
 
     emit(gen, p.TOKEN, text="c", n=42)
     emit(gen, p.DONE, text="a" + "b" * 40 + "c")
     end = await comm.receive_from(timeout=3)
-    assert time.monotonic() - burst_at < 0.3  # the end is not held back, nor the token with it
+    assert time.monotonic() - burst_at < 1.0  # the end is not held back, nor the token with it
     assert DATA_N.findall(end) == ["42"] and 'data-state="done"' in end
     await comm.disconnect()
 
