@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import uuid
 from itertools import combinations
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import models, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from arena.generations.models import Generation
 from arena.suites.models import Suite, SuitePrompt
 
 from .plan import MAX_ATTEMPTS
@@ -186,8 +187,8 @@ class Pair(NamedTuple):
     """Two answers to one prompt of a run, in the pair's stored left/right order."""
 
     prompt: SuitePrompt
-    left: Any  # a Generation (the suites app does not import the generations app's models here)
-    right: Any
+    left: Generation
+    right: Generation
 
 
 class VerdictError(Exception):
