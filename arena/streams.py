@@ -15,7 +15,7 @@ import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from functools import lru_cache
 
 import redis
@@ -98,9 +98,10 @@ async def viewer_left(redis_client: aioredis.Redis, generation_id: str) -> None:
 _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SocketRedis] = weakref.WeakKeyDictionary()
 _pool_numbers = itertools.count(1)
 HUB_READ_COUNT = 200  # entries per stream per read; the rest come with the next read
+EntryId = bytes | str  # a stream entry's id as redis-py gives it (bytes), or as we write one ("0", "1-0")
 
 
-def entry_key(entry_id) -> tuple[int, int]:
+def entry_key(entry_id: object) -> tuple[int, int]:
     """A stream entry id (b"1732390000123-0", "0") as a pair that compares as Redis orders ids."""
     text = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
     ms, _, seq = text.partition("-")
@@ -172,7 +173,7 @@ class Subscription:
     has (from its replay) are dropped, and entries the hub read before it joined are read
     with XRANGE, so a late joiner has neither a gap nor a duplicate between replay and follow."""
 
-    def __init__(self, hub: StreamHub, last_ids: dict[str, object]):
+    def __init__(self, hub: StreamHub, last_ids: Mapping[str, object]):
         self.hub = hub
         self.last = {stream: entry_key(last) for stream, last in last_ids.items()}
         self._batches: deque[tuple[str, tuple[int, int], list]] = deque()
@@ -219,7 +220,8 @@ class Subscription:
     async def _catch_up(self, stream: str, upto: tuple[int, int], out: dict) -> None:
         last = self.last[stream]
         entries = await self.hub.redis.xrange(stream, min=entry_id(last), max=entry_id(upto))
-        new = [(key, p.parse_event(fields)) for entry_id, fields in entries if (key := entry_key(entry_id)) > last]
+        new = [(key, p.parse_event(fields)) for entry_id, fields in entries or ()
+               if entry_id is not None and fields is not None and (key := entry_key(entry_id)) > last]
         if new:
             out.setdefault(stream, []).extend(new)
         self.last[stream] = upto  # anything between that is gone (trimmed, expired) stays gone
@@ -251,11 +253,11 @@ class StreamHub:
         self.watchers: dict[str, set[Subscription]] = {}
         self.positions: dict[str, tuple[int, int]] = {}  # stream -> the last entry the hub has read
         self.wake_key = keys().ws_hub_wake(uuid.uuid4().hex)
-        self.wake_id: object = "0-0"
+        self.wake_id: EntryId = "0-0"
         self.task: asyncio.Task | None = None
         self.reads = 0  # XREADs made (tests, stats)
 
-    async def subscribe(self, last_ids: dict[str, object]) -> Subscription:
+    async def subscribe(self, last_ids: Mapping[str, object]) -> Subscription:
         """Watch these streams; `last_ids`: the id of the last entry the caller has of each ("0": none)."""
         sub = Subscription(self, last_ids)
         added = False
@@ -301,9 +303,12 @@ class StreamHub:
     async def _follow(self) -> None:
         try:
             while self.watchers:
-                reading = {stream: entry_id(pos) for stream, pos in self.positions.items()}
+                reading: dict[str, EntryId] = {stream: entry_id(pos) for stream, pos in self.positions.items()}
                 reading[self.wake_key] = self.wake_id
-                reply = await self.redis.xread(reading, block=self.block_ms, count=HUB_READ_COUNT)
+                # (The stubs want a dict[KeyT, StreamIdT], and dict is invariant: ours is a narrower one.)
+                reply = await self.redis.xread(reading, block=self.block_ms,  # type: ignore[arg-type]
+                                               count=HUB_READ_COUNT)
+                assert not isinstance(reply, dict)  # a map in RESP3 only: ours speak RESP2, a list of [stream, entries]
                 self.reads += 1
                 for name, entries in reply or []:
                     stream = name.decode() if isinstance(name, bytes) else name

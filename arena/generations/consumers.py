@@ -73,13 +73,13 @@ class ArenaSocket(AsyncWebsocketConsumer):
             await self.close(code=self.REFUSED)
             return
         await self.accept()
-        self.slot = await socket_cap.slots().take(self.scope["user"].pk)
-        if self.slot is None:  # accepted only to say why: `subject` unset, so `disconnect` has nothing to undo
+        slot = await socket_cap.slots().take(self.scope["user"].pk)
+        if slot is None:  # accepted only to say why: `subject` unset, so `disconnect` has nothing to undo
             allowed = settings.ARENA_MAX_SOCKETS_PER_USER
             await self.send_error(socket_cap.too_many_message(allowed))
             await self.close(code=socket_cap.TOO_MANY, reason=socket_cap.too_many_reason(allowed))
             return
-        self.subject = subject
+        self.slot, self.subject = slot, subject
         # Closed (4401) when its session logs out or its user is deactivated (arena/accounts/sockets.py).
         self.digests = sockets.scope_digests(self.scope)
         for digest in self.digests:

@@ -206,6 +206,7 @@ async def completion_response(gen: Generation) -> JsonResponse:
         log.exception("Following completion %s failed", gen.id)
         raise OpenAIError(503, "The server lost track of this generation.", SERVER, code="stream_interrupted") \
             from exc
+    assert terminal is not None  # follow() ends only after a terminal event, or raises
     stored = await settled(gen)
     if stored is not None:
         terminal = outcome.terminal_event(stored, terminal)
