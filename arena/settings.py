@@ -273,7 +273,7 @@ ARENA_MAX_PROMPT_CHARS = int(os.environ.get("ARENA_MAX_PROMPT_CHARS", 32000))
 # this many user turns (0: no limit) and characters in all (unset: the prompt limit) (arena/conversations.py).
 ARENA_MAX_CONVERSATION_TURNS = int(os.environ.get("ARENA_MAX_CONVERSATION_TURNS", 20))
 ARENA_MAX_CONVERSATION_CHARS = int(os.environ.get("ARENA_MAX_CONVERSATION_CHARS", 0)) or None
-# WebSockets (arena/streams.py): the Redis connections one server process's sockets share, and
+# WebSockets (arena/streams.py): the Redis connections one server process's sockets (and /v1/ completions) share, and
 # the least time between two frames of one socket (tokens that come meanwhile go together;
 # a first token after a pause and a generation's end go at once).
 ARENA_WS_REDIS_CONNECTIONS = int(os.environ.get("ARENA_WS_REDIS_CONNECTIONS", 8))
