@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from inference import awq_search
+from inference import awq_search, config
 from inference.loading import (
     ModelLoadError,
     Progress,
@@ -79,10 +79,8 @@ class AwqSettings:
     @classmethod
     def from_env(cls) -> AwqSettings:
         """Defaults, overridable per deployment with ARENA_AWQ_BITS / ARENA_AWQ_GROUP_SIZE."""
-        return cls(
-            bits=int(os.environ.get("ARENA_AWQ_BITS", cls.bits)),
-            group_size=int(os.environ.get("ARENA_AWQ_GROUP_SIZE", cls.group_size)),
-        )
+        settings = config.current()
+        return cls(bits=settings.awq_bits or cls.bits, group_size=settings.awq_group_size or cls.group_size)
 
 
 def load_awq(

@@ -39,9 +39,6 @@ STEP_WAIT_S = 0.02  # how long `step` waits for a first chunk before giving the 
 RETRY_AFTER_MAX_S = 20.0  # a 429 asking for a longer wait is reported instead of waited out
 RATE_LIMIT_RETRIES = 2
 ERROR_TEXT_CHARS = 200  # how much of an endpoint's own error message a user is shown
-# Where a worker finds its entry's stored key: put in its environment by the backend that spawned
-# it (orchestration/sealing.py), never on its command line or in Redis.
-STORED_KEY_ENV = "ARENA_ENDPOINT_API_KEY"
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,14 @@ Only the transformers engine imports torch, so an endpoint's worker starts in a 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from inference import config
 from inference.decoding import WARM_UP_MESSAGES
-from inference.endpoint import STORED_KEY_ENV, EndpointEngine
+from inference.endpoint import EndpointEngine
 from inference.hardware import resident_mb, usable_cpus
 from inference.protocol import ModelSpec
 
@@ -64,7 +64,7 @@ def serve(spec: ModelSpec, *, max_batch: int, progress: Callable[[str], None] | 
 
 def worker_threads() -> int:
     """ARENA_WORKER_THREADS, else one thread per core this worker is pinned to (hardware.keep_to_cpus)."""
-    return max(1, int(os.environ.get("ARENA_WORKER_THREADS") or len(usable_cpus())))
+    return max(1, config.current().worker_threads or len(usable_cpus()))
 
 
 def _serve_transformers(spec: ModelSpec, progress: Callable[[str], None] | None) -> Served:
@@ -103,12 +103,12 @@ def _serve_endpoint(spec: ModelSpec) -> Served:
         raise EngineConfigError(f"The endpoint's base URL must start with http:// or https:// (got '{spec.base_url}').")
     key = ""
     if spec.api_key_sealed:
-        key = os.environ.get(STORED_KEY_ENV, "")
+        key = config.current().endpoint_api_key
         if not key:
             raise EngineConfigError("This endpoint's stored API key did not reach the worker: the machine that "
                                     "started it could not open it (every node needs the app's ARENA_SECRETS_KEY).")
     elif spec.api_key_env:
-        key = os.environ.get(spec.api_key_env, "")
+        key = config.secret(spec.api_key_env)
         if not key:
             raise EngineConfigError(f"The environment variable {spec.api_key_env}, which should hold this "
                                     "endpoint's API key, is not set where the worker runs.")
@@ -121,7 +121,7 @@ def _serve_endpoint(spec: ModelSpec) -> Served:
 def _serve_managed(spec: ModelSpec, progress: Callable[[str], None] | None) -> Served:
     from inference import managed
 
-    timeout_s = float(os.environ.get("ARENA_SERVER_START_TIMEOUT_S") or 600)
+    timeout_s = config.current().server_start_timeout_s
     server = managed.start(spec, timeout_s=timeout_s, progress=progress)
     return Served(server.engine, server.load_s, spec.context_length, weight_bytes=0,
                   memory_mb=server.memory_mb(), keep=server)

@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 
+from inference import config
+
 
 def ram_mb() -> float:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
@@ -58,7 +60,7 @@ def descendants(pid: int) -> list[int]:
 def keep_to_cpus() -> None:
     """Pin this process to the cores its orchestrator gave it (ARENA_WORKER_CPUS, "0,1"), before
     any thread starts: threads started later (OpenMP's, torch's, llama.cpp's) inherit the mask."""
-    raw = os.environ.get("ARENA_WORKER_CPUS", "").strip()
+    raw = config.current().worker_cpus
     if not raw or not hasattr(os, "sched_setaffinity"):
         return
     try:

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from inference import config
 from inference.decoding import WARM_UP_MESSAGES
 from inference.endpoint import EndpointEngine
 from inference.protocol import ModelSpec, SamplingParams
@@ -93,7 +94,7 @@ def server_params(xllamacpp: Any, spec: ModelSpec, path: str, *, parallel: int, 
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.endpoint_metrics = False
-    params.verbosity = int(os.environ.get("ARENA_LLAMACPP_VERBOSITY", "1"))
+    params.verbosity = config.current().llamacpp_verbosity
     if spec.kind == "speculative":
         _speculative(xllamacpp, params.speculative, spec)
     return params

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inference import config
+
 # Nothing may be downloaded at run time; transformers reads this when imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -289,9 +291,6 @@ def context_length_of(spec: ModelSpec, model: PreTrainedModel, tokenizer) -> int
     return int(model_max)
 
 
-KV_RESERVE_TOKENS = 8192  # cached tokens a worker reserves room for, across its batch (ARENA_KV_RESERVE_TOKENS)
-
-
 def memory_footprint_mb(loaded: LoadedModel) -> float:
     """What this worker holds once loaded, plus room for its KV cache: the orchestrator's measured figure.
 
@@ -299,7 +298,7 @@ def memory_footprint_mb(loaded: LoadedModel) -> float:
     """
     cuda = loaded.device.type == "cuda"
     held = torch.cuda.memory_reserved(loaded.device) / 2**20 if cuda else resident_mb()
-    tokens = int(os.environ.get("ARENA_KV_RESERVE_TOKENS", KV_RESERVE_TOKENS))
+    tokens = config.current().kv_reserve_tokens
     return held + kv_bytes_per_token(loaded.model, loaded.dtype) * tokens / 2**20
 
 

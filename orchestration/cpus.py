@@ -3,7 +3,7 @@
 Every worker used to take all of a node's threads, so the two sides of a battle (and a
 pre-warmed pair beside them) fought over the same cores: on 2 cores a speculative entry
 decoded at 1 token/s beside plain SmolLM2. Instead a node's cores are cut into `shares`
-equal groups (ARENA_CPU_SHARES, default 2: a comparison's two sides), and each worker is
+equal groups (ARENA_CPU_SHARES, default 2: a comparison's two sides; orchestration/config.py), and each worker is
 pinned to one group, the one the fewest live workers hold, with as many threads as the
 group has cores. Two workers decoding at once then never oversubscribe the node, and the
 speeds a comparison shows are each measured on an equal share. Pure: the backend passes the
@@ -12,10 +12,7 @@ node's cores (inference.hardware.usable_cpus) and what its live workers hold.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-
-DEFAULT_SHARES = 2
 
 
 def groups(cores: Sequence[int], shares: int) -> list[tuple[int, ...]]:
@@ -35,15 +32,6 @@ def assign(cores: Sequence[int], shares: int, held: Sequence[tuple[int, ...]]) -
     """The group a new worker gets: the one held by the fewest live workers (the first on a tie)."""
     options = groups(cores, shares)
     return min(options, key=lambda group: (sum(1 for h in held if h == group), options.index(group)))
-
-
-def shares_setting(env: dict[str, str] | None = None) -> int:
-    """ARENA_CPU_SHARES (1: every worker may use every core, as before)."""
-    raw = (env if env is not None else os.environ).get("ARENA_CPU_SHARES", "")
-    try:
-        return max(1, int(raw)) if raw.strip() else DEFAULT_SHARES
-    except ValueError:
-        return DEFAULT_SHARES
 
 
 def worker_env(cpus: tuple[int, ...]) -> dict[str, str]:

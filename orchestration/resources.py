@@ -7,22 +7,18 @@ overrides the detection. No torch import: the orchestrator stays light.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from inference.hardware import gpu_memory_mb, ram_mb
+from orchestration import config
 
 HEADROOM_FRACTION = 0.2
 HEADROOM_MIN_MB = 2048
 
 
 def node_budget_mb(environ: Mapping[str, str] | None = None) -> float:
-    env = os.environ if environ is None else environ
-    override = env.get("ARENA_NODE_MEMORY_MB", "").strip()
-    if override:
-        value = float(override)
-        if value <= 0:
-            raise ValueError(f"ARENA_NODE_MEMORY_MB must be positive, not {override!r}.")
-        return value
+    override = config.current(environ).node_memory_mb
+    if override is not None:
+        return override
     total = gpu_memory_mb() or ram_mb()
     return max(total - max(total * HEADROOM_FRACTION, HEADROOM_MIN_MB), total * 0.5)

@@ -5,7 +5,7 @@ The catalogue keeps the sealed key; the entry's spec carries it sealed through R
 orchestrator's inbox, a nodes backend's start task) and on the worker's command line; the
 backend that spawns the worker (`LocalBackend`, here or in a node's agent) opens it with the
 secrets key (ARENA_SECRETS_KEY) and puts it in that worker's environment only, under
-`inference.endpoint.STORED_KEY_ENV`, as it puts REDIS_URL there. The worker never gets the
+`inference.config.STORED_KEY_ENV`, as it puts REDIS_URL there. The worker never gets the
 secrets key itself, so it can open no other entry's key.
 """
 
@@ -15,7 +15,7 @@ import logging
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from inference.endpoint import STORED_KEY_ENV
+from inference.config import STORED_KEY_ENV
 from inference.protocol import ModelSpec
 
 log = logging.getLogger(__name__)

@@ -12,14 +12,14 @@ person saving a few seconds, not a blocked server thread.
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 from typing import TYPE_CHECKING
 
 import httpx
 
-from inference.managed import ALLOW_ENV, commands_allowed
+from inference import config
+from inference.managed import commands_allowed
 from orchestration.sealing import SealError
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ KEY_REFUSED = "The endpoint refused the key: GET {url} answered HTTP {status}."
 NOT_OPENAI = "GET {url} answered {what}, not an OpenAI-compatible list of models."
 MODEL_NOT_LISTED = "The endpoint does not list the model '{model}': GET {url} lists {listed}."
 COMMANDS_OFF = (f"Server commands are off where this app's workers run: its operator can allow them with "
-                f"{ALLOW_ENV}=1 in the app's environment (and on every node with node agents).")
+                f"{config.SERVER_COMMANDS_ENV}=1 in the app's environment (and on every node with node agents).")
 PROGRAM_MISSING = "The command's program '{program}' is not found on this machine (not on the PATH)."
 
 
@@ -49,7 +49,7 @@ def problem(entry: ModelEntry) -> str | None:
         return server_problem(entry.server_command)
     if entry.engine != entry.Engine.OPENAI:
         return None
-    if entry.api_key_env and not entry.api_key_sealed and not os.environ.get(entry.api_key_env):
+    if entry.api_key_env and not entry.api_key_sealed and not config.secret(entry.api_key_env):
         return NO_KEY_VARIABLE.format(name=entry.api_key_env)
     try:
         key = entry.endpoint_key()

@@ -1,6 +1,5 @@
 """The model catalogue: what a user can pick, and how each entry is served."""
 
-import os
 import re
 
 from django.conf import settings
@@ -8,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from inference import config
 from inference.managed import check_template
 from inference.protocol import ENGINE_KINDS, ModelSpec, ParamError, SamplingParams
 from inference.sources import ModelSourceError, check_source
@@ -143,7 +143,7 @@ class ModelEntry(models.Model):
     def default_label(self) -> str:
         """The derived label (arena/catalogue/labels.py), made unique with the slug if another entry has it."""
         derived = labels.derive(self.name, self.engine, self.kind, self.precision, self.gguf_file,
-                                self.draft.name if self.draft_id else "")
+                                self.draft.name if self.draft is not None else "")
         return labels.unique(derived, self.slug, self._labels_of_others())
 
     def _labels_of_others(self) -> set[str]:
@@ -173,7 +173,7 @@ class ModelEntry(models.Model):
         this app's environment (on a single machine, the one its workers get). Only for the check."""
         if self.api_key_sealed:
             return sealing.unseal(settings.ARENA_SECRETS_KEY, self.api_key_sealed)
-        return os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        return config.secret(self.api_key_env) if self.api_key_env else ""
 
     def run_check(self) -> str:
         """Check the key, the endpoint and its model list (arena/catalogue/checks.py); record and return

@@ -10,10 +10,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference.endpoint import STORED_KEY_ENV
+from inference import config as inference_config
+from inference.config import STORED_KEY_ENV
 from inference.hardware import usable_cpus
 from inference.protocol import ModelSpec
-from orchestration import cpus, sealing
+from orchestration import config, cpus, sealing
 from orchestration.policy import LOCAL_NODE, Node
 from orchestration.resources import node_budget_mb
 
@@ -74,8 +75,8 @@ class LocalBackend:
     def _cpu_share(self) -> tuple[int, ...]:
         """The cores a new worker is pinned to; none when every worker may use every core
         (ARENA_CPU_SHARES=1, or an operator's own ARENA_WORKER_THREADS)."""
-        shares = cpus.shares_setting(self.env)
-        if shares == 1 or self.env.get("ARENA_WORKER_THREADS"):
+        shares = config.current(self.env).cpu_shares
+        if shares == 1 or inference_config.current(self.env).worker_threads:
             return ()
         held = [p.cpus for p in self._procs.values() if p.cpus and p.popen.poll() is None]
         return cpus.assign(usable_cpus(), shares, held)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from inference import managed, protocol
+from inference import config, managed, protocol
 from inference.protocol import Keys, ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2
 
@@ -24,7 +24,7 @@ PYTHON = shlex.quote(sys.executable)
 LLAMACPP = f"{PYTHON} -m inference.llamacpp --model {{model}} --port {{port}} --api-key {{api_key}}"
 VLLM = ("vllm serve {model} --host {host} --port {port} --api-key {api_key} --gpu-memory-utilization {fraction} "
         "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 4}'")
-ALLOWED = {managed.ALLOW_ENV: "1"}
+ALLOWED = {config.SERVER_COMMANDS_ENV: "1"}
 
 
 def server_spec(template: str, **fields) -> str:

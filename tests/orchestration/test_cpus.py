@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from inference.hardware import usable_cpus
-from orchestration import cpus
+from orchestration import config, cpus
 
 
 def test_cores_are_cut_into_equal_consecutive_groups():
@@ -28,10 +28,10 @@ def test_a_new_worker_gets_the_least_held_group():
 
 
 def test_the_setting_defaults_to_two_shares_and_ignores_nonsense():
-    assert cpus.shares_setting({}) == cpus.DEFAULT_SHARES == 2
-    assert cpus.shares_setting({"ARENA_CPU_SHARES": "4"}) == 4
-    assert cpus.shares_setting({"ARENA_CPU_SHARES": "0"}) == 1
-    assert cpus.shares_setting({"ARENA_CPU_SHARES": "many"}) == 2
+    assert config.current({}).cpu_shares == config.DEFAULT_CPU_SHARES == 2
+    assert config.current({"ARENA_CPU_SHARES": "4"}).cpu_shares == 4
+    assert config.current({"ARENA_CPU_SHARES": "0"}).cpu_shares == 1
+    assert config.current({"ARENA_CPU_SHARES": "many"}).cpu_shares == 2
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this OS")

@@ -10,7 +10,7 @@ import redis
 from cryptography.fernet import Fernet
 
 from inference import protocol
-from inference.endpoint import STORED_KEY_ENV
+from inference.config import STORED_KEY_ENV
 from inference.protocol import Keys, ModelSpec
 from orchestration import sealing
 from orchestration.backends.local import LocalBackend

@@ -60,9 +60,9 @@ def verdict(battle, short: bool = False) -> str:
 @register.simple_tag
 def speed_basis() -> str:
     """What a comparison's speeds were measured under (orchestration/cpus.py): an equal share each."""
-    from orchestration.cpus import shares_setting
+    from orchestration import config
 
-    shares = shares_setting()
+    shares = config.current().cpu_shares
     if shares == 1:
         return "Speeds: each model's worker may use every core of its machine, so two sides share them."
     return (f"Speeds: on a CPU machine each side runs on its own 1/{shares} of the cores "
