@@ -62,10 +62,15 @@ def _image(self, tokens, idx, options, env):
     return f'<a class="md-image" href="{escape(src)}"{extra}>{escape(label)}</a>'
 
 
+class _SafeLinks(MarkdownIt):
+    def validateLink(self, url: str) -> bool:
+        """Links, autolinks, reference definitions and images alike (`safe_url`)."""
+        return safe_url(url)
+
+
 def _parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md = _SafeLinks("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
-    md.validateLink = safe_url  # links, autolinks, reference definitions and images alike
     md.add_render_rule("link_open", _link_open)
     md.add_render_rule("image", _image)
     return md

@@ -38,7 +38,7 @@ class JoinForm(UserCreationForm):
 class SignUpForm(JoinForm):
     """Open sign-up: the same, with an e-mail address for password resets (optional)."""
 
-    class Meta(JoinForm.Meta):
+    class Meta(JoinForm.Meta):  # type: ignore[name-defined]  # django-stubs give UserCreationForm no Meta
         fields = ("username", "email")
 
     def __init__(self, *args, **kwargs):
@@ -59,4 +59,5 @@ class LoginForm(AuthenticationForm):
     def _waiting_with_right_password(self) -> bool:
         sign_up = SignUp.objects.select_related("user").filter(
             user__username=self.cleaned_data.get("username"), approved_at__isnull=True, user__is_active=False).first()
-        return sign_up is not None and sign_up.user.check_password(self.cleaned_data.get("password"))
+        password: str = self.cleaned_data.get("password") or ""
+        return sign_up is not None and sign_up.user.check_password(password)

@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.db import transaction
+from django.db.models import Field
 from django.http import Http404, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.urls import path
@@ -61,12 +62,14 @@ class ModelEntryForm(StoredKeyForm):  # the admin gives it the model and the fie
     def clean(self):
         """Fields the chosen engine does not use (hidden on the page) go back to their defaults, so that
         a value left from another engine neither applies nor fails the entry's validation unseen."""
-        cleaned = super().clean()
-        used = ENGINE_FIELDS.get(cleaned.get("engine"), set())
+        super().clean()
+        cleaned = self.cleaned_data
+        used = ENGINE_FIELDS.get(cleaned.get("engine", ""), set())
         for name in set(self.fields) - used:
             if name in ("api_key", "remove_stored_key", "check_state"):
                 continue
             field = ModelEntry._meta.get_field(name)
+            assert isinstance(field, Field), "the form's other fields are the model's own"
             cleaned[name] = field.get_default() if not field.null else None
         if "api_key" not in used and self.instance.has_stored_key:
             self.instance.store_key("")  # no longer an endpoint: its key goes
@@ -94,11 +97,11 @@ class ModelEntryAdmin(admin.ModelAdmin):
         engine = engine or (obj.engine if obj else request.GET.get("engine")) or Engine.TRANSFORMERS
         fieldsets = []
         for title, engines, fields in SECTIONS:
-            if not (obj and obj.has_stored_key):
-                fields = tuple(f for f in fields if f != "remove_stored_key")
+            shown: tuple[str, ...] = fields if obj and obj.has_stored_key else tuple(
+                f for f in fields if f != "remove_stored_key")
             classes = () if engines == ALL_ENGINES else (
                 "engine-section", *(f"engine-{e}" for e in engines), *(() if engine in engines else ("hidden",)))
-            fieldsets.append((title, {"fields": fields, "classes": classes}))
+            fieldsets.append((title, {"fields": shown, "classes": classes}))
         return fieldsets
 
     def save_model(self, request, obj, form, change):

@@ -28,7 +28,8 @@ class StoredKeyForm(forms.ModelForm):
             self.fields["api_key"].widget.attrs["placeholder"] = "a key is stored"
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         key, remove = cleaned.get("api_key"), cleaned.get("remove_stored_key")
         if key and remove:
             self.add_error("api_key", KEY_AND_REMOVE)

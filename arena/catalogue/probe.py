@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 
 from arena.catalogue.models import ModelEntry
+from arena.generations import runs
 from arena.generations.models import Generation
-from arena.generations.services import start_generation
+from arena.generations.services import GenerationRequest, start_generation
 
 PROBE_PROMPT = "Say hello in five words."
 PROBE_PARAMS = {"temperature": 0.0, "max_new_tokens": 16}
@@ -60,10 +62,9 @@ def run_test(entry: ModelEntry, user, timeout_s: float = 120.0) -> ProbeResult:
 
 def probe(entry: ModelEntry, user, timeout_s: float = 120.0) -> ProbeResult:
     """Start a short generation on `entry` and wait up to `timeout_s` for it to end."""
-    gen = start_generation(user, {
-        "model": entry, "prompt": PROBE_PROMPT, "params": entry.params_with_defaults(PROBE_PARAMS).to_dict(),
-        "tag": PROBE_TAG,
-    }, origin=Generation.Origin.API)
+    request = GenerationRequest(model=entry, prompt=PROBE_PROMPT, tag=PROBE_TAG,
+                                params=entry.params_with_defaults(PROBE_PARAMS).to_dict())
+    gen = start_generation(user, request, origin=Generation.Origin.API, kind=runs.PROBE)
     deadline = time.monotonic() + timeout_s
     while gen.status not in Generation.FINISHED and time.monotonic() < deadline:
         time.sleep(POLL_S)
@@ -72,13 +73,13 @@ def probe(entry: ModelEntry, user, timeout_s: float = 120.0) -> ProbeResult:
 
 
 def _result(entry: ModelEntry, gen: Generation) -> ProbeResult:
-    common = {"slug": entry.slug, "status": gen.status, "generation_id": str(gen.id)}
+    result = partial(ProbeResult, slug=entry.slug, status=gen.status, generation_id=str(gen.id))
     if gen.status == Generation.Status.DONE:
-        return ProbeResult(**common, ok=True, time_to_first_token_s=gen.time_to_first_token_s,
+        return result(ok=True, time_to_first_token_s=gen.time_to_first_token_s,
                            tokens_per_s=gen.tokens_per_s, load_wait_s=gen.load_wait_s, text=gen.text)
     if gen.status in Generation.FINISHED:
         # Only staff test entries (the admin's action, the staff API): they get the full log line.
         detail = (gen.metrics or {}).get("failure_detail") or gen.failure_reason
-        return ProbeResult(**common, ok=False, text=gen.text, error=detail or f"The probe {gen.status}.")
-    return ProbeResult(**common, ok=False, error="No answer yet: the model may still be starting. Follow the "
+        return result(ok=False, text=gen.text, error=detail or f"The probe {gen.status}.")
+    return result(ok=False, error="No answer yet: the model may still be starting. Follow the "
                                                  f"generation at /api/v1/generations/{gen.id}.")

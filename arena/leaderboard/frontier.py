@@ -14,7 +14,7 @@ overlap wherever two variants sit close, which is where telling them apart matte
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from .charts import scale, ticks
 
@@ -36,7 +36,16 @@ class Point(NamedTuple):
     first_token_s: float | None = None  # median time to first token; None: never measured
 
 
-MEASURES = {
+class Measure(TypedDict):
+    axis: str
+    unit: str
+    better: int  # 1: higher is better, -1: lower is
+    caption: str
+    column: str
+    digits: int
+
+
+MEASURES: dict[str, Measure] = {
     "speed": {"axis": "Decode speed (tokens/s, median)", "unit": "tokens/s", "better": 1,
               "caption": "higher is better", "column": "Decode speed (tokens/s)", "digits": 1},
     "first-token": {"axis": "Time to first token (s, median)", "unit": "s", "better": -1,
@@ -75,10 +84,11 @@ def _chart(key: str, measured: list[tuple[int, Point, float]]) -> dict:
     y_low, y_high = _span(min(ys), max(ys))
     to_x = scale(x_low, x_high, LEFT, WIDTH - PAD)
     to_y = scale(y_low, y_high, HEIGHT - BOTTOM, PAD)
-    dots = [{"number": n, "name": p.entry, "full": p.name or p.entry, "slug": p.slug, "cx": to_x(x),
-             "cy": to_y(p.rating), "front": n in front, "x": x, "rating": p.rating,
-             "estimate": key == "memory" and not p.memory_measured}
-            for n, p, x in measured]
+    dots: list[dict[str, Any]] = [
+        {"number": n, "name": p.entry, "full": p.name or p.entry, "slug": p.slug, "cx": to_x(x),
+         "cy": to_y(p.rating), "front": n in front, "x": x, "rating": p.rating,
+         "estimate": key == "memory" and not p.memory_measured}
+        for n, p, x in measured]
     _place_numbers(dots)
     line = sorted((d for d in dots if d["front"]), key=lambda d: d["cx"])
     return {"key": key, "x_label": measure["axis"], "unit": measure["unit"], "better": measure["caption"],

@@ -164,4 +164,4 @@ def win_matrix(battles: list[tuple[str, str, float]]) -> dict[tuple[str, str], t
             cell = totals.setdefault((row, col), [0.0, 0])
             cell[0] += won
             cell[1] += 1
-    return {key: (won / n, n) for key, (won, n) in totals.items()}
+    return {key: (won / n, int(n)) for key, (won, n) in totals.items()}

@@ -31,7 +31,7 @@ class GenerationForm(forms.Form):
                                    max_value=LIMITS["temperature"][1])
     top_p = forms.FloatField(required=False, min_value=LIMITS["top_p"][0], max_value=LIMITS["top_p"][1])
     max_new_tokens = forms.IntegerField(
-        required=False, min_value=LIMITS["max_new_tokens"][0], max_value=LIMITS["max_new_tokens"][1]
+        required=False, min_value=int(LIMITS["max_new_tokens"][0]), max_value=int(LIMITS["max_new_tokens"][1])
     )
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
     tag = TagField()
@@ -60,7 +60,8 @@ class GenerationForm(forms.Form):
         return [line.replace("\\n", "\n").replace("\\t", "\t") for line in lines] or None
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         model = cleaned.get("model")
         if model is None or self.errors:
             return cleaned

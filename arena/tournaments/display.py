@@ -6,6 +6,8 @@ is a known model), never a name, speed or failure reason. After it, everything."
 
 from __future__ import annotations
 
+from typing import Any
+
 from arena.battles.models import Battle
 
 from . import bracket
@@ -28,8 +30,8 @@ def match_state(tournament: Tournament, match: Match, current: Match | None) -> 
     return "waiting"
 
 
-def slot_view(match: Match, slot: str, reveal: bool) -> dict:
-    view = {"slot": slot, "label": match.slot_label(slot)}
+def slot_view(match: Match, slot: str, reveal: bool) -> dict[str, Any]:
+    view: dict[str, Any] = {"slot": slot, "label": match.slot_label(slot)}
     model = getattr(match, slot)
     if not reveal:
         return view
@@ -102,18 +104,17 @@ def tournament_json(tournament: Tournament) -> dict:
         "matches": [],
     }
     for match in all_matches:
-        m = {
+        m: dict[str, Any] = {
             "id": match.id, "number": match.number, "round": match.round, "index": match.index,
             "state": match_state(tournament, match, current),
             "left_slot": match.slot_label("left"), "right_slot": match.slot_label("right"),
             "battle": None,
         }
-        if match.battle is not None:
-            m["battle"] = {"id": str(match.battle.id), "url": match.battle.get_absolute_url(),
-                           "left": _side_json(match.battle, "left", reveal),
-                           "right": _side_json(match.battle, "right", reveal)}
+        if (battle := match.battle) is not None:
+            m["battle"] = {"id": str(battle.id), "url": battle.get_absolute_url(),
+                           "left": _side_json(battle, "left", reveal), "right": _side_json(battle, "right", reveal)}
             if reveal:
-                m["battle"]["self_identified"] = match.battle.self_identified
+                m["battle"]["self_identified"] = battle.self_identified
         if reveal:
             m["left_model"] = match.left.slug if match.left else None
             m["right_model"] = match.right.slug if match.right else None

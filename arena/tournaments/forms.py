@@ -42,7 +42,7 @@ def add_contestant_fields(form: forms.Form, count: int) -> None:
         )
 
 
-class ParamsMixin:
+class ParamsMixin(forms.Form):
     """The shared sampling parameters: only what the user set, checked as the workers will and,
     where `blind_who` names the thing, as a blind match needs (no seed, no near-greedy sampling:
     `blind_params_problem`). A form whose answers are not judged blind sets it to ""."""
@@ -60,8 +60,8 @@ class ParamsMixin:
                                                 min_value=BLIND_MIN_TOP_P if blind else LIMITS["top_p"][0],
                                                 max_value=LIMITS["top_p"][1])
         self.fields["top_p"].widget.attrs["step"] = "0.01"
-        self.fields["max_new_tokens"] = forms.IntegerField(required=False, min_value=LIMITS["max_new_tokens"][0],
-                                                           max_value=LIMITS["max_new_tokens"][1])
+        self.fields["max_new_tokens"] = forms.IntegerField(required=False, min_value=int(LIMITS["max_new_tokens"][0]),
+                                                           max_value=int(LIMITS["max_new_tokens"][1]))
 
     def param_fields(self):
         return [self[name] for name in PARAM_FIELDS]
@@ -80,7 +80,7 @@ class ParamsMixin:
         return params
 
 
-class TournamentForm(ParamsMixin, forms.Form):
+class TournamentForm(ParamsMixin):
     """4 or 8 contestants in seed order (the order counts when seeding is "given"), a prompt
     and shared parameters. The page and the API share it."""
 
@@ -108,9 +108,9 @@ class TournamentForm(ParamsMixin, forms.Form):
         return _clean_prompt(self.cleaned_data["prompt"])
 
     def clean(self):
-        cleaned = super().clean()
-        picked = [cleaned.get(f"contestant_{i}") for i in range(1, MAX_CONTESTANTS + 1)]
-        picked = [m for m in picked if m is not None]
+        super().clean()
+        cleaned = self.cleaned_data
+        picked = [m for i in range(1, MAX_CONTESTANTS + 1) if (m := cleaned.get(f"contestant_{i}")) is not None]
         if any(f.startswith("contestant_") for f in self.errors):
             return cleaned
         if len(picked) not in bracket.SIZES:
@@ -125,7 +125,7 @@ class TournamentForm(ParamsMixin, forms.Form):
         return cleaned
 
 
-class ReplayForm(ParamsMixin, forms.Form):
+class ReplayForm(ParamsMixin):
     """The same contestants and seeding on another prompt; parameters as before unless set."""
 
     prompt = _prompt_field("Another prompt")
@@ -140,7 +140,8 @@ class ReplayForm(ParamsMixin, forms.Form):
         return _clean_prompt(self.cleaned_data["prompt"])
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         cleaned["params"] = self._params(cleaned)
         return cleaned
 

@@ -111,7 +111,7 @@ def tournament_winner(request, tournament_id):
 
     def pick(tournament):
         if not form.is_valid():
-            raise TournamentError(" ".join(e for errs in form.errors.values() for e in errs))
+            raise TournamentError(" ".join(str(e) for errs in form.errors.values() for e in errs))
         tournament.pick_winner(_get_match(tournament, form), form.cleaned_data["winner"],
                                form.cleaned_data.get("battle"))
 

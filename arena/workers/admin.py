@@ -36,10 +36,11 @@ class VisibleSlugFilter(admin.SimpleListFilter):
 class WorkerProcessAdmin(admin.ModelAdmin):
     list_display = ("worker_id", "slug", "node", "state", "cold_start_s", "requested_at", "ended_at", "shown_reason")
     list_filter = ("state", "node", VisibleSlugFilter)
-    fields = readonly_fields = [
+    readonly_fields = [
         {"reason": "shown_reason", "transitions": "shown_transitions"}.get(f.name, f.name)
         for f in WorkerProcess._meta.fields
     ]
+    fields = tuple(readonly_fields)
     change_list_template = "workers/admin_change_list.html"
 
     def get_queryset(self, request):
@@ -67,7 +68,7 @@ class WorkerProcessAdmin(admin.ModelAdmin):
 
     @admin.display(description="transitions")
     def shown_transitions(self, row):
-        hide = getattr(row, "hide", frozenset())
+        hide: frozenset[str] = getattr(row, "hide", frozenset())
         return [{**t, "reason": redact(t.get("reason", ""), hide)} for t in row.transitions]
 
     def changelist_view(self, request, extra_context=None):

@@ -36,7 +36,9 @@ def share_panel(context, obj):
 def _new_link_token(request, link) -> str:
     """The token of a link the owner has just made, taken from their session (shown once)."""
     session = getattr(request, "session", None)
-    waiting = session.get(NEW_LINKS) if session is not None else None
+    if session is None:
+        return ""
+    waiting = session.get(NEW_LINKS)
     if not waiting or str(link.id) not in waiting:
         return ""
     token = waiting.pop(str(link.id))
