@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from redis.typing import EncodableT, FieldT
 
 PROTOCOL_VERSION = 1
 STREAM_TTL_S = 3600
@@ -358,12 +362,12 @@ def plain_text(messages: list[dict[str, str]]) -> str:
     return "\n\n".join(m["content"] for m in messages)
 
 
-def event(kind: str, **fields: Any) -> dict[str, str]:
-    """One stream entry: Redis streams hold flat string maps, so the body is JSON."""
+def event(kind: str, **fields: Any) -> dict[FieldT, EncodableT]:
+    """One stream entry, for XADD: Redis streams hold flat string maps, so the body is JSON."""
     return {"type": kind, "t": repr(time.time()), "data": json.dumps(fields)}
 
 
-def parse_event(entry: dict) -> dict[str, Any]:
+def parse_event(entry: Mapping[Any, Any]) -> dict[str, Any]:
     """The inverse of `event`, from a stream entry as redis-py returns it."""
     get = lambda k: entry.get(k) if k in entry else entry.get(k.encode())  # noqa: E731
     as_str = lambda v: v.decode() if isinstance(v, bytes) else v  # noqa: E731

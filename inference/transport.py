@@ -68,7 +68,7 @@ class GenerationEvents:
 
     def _add(self, kind: str, **fields: Any) -> None:
         # The ignore: redis-py types field maps with invariant keys of a wide union, refusing a dict[str, str].
-        self.client.xadd(self.stream_key, protocol.event(kind, **fields))  # type: ignore[arg-type]
+        self.client.xadd(self.stream_key, protocol.event(kind, **fields))
 
 
 class WorkerStatus:
