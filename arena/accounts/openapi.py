@@ -1,12 +1,12 @@
 """OpenAPI 3.1 path items of the token endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import TEXT, TOO_LARGE, error_response, json_content
+from arena.api.openapi import TEXT, TOO_LARGE, Schema, error_response, json_content
 
 from .models import MAX_EXPIRY_DAYS, NAME_MAX_LENGTH
 
 _WHEN = {"type": ["string", "null"], "format": "date-time"}
 
-TOKEN = {
+TOKEN: Schema = {
     "type": "object",
     "required": ["id", "name", "hint", "state", "created_at", "last_used_at", "expires_at", "revoked_at"],
     "properties": {

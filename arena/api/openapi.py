@@ -4,14 +4,18 @@ sampling parameters, prompts, tags), the response helpers and the document's ske
 Each app describes its own endpoints beside them (arena/<app>/openapi.py, OPENAPI_PATHS); the
 whole document is assembled at the top, in arena/openapi.py."""
 
+from typing import Any
+
 from django.conf import settings
 
 from inference.protocol import SamplingParams
 from inference.structured import MAX_REGEX_CHARS
 
+Schema = dict[str, Any]  # a JSON Schema or OpenAPI object: its values are JSON of any kind
+
 _L = SamplingParams.LIMITS
 
-ERROR = {
+ERROR: Schema = {
     "type": "object",
     "required": ["error"],
     "properties": {
@@ -26,7 +30,7 @@ ERROR = {
     },
 }
 
-PARAMS = {
+PARAMS: Schema = {
     "type": "object",
     "additionalProperties": False,
     "description": "Sampling parameters over the model's defaults; null counts as absent.",
@@ -60,24 +64,24 @@ PARAMS = {
 # (no U+001C-U+001F or U+0085, but U+FEFF), and the server judges "blank" the Python way.
 BLANK = r"\t\n\u000b\f\r\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 
-TEXT = {"type": "string", "pattern": r"^[^\u0000]*$", "description": "Any text without NUL characters"}
+TEXT: Schema = {"type": "string", "pattern": r"^[^\u0000]*$", "description": "Any text without NUL characters"}
 
-SYSTEM_PROMPT = {**TEXT, "maxLength": settings.ARENA_MAX_PROMPT_CHARS,
+SYSTEM_PROMPT: Schema = {**TEXT, "maxLength": settings.ARENA_MAX_PROMPT_CHARS,
                  "description": f"No NUL characters, at most {settings.ARENA_MAX_PROMPT_CHARS} characters"}
 
-PROMPT = {
+PROMPT: Schema = {
     "type": "string", "minLength": 1, "maxLength": settings.ARENA_MAX_PROMPT_CHARS,
     "pattern": rf"^[^\u0000]*[^\u0000{BLANK}][^\u0000]*$",
     "description": f"Not blank, no NUL characters, at most {settings.ARENA_MAX_PROMPT_CHARS} characters "
                    "(ARENA_MAX_PROMPT_CHARS); kept as written, leading spaces included",
 }
 
-TAG = {"type": "string", "maxLength": 40, "pattern": rf"^[{BLANK}]*(?:\w[\w{BLANK}-]*)?$",
+TAG: Schema = {"type": "string", "maxLength": 40, "pattern": rf"^[{BLANK}]*(?:\w[\w{BLANK}-]*)?$",
        "description": "A prompt tag such as coding: up to 40 letters (any script), digits, '-' or '_'; stored in "
                       "lower case with blanks trimmed and inner runs of blanks as '-'. The leaderboard and history "
                       "filter by it"}
 
-LIMIT_ERROR = {
+LIMIT_ERROR: Schema = {
     "type": "object",
     "required": ["error"],
     "properties": {"error": {
@@ -94,25 +98,25 @@ LIMIT_ERROR = {
 }
 
 
-def json_content(schema: dict) -> dict:
+def json_content(schema: Schema) -> Schema:
     """A request or response body of JSON in this schema."""
     return {"content": {"application/json": {"schema": schema}}}
 
 
-def error_response(description: str) -> dict:
+def error_response(description: str) -> Schema:
     """An error response ({"error": {"message", "fields"}}) and when it happens."""
     return {"description": description, **json_content(ERROR)}
 
 
 # Every operation that starts generations can meet a per-user limit (arena.generations.limits), and every
 # one that reads a body the size limit (DATA_UPLOAD_MAX_MEMORY_SIZE).
-LIMITED = {
+LIMITED: Schema = {
     "429": {"description": "A per-user limit (ARENA_RATE_LIMIT_PER_MIN, ARENA_MAX_CONCURRENT_PER_USER): "
                            "wait Retry-After seconds",
             "headers": {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}},
             **json_content(LIMIT_ERROR)},
 }
-TOO_LARGE = {"413": error_response("The body is larger than the server accepts")}
+TOO_LARGE: Schema = {"413": error_response("The body is larger than the server accepts")}
 
 
 def document(schemas: dict, *paths: dict) -> dict:

@@ -1,6 +1,6 @@
 """OpenAPI 3.1 path items of the export endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import ERROR
+from arena.api.openapi import ERROR, Schema
 from arena.generations.openapi import FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
 
 _FILTERS = [
@@ -13,7 +13,7 @@ _FILTERS = [
      "description": "Only rows with this prompt tag (e.g. coding)"},
 ]
 
-_SIDE = {
+_SIDE: Schema = {
     "type": "object",
     "properties": {
         "generation_id": {"type": "string", "format": "uuid"},

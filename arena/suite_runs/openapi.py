@@ -1,6 +1,6 @@
 """OpenAPI 3.1 path items of the suite run endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import LIMITED, PARAMS, TEXT, TOO_LARGE, error_response, json_content
+from arena.api.openapi import LIMITED, PARAMS, TEXT, TOO_LARGE, Schema, error_response, json_content
 from arena.suites.openapi import ID, or_null
 
 from . import judge
@@ -28,7 +28,7 @@ RESULT = {
     },
 }
 
-RUN_SUMMARY = {
+RUN_SUMMARY: Schema = {
     "type": "object",
     "required": ["id", "suite", "format", "judge", "state", "progress", "created_at", "finished_at", "url"],
     "properties": {

@@ -1,6 +1,6 @@
 """OpenAPI 3.1 path items of the suite endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import BLANK, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, error_response, json_content
+from arena.api.openapi import BLANK, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, Schema, error_response, json_content
 from inference.structured import MAX_REGEX_CHARS
 
 from . import parsing
@@ -47,7 +47,7 @@ PROMPT_OUT = {
     },
 }
 
-SUMMARY = {
+SUMMARY: Schema = {
     "type": "object",
     "required": ["id", "name", "tag", "prompt_count", "created_at", "url"],
     "properties": {
