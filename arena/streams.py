@@ -62,6 +62,13 @@ def async_client() -> aioredis.Redis:
                                        retry=AsyncRetry(_backoff(), RETRIES), retry_on_error=RETRY_ON)
 
 
+async def replay(redis_client: aioredis.Redis, stream: str) -> list[tuple[EntryId, dict]]:
+    """Every entry of `stream` so far, as (id, fields): what a follower shows before it subscribes
+    from the last id (nothing if the stream is gone)."""
+    entries = await redis_client.xrange(stream)
+    return [(entry_id, fields) for entry_id, fields in entries or () if entry_id is not None and fields is not None]
+
+
 # --- watch (Keys.watch): a generation whose follower (the Celery task) is gone is ended by the sweeper ---
 def watch_ttl_s() -> float:
     return settings.ARENA_WATCH_TTL_S

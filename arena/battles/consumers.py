@@ -16,6 +16,7 @@ import time
 from channels.db import database_sync_to_async
 from django.utils.html import format_html
 
+from arena import streams
 from arena.generations.consumers import FOLLOW_BLOCK_MS, StreamSocket
 from arena.playground import fragments as playground
 from inference import protocol as p
@@ -49,9 +50,9 @@ class BattleConsumer(StreamSocket):
         """Replay both streams into a pacer, then follow them through the process's hub
         (arena/streams.py); send what the pacer shows each time that changes."""
         pacer, names = delivery.new_pacer(), list(self.by_stream)
-        last_ids: dict[str, object] = dict.fromkeys(names, "0")
+        last_ids: dict[str, streams.EntryId] = dict.fromkeys(names, "0")
         for side, name in enumerate(names):
-            entries = await self.redis.xrange(name)
+            entries = await streams.replay(self.redis, name)
             delivery.feed(pacer, side, entries)
             if entries:
                 last_ids[name] = entries[-1][0]
@@ -107,10 +108,10 @@ class BattleConsumer(StreamSocket):
     def stream_ended(self, stream: str) -> bool:
         return self.views[stream].finished
 
-    async def send_snapshot(self, stream: str) -> str:
+    async def send_snapshot(self, stream: str) -> streams.EntryId:
         """One side so far in one frame; returns the id to follow from."""
         view = self.views[stream]
-        entries = await self.redis.xrange(stream)
+        entries = await streams.replay(self.redis, stream)
         if not entries:
             gen = await self.stored(stream)
             if gen is not None:  # the stream expired: the database has the outcome

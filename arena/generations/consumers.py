@@ -230,7 +230,8 @@ class StreamSocket(ArenaSocket):
         """The generations of `self.subject` this socket follows."""
         raise NotImplementedError
 
-    async def send_snapshot(self, stream: str) -> str:
+    async def send_snapshot(self, stream: str) -> streams.EntryId:
+        """Show the stream so far (`streams.replay`); returns the id of its last entry ("0": none)."""
         raise NotImplementedError
 
     async def send_events(self, stream: str, events: list[dict]) -> None:

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
+from arena import streams
 from arena.generations import outcome
 from arena.generations.consumers import StreamSocket
 from arena.generations.models import Generation
@@ -68,9 +69,9 @@ class GenerationConsumer(StreamSocket):
         if not self.as_json:
             await self.send(text_data=fragments.status("running", "stopping…"))
 
-    async def send_snapshot(self, stream: str) -> str:
+    async def send_snapshot(self, stream: str) -> streams.EntryId:
         """Everything so far in one go; the follow goes on from the last entry."""
-        entries = await self.redis.xrange(stream)
+        entries = await streams.replay(self.redis, stream)
         events = [p.parse_event(fields) for _id, fields in entries]
         last_id = entries[-1][0] if entries else "0"
         if not events and (gen := await self.stored(stream)) is not None:  # the stream expired
