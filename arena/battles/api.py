@@ -1,5 +1,7 @@
 """The comparison endpoints of the JSON API: start one, read it, vote (described in .openapi)."""
 
+from typing import Any
+
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -16,9 +18,9 @@ FIELDS = {"left_model", "right_model", "prompt", "left_system_prompt", "right_sy
           "params", "left_params", "right_params", "tag"}
 
 
-def side_json(gen: Generation, names_visible: bool) -> dict:
+def side_json(gen: Generation, names_visible: bool) -> dict[str, Any]:
     """One side; while the battle is blind, without the model and without speeds."""
-    side = {"status": gen.status, "text": gen.text, "finish_reason": gen.finish_reason,
+    side: dict[str, Any] = {"status": gen.status, "text": gen.text, "finish_reason": gen.finish_reason,
             "failure_reason": gen.failure_reason if names_visible or not gen.failure_reason
             else "This answer failed.", "output_valid": gen.output_valid}
     if names_visible:

@@ -25,7 +25,7 @@ def battle_record(battle: Battle, absolute: Absolute) -> dict:
         "history": battle.left.history,
         "outcome": battle.outcome or None,
         "winner_model": winner.model.slug if winner else None,
-        "judge": battle.judge.slug if battle.judge_id else None,  # a model judge's verdict, never a person's
+        "judge": battle.judge.slug if battle.judge is not None else None,  # a model judge's verdict, never a person's
         # A model judge's two readings (one per order shown) and whether they agreed: a pair on
         # which they disagree is a tie for that reason alone (arena.battles.judging).
         "judgements": battle.judgements if battle.judge_id else None,

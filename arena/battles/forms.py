@@ -39,8 +39,8 @@ class ComparisonForm(forms.Form):
                                           widget=forms.Textarea(attrs={"rows": 2}))
     temperature = _temperature("Temperature (both)")
     top_p = forms.FloatField(required=False, min_value=LIMITS["top_p"][0], max_value=LIMITS["top_p"][1])
-    max_new_tokens = forms.IntegerField(required=False, min_value=LIMITS["max_new_tokens"][0],
-                                        max_value=LIMITS["max_new_tokens"][1])
+    max_new_tokens = forms.IntegerField(required=False, min_value=int(LIMITS["max_new_tokens"][0]),
+                                        max_value=int(LIMITS["max_new_tokens"][1]))
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**32 - 1)
     left_temperature = _temperature("Left temperature (overrides)")
     right_temperature = _temperature("Right temperature (overrides)")
@@ -63,7 +63,8 @@ class ComparisonForm(forms.Form):
         return require_text(self.cleaned_data["prompt"], "Write a prompt.")
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if self.errors:
             return cleaned
         shared = {**{name: cleaned.get(name) for name in self.SHARED}, **constraint(cleaned)}

@@ -50,7 +50,8 @@ class Side:
         if ttft is None and self.first_token_at and self.started_at:
             ttft = max(0.0, self.first_token_at - self.started_at)
         rate = metrics.get("decode_tokens_per_s")
-        if rate is None and self.tokens > 1 and self.last_token_at and self.last_token_at > self.first_token_at:
+        if (rate is None and self.tokens > 1 and self.last_token_at and self.first_token_at is not None
+                and self.last_token_at > self.first_token_at):
             rate = (self.tokens - 1) / (self.last_token_at - self.first_token_at)
         return {"ttft_s": ttft, "tokens_per_s": rate, "tokens": metrics.get("generated_tokens") or self.tokens or None,
                 **self.waits}

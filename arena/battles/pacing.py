@@ -141,7 +141,7 @@ class Pacer:
             for side in self.sides:
                 if k < len(side.complete_at):
                     constraints.append(side.complete_at[k])
-                elif side.ended:
+                elif side.ended_at is not None:  # it ended
                     constraints.append(side.ended_at)
                 else:
                     return  # this side's piece k is still being written
@@ -167,8 +167,8 @@ class Pacer:
 
     def _side_view(self, side: SideFeed, released: int, start: float | None, now: float) -> SideView:
         shown = min(released, len(side.piece_ends))
-        if side.cancelled:  # only what was out when it was cancelled
-            shown = min(shown, sum(1 for t in self.release[:len(side.piece_ends)] if t <= side.ended_at))
+        if side.cancelled and (ended_at := side.ended_at) is not None:  # only what was out when it was cancelled
+            shown = min(shown, sum(1 for t in self.release[:len(side.piece_ends)] if t <= ended_at))
         text = side.text[:side.piece_ends[shown - 1]] if shown else ""
         if side.ended and now >= self._shown_ended_at(side, start) and (
                 side.cancelled or shown == len(side.piece_ends)):

@@ -38,7 +38,7 @@ def start_comparison(user, cleaned: dict, origin: str = Generation.Origin.WEB, r
     (nothing created) when a side's conversation would be past a limit."""
     sides = {
         side: {"model": cleaned[f"{side}_model"], "system_prompt": cleaned.get(f"{side}_system_prompt"),
-               "params": cleaned[f"{side}_params"], "history": list(gen.history) if redo else []}
+               "params": cleaned[f"{side}_params"], "history": list(gen.history) if gen is not None else []}
         for side, gen in (redo.sides if redo else (("left", None), ("right", None)))
     }
     if redo:

@@ -3,9 +3,11 @@ line (`metrics["failure_detail"]`, kept with paths and tracebacks) that users ne
 answers of blind battles not yet revealed are left out, as everywhere (`visible()`): their model
 would name a contestant."""
 
+from typing import cast
+
 from django.contrib import admin
 
-from .models import Generation
+from .models import Generation, GenerationQuerySet
 
 
 @admin.register(Generation)
@@ -17,7 +19,8 @@ class GenerationAdmin(admin.ModelAdmin):
     readonly_fields = (*(f.name for f in Generation._meta.fields), "failure_detail")
 
     def get_queryset(self, request):
-        return super().get_queryset(request).visible()
+        # The default manager's querysets are GenerationQuerySets (the stubs see a plain QuerySet here).
+        return cast(GenerationQuerySet, super().get_queryset(request)).visible()
 
     @admin.display(description="The worker's own line")
     def failure_detail(self, gen: Generation) -> str:

@@ -107,7 +107,8 @@ def place(gen: Generation) -> dict | None:
         entries = streams.client().xrevrange(streams.keys().stream(str(gen.id)), count=1)
     except redis.RedisError:
         return None
-    said = p.parse_event(entries[0][1]) if entries else {}
+    fields = entries[0][1] if entries else None
+    said = p.parse_event(fields) if fields is not None else {}
     return {"position": said["position"], "waiting": said["waiting"]} if said.get("type") == p.QUEUED else None
 
 

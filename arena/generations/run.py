@@ -309,6 +309,7 @@ def read_many(followers: list[Follower], block_ms: int) -> dict[Follower, list[d
     """One blocking read over several generations' streams: each follower's new events."""
     by_stream = {f.stream: f for f in followers}
     reply = followers[0].redis.xread({f.stream: f.last_id for f in followers}, block=block_ms, count=500)
+    assert not isinstance(reply, dict)  # a map in RESP3 only: ours speak RESP2, a list of [stream, entries]
     events: dict[Follower, list[dict]] = {}
     for stream, entries in reply or []:
         follower = by_stream[stream.decode() if isinstance(stream, bytes) else stream]

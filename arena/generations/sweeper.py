@@ -143,7 +143,8 @@ class Sweeper:
 
     def _last_event(self, gen_id: str) -> str:
         entries = self.redis.xrevrange(self.keys.stream(gen_id), count=1)
-        return p.parse_event(entries[0][1])["type"] if entries else ""
+        fields = entries[0][1] if entries else None
+        return p.parse_event(fields)["type"] if fields is not None else ""
 
     def _apply(self, gen_id: str, action: str, reason: str) -> None:
         gen = Generation.objects.select_related("model").filter(id=gen_id).first()
@@ -155,7 +156,8 @@ class Sweeper:
             return
         follower = Follower(gen)  # the follower's own way of storing outcomes
         follower.redis = self.redis
-        events = [p.parse_event(fields) for _id, fields in self.redis.xrange(follower.stream)]
+        events = [p.parse_event(fields) for _id, fields in self.redis.xrange(follower.stream) or ()
+                  if fields is not None]
         follower.text = [ev.get("text", "") for ev in events if ev["type"] == p.TOKEN]
         if action == ADOPT:
             log.warning("Generation %s: its follower is gone; storing the outcome its stream holds", gen_id)

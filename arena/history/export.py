@@ -8,7 +8,8 @@ name the contestants before the tournament's reveal."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import StreamingHttpResponse
@@ -39,6 +40,7 @@ COLUMNS = {
 
 
 def records(dataset: str, queryset, absolute: Absolute) -> Iterator[dict]:
+    build: Callable[[Any, Absolute], dict]  # a Battle's or a Generation's record
     if dataset == "battles":
         queryset = queryset.prefetch_related("tournament_matches")
         build = battle_record
