@@ -83,7 +83,7 @@ def json_document(run: SuiteRun, absolute) -> Iterator[str]:
     document = {
         "dataset": "suite_run", "exported_at": timezone.now().isoformat(), "filters": {"run": str(run.id)},
         "run": {"id": str(run.id), "suite": run.suite.name, "suite_id": str(run.suite_id), "tag": run.suite.tag,
-                "format": run.format, "judge": run.judge.slug if run.judge_id else None,
+                "format": run.format, "judge": run.judge.slug if run.judge is not None else None,
                 "judge_template": run.judge_template, "params": run.params, "state": run.state,
                 "done": run.done, "total": run.total, "contestants": [m.slug for m in run.contestants],
                 "judge_agreement": judge_agreement(list(judged_pairs(run))),

@@ -36,7 +36,9 @@ class SuiteRunForm(ParamsMixin, forms.Form):
 
     def __init__(self, *args, owner, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["suite"].queryset = Suite.objects.filter(owner=owner)
+        suite = self.fields["suite"]
+        assert isinstance(suite, forms.ModelChoiceField)  # as declared above
+        suite.queryset = Suite.objects.filter(owner=owner)
         add_contestant_fields(self, SuiteRun.MAX_CONTESTANTS)
         self._add_param_fields()
 
@@ -44,7 +46,8 @@ class SuiteRunForm(ParamsMixin, forms.Form):
         return [self[f"contestant_{i}"] for i in range(1, SuiteRun.MAX_CONTESTANTS + 1)]
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         picked = [cleaned.get(f"contestant_{i}") for i in range(1, SuiteRun.MAX_CONTESTANTS + 1)]
         cleaned["contestants"] = [m for m in picked if m is not None]
         cleaned["params"] = self._params(cleaned)

@@ -105,9 +105,9 @@ def plan(state: RunState, in_flight: int) -> Plan:
     for pair in judged:
         done, starts, outcome = _judge_pair(state, pair)
         out.done += done
-        for key in starts:
+        for judgement in starts:
             if room > 0:
-                out.start_judgements.append(key)
+                out.start_judgements.append(judgement)
                 room -= 1
         if outcome and pair not in state.verdicts:
             out.record.append((pair, outcome))

@@ -88,7 +88,7 @@ def run_judge(request, run_id):
         form = VoteForm(request.POST, run=run)
         try:
             if not form.is_valid():
-                raise VerdictError(" ".join(e for errs in form.errors.values() for e in errs))
+                raise VerdictError(" ".join(str(e) for errs in form.errors.values() for e in errs))
             run.record_human_verdict(request.user, *form.verdict())
         except VerdictError as exc:
             error = str(exc)
