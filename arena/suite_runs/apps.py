@@ -10,6 +10,7 @@ class SuiteRunsConfig(AppConfig):
     def ready(self) -> None:
         from arena import scheduler
 
-        from .runner import KICK_EVERY_S, kick
+        from .runner import KICK_EVERY_S, kick, register_run_kinds
 
+        register_run_kinds()
         scheduler.register("kick stalled suite runs", every_s=KICK_EVERY_S, run=kick)

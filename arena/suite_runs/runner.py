@@ -28,10 +28,10 @@ from django.utils import timezone
 from arena import streams
 from arena.battles.judging import judgement
 from arena.battles.models import Battle
-from arena.generations import admission
+from arena.generations import runs, services, tasks
 from arena.generations.models import Generation
+from arena.generations.services import GenerationRequest
 from arena.suites.models import SuitePrompt
-from inference import protocol as p
 from orchestration import client as orch
 
 from . import judge, plan
@@ -45,6 +45,18 @@ LOCK_TTL_S = 60
 
 _SLOT_STATE = {Generation.Status.DONE: plan.DONE, Generation.Status.FAILED: plan.FAILED,
                Generation.Status.CANCELLED: plan.FAILED}
+
+
+# Run kinds (arena/generations/runs.py): each answer and each judgement is a generation run of its
+# own (run_id = the suite run), started by the generation core's task.
+ANSWER_KIND = "suite_answer"
+JUDGEMENT_KIND = "suite_judgement"
+
+
+def register_run_kinds() -> None:
+    """SuiteRunsConfig.ready() calls this."""
+    for name in (ANSWER_KIND, JUDGEMENT_KIND):
+        runs.register(runs.RunKind(name, start=tasks.start_run))
 
 
 def start_chain(run: SuiteRun) -> None:
@@ -93,9 +105,7 @@ def step(run: SuiteRun) -> plan.Plan:
         if todo.finished:
             run.state, run.finished_at = SuiteRun.State.DONE, timezone.now()
             fields += ["state", "finished_at"]
-        run.save(update_fields=fields)
-        if todo.start_answers or todo.start_judgements:
-            admission.submit()  # one pass of the line for all this step started, once committed
+        run.save(update_fields=fields)  # what it started joins the line in one pass once this commits
     if (todo.start_answers or todo.start_judgements) and \
             SuiteRun.objects.filter(id=run.id, state=SuiteRun.State.CANCELLED).exists():
         _cancel_live(run)  # a cancel landed during this step, after it listed the live generations
@@ -147,7 +157,7 @@ def _slot_state(gen: Generation) -> str:
 
 def _start_answer(run: SuiteRun, prompt: SuitePrompt, model) -> None:
     params = model.params_with_defaults({**run.params, **prompt.constraint_params}).to_dict()
-    gen = _generation(run, model, prompt.prompt, params, system_prompt=prompt.system_prompt)
+    gen = _generation(run, ANSWER_KIND, model, prompt.prompt, params, system_prompt=prompt.system_prompt)
     row, created = SuiteAnswer.objects.get_or_create(run=run, prompt=prompt, contestant=model,
                                                      defaults={"generation": gen})
     if not created:
@@ -161,7 +171,7 @@ def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, order: s
     text = judge.render(run.judge_template, question=prompt.prompt, first=first.text, second=second.text,
                         reference=prompt.reference)
     params = run.judge.params_with_defaults(judge.JUDGE_PARAMS).to_dict()
-    gen = _generation(run, run.judge, text, params)
+    gen = _generation(run, JUDGEMENT_KIND, run.judge, text, params)
     row, created = SuiteJudgement.objects.get_or_create(run=run, prompt=prompt, left=models[0], right=models[1],
                                                         order=order, defaults={"generation": gen})
     if not created:
@@ -169,9 +179,12 @@ def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, order: s
         row.save(update_fields=["generation", "attempts"])
 
 
-def _generation(run: SuiteRun, model, prompt: str, params: dict, system_prompt: str = "") -> Generation:
-    gen = Generation.objects.create(owner=run.owner, model=model, origin=Generation.Origin.SUITE, prompt=prompt,
-                                    system_prompt=system_prompt, params=params, tag=run.suite.tag)
+def _generation(run: SuiteRun, kind: str, model, prompt: str, params: dict, system_prompt: str = "") -> Generation:
+    """Its own run of `kind`, within the suite run's window: no per-user limit (the run checked it)."""
+    request = GenerationRequest(model=model, prompt=prompt, system_prompt=system_prompt, params=params,
+                                tag=run.suite.tag)
+    [gen] = services.start(run.owner, [request], origin=Generation.Origin.SUITE, kind=kind, run_id=run.id,
+                           check_limits=False)
     return gen  # it joins the line when the step commits (`step`)
 
 
@@ -198,13 +211,7 @@ def cancel(run: SuiteRun) -> None:
 
 
 def _cancel_live(run: SuiteRun) -> None:
-    live = [str(gen_id) for gen_id in _live_generation_ids(run)]
-    if live:
-        client, keys = streams.client(), streams.keys()
-        pipe = client.pipeline(transaction=False)
-        for gen_id in live:
-            pipe.set(keys.cancel(gen_id), "user", ex=p.STREAM_TTL_S)
-        pipe.execute()
+    services.cancel(_live_generation_ids(run), "user")
 
 
 def _live_generation_ids(run: SuiteRun) -> list:
