@@ -43,7 +43,7 @@ STALLED_AFTER_S = 30
 KICK_EVERY_S = 5.0  # how often the orchestrator's loop looks for stalled runs (`kick`)
 LOCK_TTL_S = 60
 
-_SLOT_STATE = {Generation.Status.DONE: plan.DONE, Generation.Status.FAILED: plan.FAILED,
+_SLOT_STATE: dict[str, str] = {Generation.Status.DONE: plan.DONE, Generation.Status.FAILED: plan.FAILED,
                Generation.Status.CANCELLED: plan.FAILED}
 
 
@@ -133,16 +133,16 @@ def load_state(run: SuiteRun, prompts: list[int], contestants: list[int]) -> tup
     state = plan.RunState(prompts=prompts, contestants=contestants, format=run.format,
                           judged=run.judge_id is not None, seed=run.seed)
     for answer in SuiteAnswer.objects.filter(run=run).select_related("generation"):
-        key = (answer.prompt_id, answer.contestant_id)
-        generations[("answer", *key)] = answer.generation
-        state.answers[key] = plan.Slot(_slot_state(answer.generation), answer.attempts)
+        answer_key = (answer.prompt_id, answer.contestant_id)
+        generations[("answer", *answer_key)] = answer.generation
+        state.answers[answer_key] = plan.Slot(_slot_state(answer.generation), answer.attempts)
     for row in SuiteJudgement.objects.filter(run=run).select_related("generation"):
-        key = (row.prompt_id, row.left_id, row.right_id, row.order)
+        judgement_key = (row.prompt_id, row.left_id, row.right_id, row.order)
         gen = row.generation
-        generations[("judgement", *key)] = gen
+        generations[("judgement", *judgement_key)] = gen
         slot_state = _slot_state(gen)
         verdict = judge.verdict_for(row.order, gen.text) if slot_state == plan.DONE else ""
-        state.judgements[key] = plan.Slot(slot_state, row.attempts, verdict)
+        state.judgements[judgement_key] = plan.Slot(slot_state, row.attempts, verdict)
     answer_of = {gen.id: key[1:] for key, gen in generations.items() if key[0] == "answer"}
     recorded = Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=False, left_id__in=list(answer_of))
     for left_id, right_id, outcome in recorded.values_list("left_id", "right_id", "outcome"):
@@ -170,8 +170,10 @@ def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, order: s
     first, second = (left, right) if order == "left_first" else (right, left)
     text = judge.render(run.judge_template, question=prompt.prompt, first=first.text, second=second.text,
                         reference=prompt.reference)
-    params = run.judge.params_with_defaults(judge.JUDGE_PARAMS).to_dict()
-    gen = _generation(run, JUDGEMENT_KIND, run.judge, text, params)
+    judge_model = run.judge
+    assert judge_model is not None, "only a judged run starts judgements"
+    params = judge_model.params_with_defaults(judge.JUDGE_PARAMS).to_dict()
+    gen = _generation(run, JUDGEMENT_KIND, judge_model, text, params)
     row, created = SuiteJudgement.objects.get_or_create(run=run, prompt=prompt, left=models[0], right=models[1],
                                                         order=order, defaults={"generation": gen})
     if not created:
