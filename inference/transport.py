@@ -67,7 +67,6 @@ class GenerationEvents:
         self.client.expire(self.stream_key, protocol.STREAM_TTL_S)
 
     def _add(self, kind: str, **fields: Any) -> None:
-        # The ignore: redis-py types field maps with invariant keys of a wide union, refusing a dict[str, str].
         self.client.xadd(self.stream_key, protocol.event(kind, **fields))
 
 
@@ -90,7 +89,7 @@ class WorkerStatus:
         # "state", not the key: the orchestrator may already have written its own field back.
         if not fields or self.client.hexists(self.key, "state"):
             return False
-        self.client.hset(self.key, mapping=fields)  # type: ignore[arg-type]  # as in GenerationEvents._add
+        self.client.hset(self.key, mapping=fields)  # type: ignore[arg-type]  # redis-py: invariant keys refuse a dict[str, str]
         log.warning("Redis had lost this worker's status (restarted?): written again")
         return True
 
@@ -128,7 +127,7 @@ class WorkerStatus:
     def requests_finished(self, count: int, in_flight: int) -> None:
         fields = {"in_flight": str(in_flight), "last_used": repr(time.time())}
         pipe = self.client.pipeline()
-        pipe.hset(self.key, mapping=fields)  # type: ignore[arg-type]  # as in GenerationEvents._add
+        pipe.hset(self.key, mapping=fields)  # type: ignore[arg-type]  # redis-py: invariant keys refuse a dict[str, str]
         pipe.hincrby(self.key, "served", count)
         pipe.execute()
         with self._lock:
@@ -136,7 +135,7 @@ class WorkerStatus:
 
     def _set(self, **fields: Any) -> None:
         mapping = {k: _as_field(v) for k, v in fields.items()}
-        self.client.hset(self.key, mapping=mapping)  # type: ignore[arg-type]  # as in GenerationEvents._add
+        self.client.hset(self.key, mapping=mapping)  # type: ignore[arg-type]  # redis-py: invariant keys refuse a dict[str, str]
         with self._lock:
             self._written.update(mapping)
 

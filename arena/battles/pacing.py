@@ -127,8 +127,8 @@ class Pacer:
     # --- the schedule -------------------------------------------------------------------
     def start(self) -> float | None:
         """When both sides show as running: the later start (or end, for a side that never started)."""
-        times = [s.started_at if s.started_at is not None else s.ended_at for s in self.sides]
-        return None if any(t is None for t in times) else max(times)  # type: ignore[type-var]
+        times = [t for s in self.sides if (t := s.started_at if s.started_at is not None else s.ended_at) is not None]
+        return max(times) if len(times) == len(self.sides) else None
 
     def _extend(self) -> None:
         """Fix every release time that the events so far determine."""
@@ -170,9 +170,10 @@ class Pacer:
         if side.cancelled and (ended_at := side.ended_at) is not None:  # only what was out when it was cancelled
             shown = min(shown, sum(1 for t in self.release[:len(side.piece_ends)] if t <= ended_at))
         text = side.text[:side.piece_ends[shown - 1]] if shown else ""
-        if side.ended and now >= self._shown_ended_at(side, start) and (
+        end_event = side.end_event  # set with ended_at: there once the side has ended
+        if end_event is not None and now >= self._shown_ended_at(side, start) and (
                 side.cancelled or shown == len(side.piece_ends)):
-            return SideView(text, ENDED_STATE[side.end_event["type"]], side.end_event)  # type: ignore[index]
+            return SideView(text, ENDED_STATE[end_event["type"]], end_event)
         if start is not None and now >= start:
             return SideView(text, "running")
         if any(s.loading_at is not None for s in self.sides):
