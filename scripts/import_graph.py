@@ -3,8 +3,9 @@ other, counted over every import statement at any depth (those inside functions 
 
     .venv/bin/python scripts/import_graph.py [--list]
 
-It reads the same graph import-linter checks (grimp, without imports under TYPE_CHECKING); the contracts in `.importlinter` keep the
-counts at zero, this prints them (the figures in docs/architecture.md were taken with it).
+It reads the same graph import-linter checks (grimp, without imports under TYPE_CHECKING); the
+contracts in `.importlinter` keep the counts at zero, this prints them (the figures in
+docs/architecture.md were taken with it).
 """
 
 import sys
