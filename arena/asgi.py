@@ -8,7 +8,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (after Django is set up)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from arena.generations.limits import BodySizeLimit  # noqa: E402
+from arena.api.http import BodySizeLimit  # noqa: E402
 from arena.origins import OriginValidator  # noqa: E402
 from arena.routing import websocket_urlpatterns  # noqa: E402
 

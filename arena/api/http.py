@@ -3,9 +3,11 @@
 Every app's endpoints answer through these, so every error has one shape:
 {"error": {"message": ..., "fields": {...}}}. This toolkit imports no app: a rule below the
 endpoints that refuses a request (a per-user limit) raises a `Refusal` subclass it defines,
-and `answer_refusals` turns it into its response."""
+and `answer_refusals` turns it into its response. `BodySizeLimit` refuses an oversized body
+before Django reads it, in the same shape."""
 
 import functools
+import json
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -93,3 +95,56 @@ def answer_refusals(view):
 def not_found(request, rest=""):
     """Any other /api/v1/ URL (an id that is not a UUID included): a JSON 404, not the HTML page."""
     return error(404, f"No such API URL: {request.method} {request.path}. See /api/v1/openapi.json.")
+
+
+# --- request bodies: the ASGI guard in front of Django (arena/asgi.py) -----------------
+class BodySizeLimit:
+    """ASGI middleware: an HTTP request whose body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE
+    gets a 413 before the application reads or parses any of it (by its Content-Length, or,
+    for a chunked body, as soon as the bytes received pass the limit)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if scope["type"] != "http" or limit is None:
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if length.isdigit() and int(length) > limit:
+            return await too_large(scope, send, limit)
+        received = 0
+        sent_413 = False
+
+        async def counting_receive():
+            nonlocal received, sent_413
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit and not sent_413:
+                    sent_413 = True
+                    await too_large(scope, send, limit)
+                    return {"type": "http.disconnect"}  # the application stops reading and answers nobody
+            return message
+
+        async def guarded_send(message):
+            if not sent_413:  # after our 413 the connection has had its answer
+                await send(message)
+
+        return await self.app(scope, counting_receive, guarded_send)
+
+
+async def too_large(scope, send, limit: int) -> None:
+    """The 413: JSON for the APIs (a body that fits both the arena's and OpenAI's error shape), text elsewhere."""
+    message = body_too_large_message(limit)
+    if scope.get("path", "").startswith(("/api/", "/v1/")):
+        body = json.dumps({"error": {"message": message, "limit": "body_bytes", "allowed": limit,
+                                     "type": "invalid_request_error", "param": None,
+                                     "code": "request_too_large"}}).encode()
+        content_type = b"application/json"
+    else:
+        body, content_type = message.encode(), b"text/plain; charset=utf-8"
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})

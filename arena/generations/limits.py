@@ -1,10 +1,11 @@
-"""Per-user limits on starting work, and the request-body size limit.
+"""Per-user limits on starting work.
 
 `check_start(user, cost)` is called by the service that creates generations
 (arena.generations.services.start: one per generation, so a battle costs two), inside the
 transaction that creates them, so every page, API and tournament path that starts work goes
-through it (a suite run checks the rate once when it starts; its generations keep to its window). It raises `LimitExceeded`, which says which limit, the numbers and when to
-retry; views and APIs turn it into a 429 (`Retry-After`, the limit named).
+through it (a suite run checks the rate once when it starts; its generations keep to its
+window). It raises `LimitExceeded`, which says which limit, the numbers and when to retry;
+views and APIs turn it into a 429 (`Retry-After`, the limit named).
 
 Two limits, off when set to 0; staff are exempt from both (they operate the service: they
 load and unload models, and run the benchmarks):
@@ -28,7 +29,6 @@ load and unload models, and run the benchmarks):
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import math
 import uuid
@@ -39,7 +39,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from arena.api.http import Refusal, body_too_large_message
+from arena.api.http import Refusal
 
 log = logging.getLogger(__name__)
 
@@ -174,56 +174,3 @@ def _check_rate(user) -> None:
         raise LimitExceeded(
             REQUESTS_PER_MINUTE, allowed=allowed, current=int(count), retry_after_s=retry_s,
             message=f"{count} {noun} in the last {window} (the limit is {allowed}): try again in {retry_s} s.")
-
-
-# --- request bodies -------------------------------------------------------------------
-class BodySizeLimit:
-    """ASGI middleware: an HTTP request whose body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE
-    gets a 413 before the application reads or parses any of it (by its Content-Length, or,
-    for a chunked body, as soon as the bytes received pass the limit)."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        if scope["type"] != "http" or limit is None:
-            return await self.app(scope, receive, send)
-        length = dict(scope.get("headers") or []).get(b"content-length", b"")
-        if length.isdigit() and int(length) > limit:
-            return await too_large(scope, send, limit)
-        received = 0
-        sent_413 = False
-
-        async def counting_receive():
-            nonlocal received, sent_413
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit and not sent_413:
-                    sent_413 = True
-                    await too_large(scope, send, limit)
-                    return {"type": "http.disconnect"}  # the application stops reading and answers nobody
-            return message
-
-        async def guarded_send(message):
-            if not sent_413:  # after our 413 the connection has had its answer
-                await send(message)
-
-        return await self.app(scope, counting_receive, guarded_send)
-
-
-async def too_large(scope, send, limit: int) -> None:
-    """The 413: JSON for the APIs (a body that fits both the arena's and OpenAI's error shape), text elsewhere."""
-    message = body_too_large_message(limit)
-    if scope.get("path", "").startswith(("/api/", "/v1/")):
-        body = json.dumps({"error": {"message": message, "limit": "body_bytes", "allowed": limit,
-                                     "type": "invalid_request_error", "param": None,
-                                     "code": "request_too_large"}}).encode()
-        content_type = b"application/json"
-    else:
-        body, content_type = message.encode(), b"text/plain; charset=utf-8"
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})

@@ -22,9 +22,9 @@ from django.db import close_old_connections, connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from arena.generations import limits
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
+from arena.generations import limits
 from arena.generations.models import Generation
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api

@@ -6,9 +6,9 @@ import pytest
 from django import forms
 from django.urls import reverse
 
-from arena.generations import tags
 from arena.battles import services
 from arena.battles.models import Battle
+from arena.generations import tags
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
 from tests.arena.factories import leaderboard_order, verdict
