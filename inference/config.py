@@ -45,7 +45,7 @@ class Config:
     worker_max_queue: int = 32
     """ARENA_WORKER_MAX_QUEUE: jobs a worker takes on beyond its batch."""
     worker_threads: int | None = None
-    """ARENA_WORKER_THREADS: torch/llama.cpp threads (unset: one per core the worker is pinned to)."""
+    """ARENA_WORKER_THREADS: torch/llama.cpp threads (unset or 0: one per core the worker is pinned to)."""
     worker_cpus: str = ""
     """ARENA_WORKER_CPUS: the cores ("0,1") the orchestrator gave this worker (unset: all)."""
     server_start_timeout_s: float = 600.0
