@@ -56,8 +56,9 @@ def private_redis():
 
 
 # The live modules that share a running application (tests/live/conftest.py) form two groups
-# of about equal length, so each test process runs one group against an application of its
-# own; the others start their own (reliability, launcher) and are groups like any module.
+# of about equal length (each alone, 2026-11-26: 5m26s and 5m47s; docs/testing.md), so each test
+# process runs one group against an application of its own; the others start their own
+# (reliability, launcher) and are groups like any module.
 LIVE_GROUPS = {
     "test_tournament_faults": "live-1", "test_tournament_browser": "live-1", "test_xss_browser": "live-1",
     "test_engines": "live-1", "test_openai_client": "live-1", "test_accounts_browser": "live-1",
