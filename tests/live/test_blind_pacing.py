@@ -1,5 +1,6 @@
 """A blind match between a fast and a slow contestant cannot be told apart by its timing or its
-side channels (bench/blind.py's measurement, on the running application with real models):
+side channels (harness/blind.py's measurement, `make bench-blind`, on the running application with
+real models):
 SmolLM2 on llama.cpp against Gemma 3 270M on transformers, followed on the battle socket as
 the tournament's (staff) owner, who polls /healthz, the status page, /api/v1/workers, the
 worker admin and the tournament API all along."""
@@ -7,7 +8,7 @@ worker admin and the tournament API all along."""
 
 import pytest
 
-from bench import blind
+from harness import blind
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
 

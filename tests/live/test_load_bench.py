@@ -1,11 +1,12 @@
-"""bench/load.py's core on the running application, small: every token each viewer should get,
-replayed or live, exactly once and in order, and no error. No timing is asserted."""
+"""The load measurement (harness/load.py, `make bench-load`) on the running application, small:
+every token each viewer should get, replayed or live, exactly once and in order, and no error.
+No timing is asserted."""
 
 import json
 
 import pytest
 
-from bench import load
+from harness import load
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

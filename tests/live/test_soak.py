@@ -1,4 +1,4 @@
-"""bench/soak.py, short: a mixed load (playground sockets, OpenAI streams, comparisons, a
+"""The soak (harness/soak.py, `make soak`), short: a mixed load (playground sockets, OpenAI streams, comparisons, a
 tournament; several users) on the whole application with each of the four faults injected
 once. Nothing is lost, no 5xx, and every finished answer is stored as it was streamed. Memory
 growth is only reported: two minutes are too few to judge it."""
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bench import soak
+from harness import soak
 from harness.private_redis import PrivateRedis
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(420)]
