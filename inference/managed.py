@@ -114,7 +114,9 @@ def start(spec: ModelSpec, *, timeout_s: float, progress: Callable[[str], None] 
     problem = check_template(spec.server_command)
     if problem:
         raise ServerStartError(problem)
-    port, key = free_port(), secrets.token_urlsafe(24)
+    # Hex, not token_urlsafe: a key starting with "-" (1 in 64 of those) reads as an option to the
+    # server's argument parser ("--api-key: expected one argument"), a start failing at random.
+    port, key = free_port(), secrets.token_hex(24)
     args = command(spec.server_command, port=port, api_key=key, model=_model_argument(spec),
                    fraction=memory_fraction(spec.memory_mb))
     started = time.perf_counter()
