@@ -107,11 +107,30 @@ def pytest_xdist_make_scheduler(config, log):
     return GroupScheduling(config, log)
 
 
+# Modules that are not live but long (real models, real worker processes), in seconds measured
+# with --durations on 2 busy cores (2026-11-26): handed out after the live modules and before the
+# rest, so that none of them is the last unit and runs on alone while the other process idles.
+LONG_MODULES = {
+    "tests/inference/test_structured_smollm2.py": 127, "tests/orchestration/test_service.py": 116,
+    "tests/orchestration/test_nodes.py": 50, "tests/inference/test_smollm2.py": 46,
+    "tests/inference/test_worker.py": 36, "tests/orchestration/test_redis_auth.py": 35,
+    "tests/inference/test_awq.py": 32, "tests/inference/test_speculative.py": 32,
+    "tests/orchestration/test_redis_restart.py": 23, "tests/arena/accounts/test_socket_cap.py": 21,
+    "tests/inference/test_scheduler.py": 20,
+}
+
+
 def _longest_first(unit: tuple[str, dict]) -> tuple[int, int]:
-    """The live groups, then the other live modules, then the rest by their number of tests."""
+    """The live groups, then the other live modules, then the long modules (longest first), then
+    the rest by their number of tests."""
     scope, tests = unit
-    rank = 0 if scope in LIVE_GROUPS.values() else 1 if scope.startswith("tests/live/") else 2
-    return rank, -len(tests)
+    if scope in LIVE_GROUPS.values():
+        return 0, -len(tests)
+    if scope.startswith("tests/live/"):
+        return 1, -len(tests)
+    if scope in LONG_MODULES:
+        return 2, -LONG_MODULES[scope]
+    return 3, -len(tests)
 
 
 def pytest_unconfigure(config):
