@@ -33,7 +33,7 @@ from datetime import timedelta
 
 import redis
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
@@ -46,7 +46,7 @@ from .run import Follower, abandoned
 from .sweeper import NEVER_STARTED
 
 log = logging.getLogger(__name__)
-ADMIT_EVERY_S = 1.0  # the orchestrator loop's pass
+ADMIT_EVERY_S = 1.0  # the period of the scheduler's pass (registered in GenerationsConfig.ready())
 LOCK_TTL_S = 10.0  # a pass killed holding the lock blocks the others this long at most
 LOCK_WAIT_S = 5.0  # a pass waits this long for the one under way, then leaves it to the next
 SERVED_MEMORY_S = 3600.0  # a user last served longer ago than this counts as never served
@@ -248,18 +248,3 @@ class Line:
                                                             elapsed_s=elapsed))
                 pipe.expire(self.keys.stream(gen_id), p.STREAM_TTL_S)
         pipe.execute()
-
-
-class Admitter:
-    """The orchestrator loop's pass of the line, once every `every_s`."""
-
-    def __init__(self, every_s: float = ADMIT_EVERY_S, clock=time.monotonic):
-        self.every_s, self.clock = every_s, clock
-        self.last = -float("inf")
-
-    def maybe_admit(self) -> None:
-        now = self.clock()
-        if now - self.last >= self.every_s:
-            self.last = now
-            close_old_connections()  # a long-lived process: drop a connection the database closed
-            admit_waiting()
