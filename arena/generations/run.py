@@ -210,12 +210,26 @@ class Follower:
             if not self.started:
                 self.needs_retry = True
                 return
-            self.fail(p.WORKER_DIED, f"{failure} The partial answer was kept; send again to retry.")
+            self.catch_up()
+            if not self.done:  # the stream may already end: the worker finished just before it went
+                self.fail(p.WORKER_DIED, f"{failure} The partial answer was kept; send again to retry.")
             return
         self.check_abandoned()
         if time.time() > self.deadline:
             self.fail(p.TIMEOUT, f"Stopped after {settings.ARENA_GENERATION_TIMEOUT_S:.0f} s.")
             self.stop_worker_job("timeout")
+
+    def catch_up(self) -> None:
+        """Handle what the stream holds past the last read: the worker may have written tokens
+        after it (viewers saw them) before it died, and the partial answer kept must be theirs."""
+        last = self.last_id.decode() if isinstance(self.last_id, bytes) else str(self.last_id)
+        for entry_id, fields in self.redis.xrange(self.stream, min="-" if last == "0" else f"({last}") or ():
+            if entry_id is None or fields is None:
+                continue
+            self.last_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+            self.handle(p.parse_event(fields))
+            if self.done:
+                return
 
     def check_abandoned(self) -> None:
         """A web generation whose every viewer left more than the grace ago is cancelled."""

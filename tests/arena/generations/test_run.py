@@ -176,3 +176,26 @@ def test_a_blind_battle_hides_the_orchestrators_reason_and_what_loads(owner, cat
         assert gen.status == S.FAILED and gen.failure_reason == BLIND_UNAVAILABLE
         loading = [ev for ev in driven.events(gen) if ev["type"] == p.LOADING]
         assert loading and all(set(ev) == {"type", "t", "elapsed_s"} for ev in loading)
+
+
+def test_a_worker_dying_keeps_the_tokens_it_wrote_after_the_last_read(owner, smollm):
+    """The follower reads in blocks; the worker may write on, then die, before the next one. The
+    partial answer kept is what the viewers saw (the soak caught a vanished browser holding text
+    the store lacked), so the follower reads the rest of the stream before it fails."""
+    from arena.generations.run import Follower
+
+    gen = claimed(owner, smollm)
+    follower = Follower(gen)
+    follower.worker_id, follower.started = "w-gone-9f3c", True
+    stream, keys = follower.stream, streams.keys()
+    follower.redis.xadd(stream, p.event(p.STARTED, prompt_tokens=3, queue_s=0.0))
+    follower.last_id = follower.redis.xadd(stream, p.event(p.TOKEN, text="Violet", n=1))  # the last read
+    follower.text = ["Violet"]
+    follower.redis.xadd(stream, p.event(p.TOKEN, text=" and indigo", n=2))  # written before it died
+    follower.redis.hset(keys.worker("w-gone-9f3c"), mapping={"state": p.W_FAILED, "error": "Killed by signal 9."})
+
+    follower.check()
+
+    gen.refresh_from_db()
+    assert (gen.status, gen.text) == (S.FAILED, "Violet and indigo")
+    assert "Killed by signal 9." in gen.failure_reason
