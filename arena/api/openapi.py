@@ -110,6 +110,9 @@ def error_response(description: str) -> Schema:
 
 # Every operation that starts generations can meet a per-user limit (arena.generations.limits), and every
 # one that reads a body the size limit (DATA_UPLOAD_MAX_MEMORY_SIZE).
+# The path parameter of every /api/v1/<things>/<uuid:id> endpoint.
+UUID_ID: list[Schema] = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}]
+
 LIMITED: Schema = {
     "429": {"description": "A per-user limit (ARENA_RATE_LIMIT_PER_MIN, ARENA_MAX_CONCURRENT_PER_USER): "
                            "wait Retry-After seconds",

@@ -1,6 +1,16 @@
 """OpenAPI 3.1 schemas and path items of the comparison endpoints (arena/battles/api.py)."""
 
-from arena.api.openapi import LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TOO_LARGE, error_response, json_content
+from arena.api.openapi import (
+    LIMITED,
+    PARAMS,
+    PROMPT,
+    SYSTEM_PROMPT,
+    TAG,
+    TOO_LARGE,
+    UUID_ID,
+    error_response,
+    json_content,
+)
 from arena.generations.openapi import FINISH_REASON, GENERATION, OUTPUT_VALID
 
 SIDE = {
@@ -42,7 +52,6 @@ COMPARISON = {
     },
 }
 
-ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}]
 
 OPENAPI_PATHS = {
     "/api/v1/comparisons": {
@@ -77,7 +86,7 @@ OPENAPI_PATHS = {
         "get": {
             "operationId": "getComparison",
             "summary": "A comparison: both answers, their metrics and the verdict",
-            "parameters": ID,
+            "parameters": UUID_ID,
             "responses": {
                 "200": {"description": "The comparison", **json_content(COMPARISON)},
                 "401": error_response("Missing or invalid token"),
@@ -89,7 +98,7 @@ OPENAPI_PATHS = {
         "post": {
             "operationId": "voteComparison",
             "summary": "Record the verdict (a later vote replaces it)",
-            "parameters": ID,
+            "parameters": UUID_ID,
             "requestBody": {"required": True, **json_content({
                 "type": "object", "required": ["outcome"], "additionalProperties": False,
                 "properties": {"outcome": {"type": "string", "enum": OUTCOMES}},

@@ -1,6 +1,16 @@
 """OpenAPI 3.1 path items of the generation endpoints (arena/playground/api.py)."""
 
-from arena.api.openapi import LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TOO_LARGE, error_response, json_content
+from arena.api.openapi import (
+    LIMITED,
+    PARAMS,
+    PROMPT,
+    SYSTEM_PROMPT,
+    TAG,
+    TOO_LARGE,
+    UUID_ID,
+    error_response,
+    json_content,
+)
 from arena.generations.openapi import GENERATION
 
 OPENAPI_PATHS = {
@@ -32,8 +42,7 @@ OPENAPI_PATHS = {
         "get": {
             "operationId": "getGeneration",
             "summary": "A generation's status, text and metrics",
-            "parameters": [{"name": "id", "in": "path", "required": True,
-                            "schema": {"type": "string", "format": "uuid"}}],
+            "parameters": UUID_ID,
             "responses": {
                 "200": {"description": "The generation", **json_content(GENERATION)},
                 "401": error_response("Missing or invalid token"),

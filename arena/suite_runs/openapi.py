@@ -1,7 +1,7 @@
 """OpenAPI 3.1 path items of the suite run endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import LIMITED, PARAMS, TEXT, TOO_LARGE, Schema, error_response, json_content
-from arena.suites.openapi import ID, or_null
+from arena.api.openapi import LIMITED, PARAMS, TEXT, TOO_LARGE, UUID_ID, Schema, error_response, json_content
+from arena.suites.openapi import or_null
 
 from . import judge
 from .api import PARAM_FIELDS
@@ -112,7 +112,7 @@ OPENAPI_PATHS = {
         "get": {
             "operationId": "getSuiteRun",
             "summary": "A suite run: its progress and each contestant's results so far",
-            "parameters": ID,
+            "parameters": UUID_ID,
             "responses": {
                 "200": {"description": "The run", **json_content(RUN)},
                 "401": error_response("Missing or invalid token"),
@@ -124,7 +124,7 @@ OPENAPI_PATHS = {
         "post": {
             "operationId": "cancelSuiteRun",
             "summary": "Stop a running suite run: nothing new starts and its live generations are cancelled",
-            "parameters": ID,
+            "parameters": UUID_ID,
             "responses": {
                 "200": {"description": "The cancelled run", **json_content(RUN)},
                 "401": error_response("Missing or invalid token"),

@@ -1,6 +1,17 @@
 """OpenAPI 3.1 path items of the suite endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import BLANK, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, Schema, error_response, json_content
+from arena.api.openapi import (
+    BLANK,
+    PROMPT,
+    SYSTEM_PROMPT,
+    TAG,
+    TEXT,
+    TOO_LARGE,
+    UUID_ID,
+    Schema,
+    error_response,
+    json_content,
+)
 from inference.structured import MAX_REGEX_CHARS
 
 from . import parsing
@@ -63,7 +74,6 @@ SUMMARY: Schema = {
 SUITE = {**SUMMARY, "required": [*SUMMARY["required"], "prompts"],
          "properties": {**SUMMARY["properties"], "prompts": {"type": "array", "items": PROMPT_OUT}}}
 
-ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}]
 
 OPENAPI_PATHS = {
     "/api/v1/suites": {
@@ -103,7 +113,7 @@ OPENAPI_PATHS = {
         "get": {
             "operationId": "getSuite",
             "summary": "A prompt suite with its prompts",
-            "parameters": ID,
+            "parameters": UUID_ID,
             "responses": {
                 "200": {"description": "The suite", **json_content(SUITE)},
                 "401": error_response("Missing or invalid token"),
@@ -113,7 +123,7 @@ OPENAPI_PATHS = {
         "delete": {
             "operationId": "deleteSuite",
             "summary": "Delete one of your prompt suites",
-            "parameters": ID,
+            "parameters": UUID_ID,
             "responses": {
                 "204": {"description": "Deleted"},
                 "401": error_response("Missing or invalid token"),

@@ -1,6 +1,6 @@
 """OpenAPI 3.1 path items of the tournament endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import ERROR, LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE
+from arena.api.openapi import ERROR, LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, UUID_ID
 from arena.generations.openapi import FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
 
 from .models import BLIND_MIN_TEMPERATURE, BLIND_MIN_TOP_P
@@ -104,7 +104,6 @@ def error_response(description):
     return {"description": description, **json_content(ERROR)}
 
 
-_ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}]
 
 OPENAPI_PATHS = {
     "/api/v1/tournaments": {
@@ -147,7 +146,7 @@ OPENAPI_PATHS = {
         "get": {
             "operationId": "getTournament",
             "summary": "A tournament's bracket and current match (neutral labels until the reveal)",
-            "parameters": _ID,
+            "parameters": UUID_ID,
             "responses": {
                 "200": {"description": "The tournament", **json_content(TOURNAMENT)},
                 "401": error_response("Missing or invalid token"),
@@ -160,7 +159,7 @@ OPENAPI_PATHS = {
             "operationId": "pickTournamentWinner",
             "summary": "The winner of the current match (a side of its battle): it advances, the next match starts, "
             "or the tournament ends and is revealed",
-            "parameters": _ID,
+            "parameters": UUID_ID,
             "requestBody": {"required": True, **json_content({
                 "type": "object", "required": ["match", "winner"], "additionalProperties": False,
                 "properties": {
@@ -185,7 +184,7 @@ OPENAPI_PATHS = {
         "post": {
             "operationId": "rerunTournamentMatch",
             "summary": "Run the current match again (can't decide, or an answer failed)",
-            "parameters": _ID,
+            "parameters": UUID_ID,
             "requestBody": {"required": True, **json_content({
                 "type": "object", "required": ["match"], "additionalProperties": False,
                 "properties": {"match": {"type": "integer"}}})},
