@@ -66,11 +66,12 @@ class WorkerView:
 
 @dataclass(frozen=True)
 class Node:
-    """A machine workers run on, and the memory they may reserve there."""
+    """A machine workers run on, and the memory (and GPUs) they may reserve there."""
 
     node_id: str = LOCAL_NODE
     budget_mb: float = math.inf
     alive: bool = True
+    gpus: float = 0.0  # GPUs its workers may ask for (a worker asks for a fraction or whole ones)
 
 
 @dataclass(frozen=True)
@@ -105,11 +106,22 @@ class Cluster:
     nodes: tuple[Node, ...] = (Node(),)
     estimates_mb: dict[str, float] = field(default_factory=dict)  # slug -> weights + KV reservation
     failures: dict[str, Failures] = field(default_factory=dict)
+    gpus: dict[str, float] = field(default_factory=dict)  # slug -> GPUs one worker of it asks for
+    # A worker holds what it asked for, whatever it measures (Ray reserves the request for the
+    # actor's life); otherwise its measured memory counts once it has one.
+    reserve_requested: bool = False
+    # The cluster can grow (nodes join; an autoscaler adds them): a request no node can hold waits
+    # with its reason (`Unplaceable`) instead of being refused.
+    elastic: bool = False
 
     def reservation(self, worker: WorkerView) -> float:
-        if worker.memory_mb is not None:
+        if worker.memory_mb is not None and not self.reserve_requested:
             return worker.memory_mb
         return self.estimates_mb.get(worker.slug, 0.0)
+
+    def need(self, slug: str) -> tuple[float, float]:
+        """(memory in MB, GPUs) one worker of `slug` needs."""
+        return self.estimates_mb.get(slug, 0.0), self.gpus.get(slug, 0.0)
 
 
 @dataclass(frozen=True)
@@ -144,7 +156,16 @@ class Refuse:
     reason: str
 
 
-Action = Spawn | Stop | Fail | Grant | Refuse
+@dataclass(frozen=True)
+class Unplaceable:
+    """An elastic cluster's request that no node can hold now: it keeps its place and waits for a
+    node to join (the backend may ask an autoscaler for one); `reason` says what it needs."""
+
+    request_id: str
+    reason: str
+
+
+Action = Spawn | Stop | Fail | Grant | Refuse | Unplaceable
 
 
 def describe_exit(code: int) -> str:
@@ -155,7 +176,7 @@ def describe_exit(code: int) -> str:
 
 def _lost_node(worker: WorkerView) -> str:
     """A worker on a node that is not alive (or no longer listed) is gone with it."""
-    return f"Node {worker.node_id} was lost (its agent stopped reporting); the model worker there is gone."
+    return f"The machine serving this model was lost (node {worker.node_id}); the model worker there is gone."
 
 
 def _failure(worker: WorkerView, now: float, config: Config) -> str | None:
@@ -227,11 +248,15 @@ class Ledger:
         self.nodes = {n.node_id: n for n in cluster.nodes if n.alive}
         self.reserved = dict.fromkeys(self.nodes, 0.0)
         self.freeing = dict.fromkeys(self.nodes, 0.0)
+        self.gpus_held = dict.fromkeys(self.nodes, 0.0)  # GPUs, kept like memory: held until the process exits
+        self.gpus_freeing = dict.fromkeys(self.nodes, 0.0)
         for worker in self.workers.values():
             if worker.state in HOLDS_MEMORY and worker.node_id in self.reserved:
                 self.reserved[worker.node_id] += cluster.reservation(worker)
+                self.gpus_held[worker.node_id] += cluster.gpus.get(worker.slug, 0.0)
                 if worker.state == STOPPING:
                     self.freeing[worker.node_id] += cluster.reservation(worker)
+                    self.gpus_freeing[worker.node_id] += cluster.gpus.get(worker.slug, 0.0)
         self.evicted: set[str] = set()
         self.spawned: list[tuple[str, str]] = []  # (slug, node) started this tick
         self.claimed: set[str] = set()  # slugs waiting this tick for evicted workers to exit
@@ -255,6 +280,13 @@ class Ledger:
     def free(self, node_id: str) -> float:
         return self.nodes[node_id].budget_mb - self.reserved[node_id]
 
+    def gpus_free(self, node_id: str) -> float:
+        return self.nodes[node_id].gpus - self.gpus_held[node_id]
+
+    def fits(self, node_id: str, slug: str) -> bool:
+        memory, gpus = self.cluster.need(slug)
+        return self.free(node_id) >= memory and self.gpus_free(node_id) >= gpus
+
     def free_soon(self, node_id: str) -> float:
         """Free once the stopping workers have exited (minus what waiting variants claimed)."""
         return self.free(node_id) + self.freeing[node_id]
@@ -269,24 +301,34 @@ class Ledger:
         return sorted(candidates, key=lambda w: (w.last_used, -self.cluster.reservation(w)))
 
     def snapshot(self):
-        return dict(self.reserved), dict(self.freeing), set(self.evicted), list(self.spawned), set(self.claimed)
+        return (dict(self.reserved), dict(self.freeing), set(self.evicted), list(self.spawned), set(self.claimed),
+                dict(self.gpus_held), dict(self.gpus_freeing))
 
     def restore(self, snapshot) -> None:
-        reserved, freeing, evicted, spawned, claimed = snapshot
+        reserved, freeing, evicted, spawned, claimed, gpus_held, gpus_freeing = snapshot
         self.reserved, self.freeing, self.evicted = dict(reserved), dict(freeing), set(evicted)
         self.spawned, self.claimed = list(spawned), set(claimed)
+        self.gpus_held, self.gpus_freeing = dict(gpus_held), dict(gpus_freeing)
 
     def evict(self, worker: WorkerView) -> None:
         self.evicted.add(worker.worker_id)
         self.freeing[worker.node_id] += self.cluster.reservation(worker)
+        self.gpus_freeing[worker.node_id] += self.cluster.gpus.get(worker.slug, 0.0)
 
     def place(self, slug: str, node_id: str) -> None:
         self.spawned.append((slug, node_id))
-        self.reserved[node_id] += self.cluster.estimates_mb.get(slug, 0.0)
+        memory, gpus = self.cluster.need(slug)
+        self.reserved[node_id] += memory
+        self.gpus_held[node_id] += gpus
 
-    def claim(self, slug: str, node_id: str, need: float) -> None:
-        """Memory a waiting variant will take once it is freed."""
-        self.freeing[node_id] -= need
+    def gpus_free_soon(self, node_id: str) -> float:
+        return self.gpus_free(node_id) + self.gpus_freeing[node_id]
+
+    def claim(self, slug: str, node_id: str) -> None:
+        """Memory (and GPUs) a waiting variant will take once they are freed."""
+        memory, gpus = self.cluster.need(slug)
+        self.freeing[node_id] -= memory
+        self.gpus_freeing[node_id] -= gpus
         self.claimed.add(slug)
 
 
@@ -299,7 +341,7 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
     for request in ordered:
         protected.update(request.slugs)
         too_big = _never_fits(cluster, request)
-        if too_big:
+        if too_big and not cluster.elastic:
             actions.append(Refuse(request.request_id, too_big))
             continue
         ready = [w for slug in request.slugs if (w := ledger.ready_worker(slug)) is not None]
@@ -312,6 +354,10 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
         missing = [s for s in dict.fromkeys(request.slugs) if not ledger.serving(s) and not ledger.starting(s)]
         if not missing or any(s in failing or _backing_off(cluster, s, now, config) for s in missing):
             continue  # loading, or waiting out a failure's back-off
+        if too_big:  # an elastic cluster: it waits for a node that can hold it, and blocks nobody
+            if not request.prewarm:
+                actions.append(Unplaceable(request.request_id, too_big))
+            continue
         if blocked:
             continue
         placed = _place_all(ledger, missing, protected, allow_eviction=not request.prewarm, config=config)
@@ -342,17 +388,26 @@ class Line:
 
 
 def _never_fits(cluster: Cluster, request: Request) -> str | None:
-    if not any(n.alive for n in cluster.nodes):
-        return "No machine can run models right now: no node agent is reporting."
-    largest = max(n.budget_mb for n in cluster.nodes if n.alive)
+    """Why no live node could ever hold the request (even empty), or None."""
+    alive = [n for n in cluster.nodes if n.alive]
+    if not alive:
+        return "No machine can run models right now: no node is available."
+    largest = max(n.budget_mb for n in alive)
     for slug in request.slugs:
-        need = cluster.estimates_mb.get(slug, 0.0)
-        if need > largest:
-            return f"The model {slug} needs about {need:.0f} MB; the largest node has {largest:.0f} MB."
+        memory, gpus = cluster.need(slug)
+        if not any(n.budget_mb >= memory and n.gpus >= gpus for n in alive):
+            if memory > largest:
+                return f"The model {slug} needs about {memory:.0f} MB; the largest node has {largest:.0f} MB."
+            return (f"The model {slug} needs about {memory:.0f} MB and {_gpus(gpus)} on one machine; "
+                    "no node has both.")
     need = sum(cluster.estimates_mb.get(slug, 0.0) for slug in set(request.slugs))
     if len(cluster.nodes) == 1 and need > largest:
         return f"These models need about {need:.0f} MB together; this machine has {largest:.0f} MB for models."
     return None
+
+
+def _gpus(count: float) -> str:
+    return f"{count:g} GPU" if count <= 1 else f"{count:g} GPUs"
 
 
 def _backing_off(cluster: Cluster, slug: str, now: float, config: Config) -> bool:
@@ -383,7 +438,6 @@ def _place_all(ledger: Ledger, slugs: list[str], protected: set[str], *, allow_e
 def _place_one(ledger: Ledger, slug: str, protected: set[str], allow_eviction: bool,
                config: Config) -> list[Action] | None:
     """Spawn `slug` where it fits now; else claim memory being freed; else evict (Stops only)."""
-    need = ledger.cluster.estimates_mb.get(slug, 0.0)
     actions: list[Action] = []
     if config.max_workers is not None and ledger.loaded_count() >= config.max_workers:
         victims = ledger.evictable(None, protected) if allow_eviction else []
@@ -391,34 +445,36 @@ def _place_one(ledger: Ledger, slug: str, protected: set[str], allow_eviction: b
             return None
         ledger.evict(victims[0])
         actions.append(Stop(victims[0].worker_id, f"evicted: at most {config.max_workers} loaded models"))
-    fitting = [n for n in ledger.nodes if ledger.free(n) >= need]
+    fitting = [n for n in ledger.nodes if ledger.fits(n, slug)]
     if fitting:
         node_id = min(fitting, key=lambda n: (ledger.free(n), n))  # the fullest node it fits on: best fit
         ledger.place(slug, node_id)
         return [*actions, Spawn(slug, node_id)]
     if not allow_eviction:
         return None
-    target, victims = _cheapest_eviction(ledger, need, protected)
+    target, victims = _cheapest_eviction(ledger, slug, protected)
     if target is None:
         return None
     for victim in victims:
         ledger.evict(victim)
         actions.append(Stop(victim.worker_id, f"evicted to make room for {slug}"))
-    ledger.claim(slug, target, need)
+    ledger.claim(slug, target)
     return actions
 
 
-def _cheapest_eviction(ledger: Ledger, need: float, protected: set[str]) -> tuple[str | None, list[WorkerView]]:
+def _cheapest_eviction(ledger: Ledger, slug: str, protected: set[str]) -> tuple[str | None, list[WorkerView]]:
     """The node where the fewest idle workers must go (none, if stopping ones free enough)."""
+    need, gpus_needed = ledger.cluster.need(slug)
     best: tuple[str | None, list[WorkerView]] = (None, [])
     for node_id in sorted(ledger.nodes):
-        freed, victims = ledger.free_soon(node_id), []
+        freed, gpus, victims = ledger.free_soon(node_id), ledger.gpus_free_soon(node_id), []
         for candidate in ledger.evictable(node_id, protected):
-            if freed >= need:
+            if freed >= need and gpus >= gpus_needed:
                 break
             victims.append(candidate)
             freed += ledger.cluster.reservation(candidate)
-        if freed >= need and (best[0] is None or len(victims) < len(best[1])):
+            gpus += ledger.cluster.gpus.get(candidate.slug, 0.0)
+        if freed >= need and gpus >= gpus_needed and (best[0] is None or len(victims) < len(best[1])):
             best = (node_id, victims)
     return best
 

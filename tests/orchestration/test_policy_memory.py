@@ -13,6 +13,7 @@ from orchestration.policy import (
     Request,
     Spawn,
     Stop,
+    Unplaceable,
     WorkerView,
     plan,
 )
@@ -164,21 +165,21 @@ def test_a_variant_goes_to_the_node_with_room_best_fit():
 def test_workers_on_a_lost_node_fail_and_nothing_is_placed_there():
     nodes = (Node("n1", budget_mb=1000, alive=False), Node("n2", budget_mb=1000))
     actions = decide([ready("wa", "a", node_id="n1")], [ask("r", "b")], nodes=nodes)
-    assert actions[0] == Fail("wa", "Node n1 was lost (its agent stopped reporting); the model worker there is gone.")
+    assert actions[0] == Fail("wa", "The machine serving this model was lost (node n1); the model worker there is gone.")
     assert actions[1:] == [Spawn("b", "n2")]
 
 
 def test_workers_on_a_node_no_longer_listed_fail_too():
     actions = decide([ready("wa", "a", node_id="gone")], [ask("r", "a")], nodes=ONE_NODE)
-    assert actions == [Fail("wa", "Node gone was lost (its agent stopped reporting); the model worker there is gone.")]
+    assert actions == [Fail("wa", "The machine serving this model was lost (node gone); the model worker there is gone.")]
 
 
 def test_without_a_live_node_every_request_is_refused_with_the_reason():
     nodes = (Node("n1", budget_mb=1000, alive=False),)
     assert decide([], [ask("r", "a")], nodes=nodes) == [
-        Refuse("r", "No machine can run models right now: no node agent is reporting.")]
+        Refuse("r", "No machine can run models right now: no node is available.")]
     assert decide([], [ask("r", "a")], nodes=()) == [
-        Refuse("r", "No machine can run models right now: no node agent is reporting.")]
+        Refuse("r", "No machine can run models right now: no node is available.")]
 
 
 def test_a_failed_variant_waits_out_its_back_off():
@@ -195,3 +196,43 @@ def test_a_node_over_budget_sheds_idle_workers_until_it_fits():
         Stop("wa", "evicted: the node is over its memory budget")]
     busy = [ready("wa", "a", memory_mb=650.0, in_flight=1), ready("wb", "b", memory_mb=650.0, leases=1)]
     assert decide(busy) == []  # nothing idle: it waits
+
+
+# --- GPUs and clusters that grow (the Ray backend) ------------------------------------------------
+GPU_NODES = (Node("cpu", budget_mb=4000), Node("gpu", budget_mb=1000, gpus=1.0))
+
+
+def test_a_variant_asking_for_a_gpu_goes_to_the_node_that_has_one():
+    assert decide([], [ask("r", "a")], nodes=GPU_NODES, gpus={"a": 1.0}) == [Spawn("a", "gpu")]
+    assert decide([], [ask("r", "a")], nodes=GPU_NODES) == [Spawn("a", "gpu")]  # best fit: the fuller node
+
+
+def test_gpu_fractions_share_one_gpu_and_a_whole_one_is_held_until_its_worker_exits():
+    half = {"a": 0.5, "b": 0.5, "c": 0.5}
+    nodes = (Node("gpu", budget_mb=4000, gpus=1.0),)
+    assert decide([ready("wa", "a", node_id="gpu", in_flight=1)], [ask("r", "b")], nodes=nodes, gpus=half) == [
+        Spawn("b", "gpu")]
+    two_busy = [ready("wa", "a", node_id="gpu", in_flight=1), ready("wb", "b", node_id="gpu", in_flight=1)]
+    assert decide(two_busy, [ask("r", "c")], nodes=nodes, gpus=half) == []  # memory is there, the GPU is not
+    idle = [ready("wa", "a", node_id="gpu", last_used=1.0), ready("wb", "b", node_id="gpu", in_flight=1)]
+    assert decide(idle, [ask("r", "c")], nodes=nodes, gpus=half) == [Stop("wa", "evicted to make room for c")]
+
+
+def test_a_model_needing_a_gpu_no_node_has_is_refused_by_a_fixed_cluster():
+    (refusal,) = decide([], [ask("r", "a")], nodes=(Node("n1", budget_mb=4000),), gpus={"a": 1.0})
+    assert refusal == Refuse("r", "The model a needs about 400 MB and 1 GPU on one machine; no node has both.")
+
+
+def test_an_elastic_cluster_keeps_what_fits_no_node_waiting_with_the_reason_and_serves_the_rest():
+    nodes = (Node("n1", budget_mb=500),)
+    actions = decide([], [ask("huge", "big"), ask("r", "a")], nodes=nodes, elastic=True)
+    assert actions == [Unplaceable("huge", "The model big needs about 700 MB; the largest node has 500 MB."),
+                       Spawn("a", "n1")]
+    # Pre-warm never asks for a node.
+    assert decide([], [ask("p", "big", prewarm=True)], nodes=nodes, elastic=True) == []
+
+
+def test_requested_reservations_count_what_ray_holds_not_what_the_worker_measured():
+    small = [ready("wa", "a", memory_mb=100.0, in_flight=1)]  # asked 400, measured 100: 600 free by measure
+    assert decide(small, [ask("r", "big")]) == [Spawn("big", "n1")]
+    assert decide(small, [ask("r", "big")], reserve_requested=True) == []
