@@ -28,7 +28,7 @@ def _private_key(env_name: str, file_name: str, make) -> str:
     path = DATA_DIR / file_name
     if not path.exists():
         # Written whole under a private name, then linked into place: processes starting at
-        # once (the launcher's, two node agents) all end up reading the one key that won.
+        # once (web, Celery and orchestrator services started together) all read the one key that won.
         draft = path.with_name(f"{file_name}.{os.getpid()}")
         fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
@@ -74,8 +74,8 @@ if ARENA_PRODUCTION:
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECRET_KEY = _private_key("ARENA_SECRET_KEY", "secret_key", lambda: secrets.token_urlsafe(50))
 # The key that encrypts endpoint API keys stored in the catalogue (Fernet: 32 random bytes, base64):
-# its own, so a leaked SECRET_KEY does not open them. Every node agent needs the same one
-# (ARENA_SECRETS_KEY), as it opens a worker's key when it starts it (orchestration/sealing.py).
+# its own, so a leaked SECRET_KEY does not open them. Every Ray node needs the same one in its own
+# environment (ARENA_SECRETS_KEY), as a worker's key is opened on its node (orchestration/sealing.py).
 ARENA_SECRETS_KEY = _private_key("ARENA_SECRETS_KEY", "secrets_key",
                                  lambda: base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
 
@@ -255,7 +255,7 @@ CELERY_TASK_ALWAYS_EAGER = False
 # --- Inference and orchestration ------------------------------------------------------
 ARENA_KEEP_ALIVE_S = float(os.environ.get("ARENA_KEEP_ALIVE_S", 600))
 ARENA_LOAD_TIMEOUT_S = float(os.environ.get("ARENA_LOAD_TIMEOUT_S", 300))
-# "local": workers are the orchestrator's subprocesses; "nodes": agents on each machine (`arena_agent`)
+# "local": workers are the orchestrator's subprocesses; "ray": Ray actors on the cluster RAY_ADDRESS names
 ARENA_ORCHESTRATOR_BACKEND = os.environ.get("ARENA_ORCHESTRATOR_BACKEND", "local").strip().lower()
 ARENA_GENERATION_TIMEOUT_S = float(os.environ.get("ARENA_GENERATION_TIMEOUT_S", 900))
 ARENA_DISCONNECT_GRACE_S = float(os.environ.get("ARENA_DISCONNECT_GRACE_S", 5))

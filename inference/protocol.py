@@ -315,15 +315,6 @@ class Keys:
         """Set once per Redis lifetime: finding it gone means Redis restarted empty."""
         return f"{self.prefix}:orchestrator:epoch"
 
-    def node(self, node_id: str) -> str:
-        """JSON: a node agent's report (budget, host, its workers and their exit codes),
-        rewritten every second and expiring a few seconds after its agent stops."""
-        return f"{self.prefix}:node:{node_id}"
-
-    def nodes(self) -> str:
-        """Set: the ids of the node agents that have reported (their reports may have expired)."""
-        return f"{self.prefix}:nodes"
-
     def logged_out(self) -> str:
         """Pub/sub channel: the digest of a session that logged out, or of a user deactivated;
         every server process closes that session's or user's WebSockets (arena/accounts/sockets.py)."""
@@ -351,10 +342,6 @@ class Keys:
     def share_views(self) -> str:
         """Hash: share link id -> views not yet added to the database (arena/history/view_counts.py)."""
         return f"{self.prefix}:share-views:pending"
-
-    def node_queue(self, node_id: str) -> str:
-        """The Celery queue a node's agent consumes (a queue name, not a key)."""
-        return f"{self.prefix}.node.{node_id}"
 
 
 def plain_text(messages: list[dict[str, str]]) -> str:

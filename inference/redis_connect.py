@@ -9,7 +9,7 @@ the URL stays the one thing to pass on:
   the server asks for one (`tls-auth-clients yes`).
 A rediss:// server's certificate is always verified (host name included).
 
-Django-free: the inference workers, the orchestrator's backends, the node agents and the
+Django-free: the inference workers, the orchestrator's backends (on any Ray node) and the
 Django side (clients, Celery's broker) all build their connections here. A password must
 never reach a log, an error message or a command line (`ps` shows every user's): processes
 get the URL in their environment, and whatever shows a URL shows `redact(url)`."""

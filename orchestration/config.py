@@ -1,6 +1,6 @@
 """Every environment variable of the project's own that orchestration/ reads, in one typed place.
 
-`current()` reads the environment each time it is called, never at import (a node agent's
+`current()` reads the environment each time it is called, never at import (a Ray node's
 environment, a test's `monkeypatch.setenv` or a dict passed in all count).
 """
 

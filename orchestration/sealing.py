@@ -2,11 +2,11 @@
 package) everywhere it is kept or travels, and opened only where a worker is spawned.
 
 The catalogue keeps the sealed key; the entry's spec carries it sealed through Redis (the
-orchestrator's inbox, a nodes backend's start task) and on the worker's command line; the
-backend that spawns the worker (`LocalBackend`, here or in a node's agent) opens it with the
-secrets key (ARENA_SECRETS_KEY) and puts it in that worker's environment only, under
-`inference.config.STORED_KEY_ENV`, as it puts REDIS_URL there. The worker never gets the
-secrets key itself, so it can open no other entry's key.
+orchestrator's inbox), through Ray's actor arguments and on the worker's command line; it is
+opened only on the node where the worker runs, by `LocalBackend` on this machine or on a Ray
+node with that node's own ARENA_SECRETS_KEY (from its environment, never passed through Ray),
+and put in that worker's environment only, under `inference.config.STORED_KEY_ENV`, as
+REDIS_URL is. The worker never gets the secrets key itself, so it can open no other entry's key.
 """
 
 from __future__ import annotations

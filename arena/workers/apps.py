@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class WorkersConfig(AppConfig):
-    """The orchestrator's Django side: worker records, the status page, the orchestrator and agent commands."""
+    """The orchestrator's Django side: worker records, the status page, the orchestrator command."""
 
     name = "arena.workers"
     # The label these models had when they lived in orchestration/: it names their table

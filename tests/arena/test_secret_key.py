@@ -1,5 +1,6 @@
-"""The generated secret key: processes that start at once on a fresh data directory (the
-launcher's, two node agents) must all come up, sharing one key kept in a private file."""
+"""The generated secret key: Django processes that start at once on a fresh data directory (the
+web, Celery and orchestrator run as separate services started together, or several daphne
+processes) must all come up, sharing one key kept in a private file."""
 
 import os
 import subprocess

@@ -161,8 +161,6 @@ def test_keys_live_under_their_prefix():
         keys.orchestrator_queue(),
         keys.orchestrator_status(),
         keys.lease("r"),
-        keys.node("n"),
-        keys.nodes(),
         keys.rate_limit(7),
     ]
     assert all(name.startswith("p:") for name in names)
