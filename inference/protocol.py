@@ -208,6 +208,8 @@ class ModelSpec:
     api_key_sealed: str = ""
     max_concurrency: int = 0  # requests at once (0: the worker's batch size)
     server_command: str = ""  # server engine: the command template (inference.managed)
+    cpus: float = 2.0  # logical CPUs the worker asks Ray for; on Ray it runs that many threads
+    gpus: float = 0.0  # GPUs the worker asks Ray for: a fraction (0.5) or a whole number; 0: none
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
