@@ -12,13 +12,15 @@ from .status import for_viewer as workers_for_viewer
 @require_GET
 @token_required
 def workers(request):
-    """Staff only: every worker the orchestrator runs, with memory and cold-start figures; the
-    workers of the token owner's own unrevealed blind tournaments only summed up in `hidden`."""
+    """Staff only: the nodes as the orchestrator's backend reports them (Ray: address, alive or
+    lost and why, resources and their use) and every worker it runs, with its node, memory and
+    cold-start figures; the workers of the token owner's own unrevealed blind tournaments only
+    summed up in `hidden` (and what is reserved or in use on each node withheld)."""
     if not request.user.is_staff:
         return error(403, "Listing workers needs a staff token (manage.py arena_token USERNAME --staff).")
     status = workers_for_viewer(request.user)
-    fields = ("worker_id", "slug", "node", "state", "reserved_mb", "estimate_mb", "measured_mb", "in_flight",
-              "last_used", "cold_start_s", "uptime_s")
+    fields = ("worker_id", "slug", "node", "node_name", "state", "reserved_mb", "estimate_mb", "measured_mb",
+              "in_flight", "last_used", "cold_start_s", "uptime_s")
     return JsonResponse({
         "orchestrator_running": status["running"],
         "nodes": status["nodes"],

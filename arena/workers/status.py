@@ -3,11 +3,17 @@
 The orchestrator rewrites a snapshot in Redis every tick (`Keys.orchestrator_status`);
 this module reads it and adds what only the database remembers (cold-start history).
 
+Each node is shown as the backend reports it (Ray: its address, whether it is alive and
+why Ray says it died, its resources and their use; the local backend: "local" and its
+budget). A snapshot written before nodes carried these (an older orchestrator) still reads:
+it listed live nodes only, so such a node is alive, and what it lacks is None ("–" on the page).
+
 `hide` is the viewer's secret models (arena/battles/secrecy.py: the contestants of their
 own unrevealed blind tournaments). Their workers are taken out of every list (workers,
-cold starts, preparations) and summed up in one `hidden` aggregate without a slug, a worker
-id, a state, a time or a memory figure. Such a viewer gets no node totals either (a node's
-reserved memory less the shown workers' would be the hidden ones' size): only the budgets.
+cold starts, recent failures, preparations) and summed up in one `hidden` aggregate without
+a slug, a worker id, a state, a time or a memory figure. Such a viewer gets no node use
+either (a node's reserved memory, or what Ray says is in use, less the shown workers' would
+be the hidden ones' size): only the budgets, the nodes' totals and whether they are alive.
 """
 
 from __future__ import annotations
@@ -15,17 +21,20 @@ from __future__ import annotations
 import json
 import time
 
-from django.db.models import Avg, Count
+from django.db.models import Avg, Count, F
 
 from arena import streams
-from arena.battles.secrecy import HIDDEN_LABEL, secret_slugs
+from arena.battles.secrecy import HIDDEN_LABEL, redact, secret_slugs
 from arena.catalogue import preparation
 from arena.catalogue.models import ModelEntry
 
 from .models import WorkerProcess
 
 STALE_AFTER_S = 5.0  # an older snapshot means the orchestrator is not running
-NODE_FIELDS = ("node", "budget_mb", "reserved_mb")  # only totals: never which worker holds them
+# Only totals: never which worker holds them (contract: the orchestrator's status snapshot).
+NODE_FIELDS = ("node", "name", "alive", "reason", "budget_mb", "reserved_mb", "resources", "in_use")
+RESOURCE_FIELDS = ("cpus", "gpus", "memory_mb")
+FAILURES_SHOWN = 10
 
 
 def for_viewer(user) -> dict:
@@ -36,7 +45,9 @@ def for_viewer(user) -> dict:
 def page_context(user, now: float | None = None) -> dict:
     """What the status page and its socket render for `user` (templates/workers/_status.html)."""
     hide = secret_slugs(user)
-    return {"status": snapshot(streams.client(), streams.keys(), hide=hide, now=now),
+    status = snapshot(streams.client(), streams.keys(), hide=hide, now=now)
+    return {"status": status,
+            "failures": recent_failures(hide=hide, node_names={n["node"]: n["name"] for n in status["nodes"]}),
             "preparations": preparations(hide=hide)}
 
 
@@ -48,14 +59,8 @@ def snapshot(client, keys, *, hide: frozenset[str] = frozenset(), now: float | N
     published = json.loads(raw) if raw else {"at": None, "nodes": [], "workers": []}
     now = time.time() if now is None else now
     status = {"at": published["at"], "running": bool(published["at"]) and now - published["at"] < STALE_AFTER_S}
-    status["nodes"] = []
-    for node in published["nodes"]:
-        node = {name: node.get(name) for name in NODE_FIELDS}
-        budget = node["budget_mb"]
-        if hide:  # a node's total less the shown workers would be what the hidden ones hold
-            node["reserved_mb"] = None
-        node["used_pct"] = min(100, round(100 * node["reserved_mb"] / budget)) if budget and not hide else None
-        status["nodes"].append(node)
+    status["nodes"] = [shown_node(node, hidden_use=bool(hide)) for node in published["nodes"]]
+    node_names = {node["node"]: node["name"] for node in status["nodes"]}
     shown = [w for w in published["workers"] if w.get("slug") not in hide]
     hidden = [w for w in published["workers"] if w.get("slug") in hide]
     cold_starts = cold_start_history(hide=hide)
@@ -64,12 +69,52 @@ def snapshot(client, keys, *, hide: frozenset[str] = frozenset(), now: float | N
         ready_at = worker.get("ready_at")
         worker["uptime_s"] = round(now - ready_at, 1) if ready_at else None
         worker["name"] = names.get(worker.get("slug"), worker.get("slug"))
+        worker["node_name"] = worker.get("node_name") or node_names.get(worker.get("node")) or worker.get("node")
     for slug, row in cold_starts.items():
         row["name"] = names.get(slug, slug)
     status["workers"] = shown
     status["hidden"] = hidden_aggregate(hidden) if hide else None
     status["cold_starts"] = cold_starts
     return status
+
+
+def shown_node(published: dict, *, hidden_use: bool = False) -> dict:
+    """One node of the snapshot with every field of NODE_FIELDS (and `used_pct`, the reserved
+    share of its budget). `hidden_use`: the viewer has secret models, so what is reserved or in
+    use on the node is withheld (None); its totals and whether it is alive stay."""
+    node = {name: published.get(name) for name in NODE_FIELDS}
+    node["name"] = node["name"] or node["node"]
+    node["alive"] = published.get("alive", True) is not False  # older snapshots listed live nodes only
+    node["reason"] = node["reason"] or ""
+    node["resources"] = _resources(node["resources"])
+    node["in_use"] = None if hidden_use else _resources(node["in_use"])
+    if hidden_use:
+        node["reserved_mb"] = None
+    budget, reserved = node["budget_mb"], node["reserved_mb"]
+    node["used_pct"] = min(100, round(100 * reserved / budget)) if budget and reserved is not None else None
+    return node
+
+
+def _resources(published) -> dict | None:
+    """{"cpus", "gpus", "memory_mb"} as published (a missing one None), or None where there are none."""
+    if not isinstance(published, dict):
+        return None
+    return {name: published.get(name) for name in RESOURCE_FIELDS}
+
+
+def recent_failures(*, hide: frozenset[str] = frozenset(), node_names: dict | None = None,
+                    limit: int = FAILURES_SHOWN) -> list[dict]:
+    """The last `limit` workers that failed, newest first: when, which model, on which node (its
+    readable name where the snapshot still lists it, else the recorded node id) and why (a lost
+    machine, Ray's out-of-memory monitor, a load error). The `hide` models' failures are left
+    out, not counted, and another model's reason that names one of them is redacted."""
+    node_names = node_names or {}
+    rows = list(WorkerProcess.objects.filter(state=WorkerProcess.State.FAILED).exclude(slug__in=hide)
+                .order_by(F("ended_at").desc(nulls_last=True), "-id")[:limit])
+    names = entry_names({row.slug for row in rows})
+    return [{"at": row.ended_at or row.requested_at, "worker_id": row.worker_id, "slug": row.slug,
+             "name": names.get(row.slug, row.slug), "node": node_names.get(row.node) or row.node,
+             "reason": redact(row.reason, hide)} for row in rows]
 
 
 def entry_names(slugs) -> dict[str, str]:

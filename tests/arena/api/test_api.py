@@ -122,7 +122,9 @@ def test_workers_needs_a_staff_token(client, owner, token, orchestrator_ticked):
     owner.save()
     body = api(client, "get", "/api/v1/workers", token).json()
     assert body["orchestrator_running"] is True
-    assert body["nodes"] == [{"node": "local", "budget_mb": 3000, "reserved_mb": 0, "used_pct": 0}]
+    assert [{k: n[k] for k in ("node", "alive", "reason", "budget_mb", "reserved_mb", "in_use", "used_pct")}
+            for n in body["nodes"]] == [{"node": "local", "alive": True, "reason": "", "budget_mb": 3000,
+                                         "reserved_mb": 0, "in_use": None, "used_pct": 0}]
     assert body["workers"] == []
 
 

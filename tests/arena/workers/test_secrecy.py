@@ -21,6 +21,7 @@ from arena.catalogue.models import ModelEntry
 from arena.routing import websocket_urlpatterns
 from arena.tournaments.models import Tournament
 from arena.workers.models import DatabaseRecorder, WorkerProcess
+from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
 from tests.arena.factories import play_through
 
@@ -156,10 +157,12 @@ def test_the_workers_api_hides_the_owners_contestants(client, admin_user, judge,
     assert_hidden(response.content.decode(), contestants)
     assert [w["slug"] for w in body["workers"]] == [bystander.slug]
     assert body["hidden"] == {"label": HIDDEN_LABEL, "workers": 2, "in_flight": 3}
-    assert body["nodes"] == [{"node": "local", "budget_mb": 4000, "reserved_mb": None, "used_pct": None}]
+    local = {"node": "local", "name": "local", "alive": True, "reason": "", "budget_mb": 4000,
+             "resources": None, "in_use": None}
+    assert body["nodes"] == [{**local, "reserved_mb": None, "used_pct": None}]
     other = api(client, "get", "/api/v1/workers", ApiToken.issue(admin_user)).json()
     assert len(other["workers"]) == 3 and other["hidden"] is None
-    assert other["nodes"] == [{"node": "local", "budget_mb": 4000, "reserved_mb": 1500, "used_pct": 38}]
+    assert other["nodes"] == [{**local, "reserved_mb": 1500, "used_pct": 38}]
     play_through(tournament)
     body = api(client, "get", "/api/v1/workers", ApiToken.issue(judge)).json()
     assert len(body["workers"]) == 3 and body["hidden"] is None
@@ -188,3 +191,80 @@ def test_the_worker_admin_hides_the_owners_contestants(client, admin_client, jud
     page = client.get(changelist).content.decode()
     assert_shown(page, contestants)
     assert HIDDEN_LABEL not in page
+
+
+# --- nodes as Ray reports them, and recent failures ---------------------------------------------
+RAY_NODES = [
+    {"node": "7e" * 28, "name": "10.0.0.7:41235", "alive": True, "reason": "", "budget_mb": 30000.0,
+     "reserved_mb": 1500.0, "resources": {"cpus": 16.0, "gpus": 1.0, "memory_mb": 61440.0},
+     "in_use": {"cpus": 6.25, "gpus": 0.75, "memory_mb": 9321.0}},
+    {"node": "8f" * 28, "name": "10.0.0.8:40411", "alive": False, "reason": "received SIGTERM",
+     "budget_mb": 12000.0, "reserved_mb": 0.0, "resources": {"cpus": 8.0, "gpus": 0.0, "memory_mb": 16384.0},
+     "in_use": {"cpus": 0.0, "gpus": 0.0, "memory_mb": 0.0}},
+]
+IN_USE_SHOWN = ("6.25 in use", "0.75 in use", "9321 MB in use")  # figures no other part of the page has
+
+
+@pytest.fixture
+def ray_nodes(workers):
+    """The same workers, on two Ray nodes (the second lost) that say what is in use."""
+    client, keys = streams.client(), streams.keys()
+    client.set(keys.orchestrator_status(), json.dumps({**workers, "nodes": RAY_NODES}))
+    return RAY_NODES
+
+
+def test_the_workers_api_withholds_what_is_in_use_on_a_node_from_the_judge(client, admin_user, judge, tournament,
+                                                                           ray_nodes, contestants):
+    body = api(client, "get", "/api/v1/workers", ApiToken.issue(judge)).json()
+    assert_conforms(body, "/api/v1/workers")
+    for shown, published in zip(body["nodes"], ray_nodes, strict=True):
+        assert (shown["in_use"], shown["reserved_mb"], shown["used_pct"]) == (None, None, None)
+        assert {k: shown[k] for k in ("node", "name", "alive", "reason", "budget_mb", "resources")} == {
+            k: published[k] for k in ("node", "name", "alive", "reason", "budget_mb", "resources")}
+    other = api(client, "get", "/api/v1/workers", ApiToken.issue(admin_user)).json()
+    assert [n["in_use"] for n in other["nodes"]] == [n["in_use"] for n in ray_nodes]
+    assert [n["reserved_mb"] for n in other["nodes"]] == [1500.0, 0.0]
+    play_through(tournament)
+    body = api(client, "get", "/api/v1/workers", ApiToken.issue(judge)).json()
+    assert body["nodes"][0]["in_use"] == ray_nodes[0]["in_use"] and body["nodes"][0]["reserved_mb"] == 1500.0
+
+
+def test_the_status_page_withholds_what_is_in_use_on_a_node_from_the_judge(client, admin_client, judge, tournament,
+                                                                           ray_nodes, contestants):
+    client.force_login(judge)
+    page = client.get("/status/").content.decode()
+    for figure in IN_USE_SHOWN:
+        assert figure not in page
+    assert page.count("in use: hidden") == 6  # three resources on each of two nodes
+    assert "<td>16<span" in page and "<td>60.0 GB<span" in page  # the totals stay
+    assert "<strong>lost</strong>: received SIGTERM" in page and "10.0.0.8:40411" in page
+    assert "1500 MB" not in page
+    staff_page = admin_client.get("/status/").content.decode()
+    assert all(figure in staff_page for figure in IN_USE_SHOWN) and "in use: hidden" not in staff_page
+    play_through(tournament)
+    page = client.get("/status/").content.decode()
+    assert all(figure in page for figure in IN_USE_SHOWN) and "in use: hidden" not in page
+
+
+def test_recent_failures_leave_out_the_judges_contestants(client, admin_client, judge, tournament, workers,
+                                                          contestants, bystander):
+    recorder, t0 = DatabaseRecorder(), time.time()
+    for model in contestants:  # more than the list holds: left out, they take no place in it
+        for i in range(3):
+            recorder.transition(f"{model.slug}-dead{i:04d}", model.slug, "starting", t0 - 50, node="local")
+            recorder.transition(f"{model.slug}-dead{i:04d}", model.slug, "failed", t0 - 40 + i,
+                                reason="Ray's out-of-memory monitor stopped the model worker.")
+    recorder.transition(f"{bystander.slug}-dead0001", bystander.slug, "starting", t0 - 200, node="local")
+    recorder.transition(f"{bystander.slug}-dead0001", bystander.slug, "failed", t0 - 100,
+                        reason=f"The worker could not start beside {contestants[0].slug}.")
+    client.force_login(judge)
+    page = client.get("/status/").content.decode()
+    assert_hidden(page, contestants)
+    assert page.count("data-failed-worker=") == 1 and f'data-failed-worker="{bystander.slug}-dead0001"' in page
+    assert f"could not start beside {REDACTED}." in page
+    staff_page = admin_client.get("/status/").content.decode()
+    assert staff_page.count("data-failed-worker=") == 10  # the last ten of thirteen
+    assert f"could not start beside {contestants[0].slug}." not in staff_page  # the oldest of thirteen
+    play_through(tournament)
+    page = client.get("/status/").content.decode()
+    assert page.count("data-failed-worker=") == 10 and f"{contestants[0].slug}-dead0002" in page
