@@ -1,5 +1,6 @@
 """The model catalogue: what a user can pick, and how each entry is served."""
 
+import math
 import re
 
 from django.conf import settings
@@ -27,6 +28,10 @@ APP_SECRETS = frozenset({"ARENA_SECRET_KEY", "ARENA_SECRETS_KEY", "REDIS_URL", "
                          "ARENA_ENDPOINT_API_KEY"})
 # What the check before enabling covers: a change to any of these is checked again.
 CHECKED_FIELDS = ("engine", "base_url", "remote_model", "api_key_env", "api_key_sealed", "server_command")
+# What one worker may ask a Ray cluster for (it runs on one machine), and the finest fraction Ray counts.
+MAX_CPUS = 1024
+MAX_GPUS = 64
+RESOURCE_DECIMALS = 4
 
 
 class ModelEntryQuerySet(models.QuerySet):
@@ -78,6 +83,16 @@ class ModelEntry(models.Model):
         help_text="Draft model for speculative decoding (same tokenizer).",
     )
     memory_estimate_mb = models.PositiveIntegerField(default=1024)
+    cpus = models.FloatField(
+        default=2.0, verbose_name="CPUs",
+        help_text="CPU cores a worker of this entry asks for on a Ray cluster; it runs that many threads. The local "
+        "backend shares this machine's cores instead (ARENA_CPU_SHARES).",
+    )
+    gpus = models.FloatField(
+        default=0.0, verbose_name="GPUs",
+        help_text="GPUs a worker asks for: 0.5 lets two workers share one GPU; 0 runs without one (on a machine "
+        "with a GPU the local backend still uses it).",
+    )
     default_params = models.JSONField(default=dict, blank=True, help_text='e.g. {"temperature": 0.7}')
     system_prompt = models.TextField(blank=True)
     context_length = models.PositiveIntegerField(default=0, help_text="0: take it from the model's config.")
@@ -225,6 +240,7 @@ class ModelEntry(models.Model):
         errors.update(self._draft_errors())
         errors.update(self._alias_errors())
         errors.update(self._label_errors())
+        errors.update(self._resource_errors())
         if errors:
             raise ValidationError(errors)
 
@@ -268,6 +284,54 @@ class ModelEntry(models.Model):
         if self.draft_id is not None:
             errors["draft"] = "An endpoint has no draft model."
         return errors
+
+    def _resource_errors(self) -> dict[str, str]:
+        """CPUs and GPUs a worker can ask a Ray cluster for (orchestration/backends/ray.py)."""
+        errors = {}
+        if problem := self._cpus_problem():
+            errors["cpus"] = problem
+        if problem := self._gpus_problem():
+            errors["gpus"] = problem
+        return errors
+
+    def _cpus_problem(self) -> str:
+        if not _finite(self.cpus):
+            return "CPUs must be a number, e.g. 2."
+        cpus = float(self.cpus)
+        if cpus <= 0:
+            return ("CPUs must be more than 0: every worker needs some CPU. "
+                    + ("An endpoint's worker only relays the stream, so a little is enough (0.25 is fine)."
+                       if self.is_endpoint else "The default is 2."))
+        if cpus > MAX_CPUS:
+            return f"At most {MAX_CPUS} CPUs: a worker runs on one machine."
+        if round(cpus, RESOURCE_DECIMALS) != cpus:
+            return f"Ray counts CPUs to {10 ** -RESOURCE_DECIMALS:g}: give at most {RESOURCE_DECIMALS} decimals."
+        if self.is_endpoint:
+            return "" if cpus < 1 or cpus.is_integer() else (
+                "A fraction below 1 (an endpoint's worker only relays the stream: 0.25 is fine) or a whole number.")
+        if cpus < 1 or not cpus.is_integer():
+            return ("A worker that runs the model on our machines runs one thread per CPU it asks for: give a whole "
+                    "number, at least 1 (the default is 2). Only an openai endpoint's worker, which only relays "
+                    "the stream, may ask for a fraction such as 0.25.")
+        return ""
+
+    def _gpus_problem(self) -> str:
+        if not _finite(self.gpus):
+            return "GPUs must be a number: 0 runs the worker without a GPU."
+        gpus = float(self.gpus)
+        if self.is_endpoint and gpus != 0:
+            return ("An openai endpoint runs on its own server, not on this app's machines: its worker needs no GPU "
+                    "(leave 0), and little CPU (0.25 is fine).")
+        if gpus < 0:
+            return "GPUs cannot be negative: 0 runs the worker without a GPU."
+        if gpus > MAX_GPUS:
+            return f"At most {MAX_GPUS} GPUs: a worker runs on one machine."
+        if round(gpus, RESOURCE_DECIMALS) != gpus:
+            return f"Ray counts GPUs to {10 ** -RESOURCE_DECIMALS:g}: give at most {RESOURCE_DECIMALS} decimals."
+        if gpus > 1 and not gpus.is_integer():
+            return (f"{gpus:g} GPUs cannot be placed: a share of one GPU (more than 0, at most 1; 0.5 lets two "
+                    "workers share one) or a whole number of GPUs (2), never a share spanning two GPUs.")
+        return ""
 
     def _source_errors(self) -> dict[str, str]:
         try:
@@ -347,6 +411,8 @@ class ModelEntry(models.Model):
             api_key_sealed=self.api_key_sealed if self.is_endpoint else "",
             max_concurrency=self.max_concurrency,
             server_command=self.server_command if self.engine == self.Engine.SERVER else "",
+            cpus=float(self.cpus),
+            gpus=0.0 if self.is_endpoint else float(self.gpus),  # an endpoint's model runs on its own server
         )
 
     def params_with_defaults(self, overrides: dict | None = None) -> SamplingParams:
@@ -357,3 +423,8 @@ class ModelEntry(models.Model):
         if problem := engine_problem(self.engine, params.json_schema, params.regex):
             raise ParamError({"regex": f"{self.name}: {problem}"})
         return params
+
+
+def _finite(value) -> bool:
+    """A real number (not a boolean, not nan or an infinity): what a resource figure must be."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
