@@ -27,10 +27,10 @@ SECTIONS = (
     ("The model at the server", (Engine.OPENAI, Engine.SERVER), ("remote_model",)),
     ("API key", (Engine.OPENAI,), ("api_key", "remove_stored_key", "api_key_env")),
     ("Model files", (Engine.TRANSFORMERS, Engine.LLAMACPP, Engine.SERVER),
-     ("source", "gguf_file", "memory_estimate_mb")),
+     ("source", "gguf_file", "memory_estimate_mb", "gpus")),
     ("Kind and draft model", (Engine.TRANSFORMERS, Engine.LLAMACPP), ("kind", "draft")),
     ("Precision", (Engine.TRANSFORMERS,), ("precision",)),
-    ("Serving", ALL_ENGINES, ("base", "context_length", "max_concurrency")),
+    ("Serving", ALL_ENGINES, ("base", "context_length", "max_concurrency", "cpus")),
     ("Defaults", ALL_ENGINES, ("system_prompt", "default_params")),
     ("Identity (blind battles)", ALL_ENGINES, ("aliases",)),
 )
@@ -58,6 +58,13 @@ class AliasesField(forms.CharField):
 class ModelEntryForm(StoredKeyForm):  # the admin gives it the model and the fields
     aliases = AliasesField(required=False, help_text=ModelEntry._meta.get_field("aliases").help_text
                            + " Separate them with commas.")
+    DEFAULTED = ("cpus", "gpus")  # left empty: the model's default (the page shows it filled in)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in self.DEFAULTED:
+            if name in self.fields:
+                self.fields[name].required = False
 
     def clean(self):
         """Fields the chosen engine does not use (hidden on the page) go back to their defaults, so that
@@ -71,6 +78,11 @@ class ModelEntryForm(StoredKeyForm):  # the admin gives it the model and the fie
             field = ModelEntry._meta.get_field(name)
             assert isinstance(field, Field), "the form's other fields are the model's own"
             cleaned[name] = field.get_default() if not field.null else None
+        for name in self.DEFAULTED:
+            if name in cleaned and cleaned[name] is None and name not in self.errors:
+                field = ModelEntry._meta.get_field(name)
+                assert isinstance(field, Field)
+                cleaned[name] = field.get_default()
         if "api_key" not in used and self.instance.has_stored_key:
             self.instance.store_key("")  # no longer an endpoint: its key goes
         return cleaned
@@ -79,8 +91,8 @@ class ModelEntryForm(StoredKeyForm):  # the admin gives it the model and the fie
 @admin.register(ModelEntry)
 class ModelEntryAdmin(admin.ModelAdmin):
     form = ModelEntryForm
-    list_display = ("name", "label", "slug", "engine", "kind", "precision", "memory_estimate_mb", "enabled",
-                    "check_column", "preparation_state")
+    list_display = ("name", "label", "slug", "engine", "kind", "precision", "memory_estimate_mb", "cpus", "gpus",
+                    "enabled", "check_column", "preparation_state")
     list_filter = ("engine", "kind", "enabled")
     readonly_fields = ("check_state",)
     search_fields = ("name", "slug", "source")

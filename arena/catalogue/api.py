@@ -22,6 +22,7 @@ when the check fails, with the reason in "check_error".
 from __future__ import annotations
 
 import json
+import math
 
 from django import forms
 from django.db.models import ProtectedError
@@ -36,15 +37,17 @@ from .models import ModelEntry
 from .probe import run_test
 
 FIELDS = ("slug", "name", "label", "description", "engine", "kind", "base", "precision", "source", "gguf_file",
-          "draft", "context_length", "max_concurrency", "memory_estimate_mb", "base_url", "remote_model",
-          "api_key_env", "server_command", "system_prompt", "default_params", "aliases", "enabled")
+          "draft", "context_length", "max_concurrency", "memory_estimate_mb", "cpus", "gpus", "base_url",
+          "remote_model", "api_key_env", "server_command", "system_prompt", "default_params", "aliases", "enabled")
 WRITE_ONLY = ("api_key",)  # stored encrypted, never returned
 READ_ONLY = ("api_key_stored", "check_error", "checked_at")
 TYPES: dict[str, type | tuple[type, ...]] = {
     "base": bool, "enabled": bool, "context_length": int, "max_concurrency": int, "memory_estimate_mb": int,
+    "cpus": float, "gpus": float,  # a number: 2 or 0.5
     "default_params": dict, "aliases": list, "draft": (str, type(None)), "api_key": (str, type(None)),
 }
 JSON_FIELDS = ("default_params", "aliases")
+MAX_NUMBER = 1e300  # a JSON number beyond this is no resource figure (float() of a 400-digit integer overflows)
 STAFF_ONLY = "Managing the catalogue needs a staff token (manage.py arena_token USERNAME --staff)."
 
 
@@ -164,8 +167,10 @@ def _save(request, entry: ModelEntry | None) -> JsonResponse:
 
 def _typed(name: str, value) -> bool:
     expected = TYPES.get(name, str)
-    if expected is int and isinstance(value, bool):
+    if expected in (int, float) and isinstance(value, bool):
         return False  # JSON true is not a number
+    if expected is float:  # a finite one: NaN, Infinity and a 400-digit integer reach here from JSON
+        return isinstance(value, (int, float)) and abs(value) <= MAX_NUMBER and math.isfinite(value)
     if expected is list:
         return isinstance(value, list) and all(isinstance(item, str) for item in value)
     return isinstance(value, expected)
@@ -173,7 +178,8 @@ def _typed(name: str, value) -> bool:
 
 def _type_name(name: str) -> str:
     names: dict[type | tuple[type, ...], str] = {
-        bool: "true or false", int: "a whole number", dict: "an object", list: "a list of strings", str: "a string"}
+        bool: "true or false", int: "a whole number", float: "a number", dict: "an object", list: "a list of strings",
+        str: "a string"}
     return names.get(TYPES.get(name, str), "a slug or null")
 
 

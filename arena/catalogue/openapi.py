@@ -4,7 +4,7 @@ models anyone may use (MODELS_PATHS) and the staff catalogue (OPENAPI_PATHS)."""
 from arena.api.openapi import PARAMS, TOO_LARGE, error_response, json_content
 
 from .labels import MAX_LABEL
-from .models import MAX_ALIAS_LENGTH, MAX_ALIASES, ModelEntry
+from .models import MAX_ALIAS_LENGTH, MAX_ALIASES, MAX_CPUS, MAX_GPUS, ModelEntry
 
 MODEL = {
     "type": "object",
@@ -59,6 +59,13 @@ ENTRY_FIELDS = {
     "context_length": {"type": "integer", "minimum": 0},
     "max_concurrency": {"type": "integer", "minimum": 0, "maximum": 256},
     "memory_estimate_mb": {"type": "integer", "minimum": 0},
+    "cpus": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_CPUS, "default": 2.0,
+             "description": "CPU cores a worker asks for on a Ray cluster; it runs that many threads (a whole number, "
+                            "at least 1; an openai endpoint's worker may ask for a fraction such as 0.25). The local "
+                            "backend shares this machine's cores instead"},
+    "gpus": {"type": "number", "minimum": 0, "maximum": MAX_GPUS, "default": 0.0,
+             "description": "GPUs a worker asks for on a Ray cluster: a share of one (0.5 lets two workers share a "
+                            "GPU) or a whole number; 0: none. openai: 0 (the model runs on its own server)"},
     "base_url": {"type": "string", "maxLength": 500, "description": "openai engine: e.g. https://host/v1"},
     "remote_model": {"type": "string", "maxLength": 200, "description": "openai engine: the model's name there"},
     "api_key_env": {"type": "string", "maxLength": 128,
