@@ -31,7 +31,7 @@ LISTED_SHOWN = 5  # how many of an endpoint's model names a failure lists
 
 NO_KEY_VARIABLE = ("The environment variable {name} is not set in this app's environment (on this single machine "
                    "the workers get their environment from the app): set it and restart the app, or store the key "
-                   "in the entry instead. With node agents, every node needs it as well.")
+                   "in the entry instead. On a Ray cluster, every Ray node needs it in its own environment as well.")
 KEY_UNREADABLE = ("The stored key cannot be opened with this app's ARENA_SECRETS_KEY (it was stored under another "
                   "one): store the key again.")
 NOT_ANSWERING = "The endpoint did not answer GET {url}: {why}."
@@ -39,7 +39,8 @@ KEY_REFUSED = "The endpoint refused the key: GET {url} answered HTTP {status}."
 NOT_OPENAI = "GET {url} answered {what}, not an OpenAI-compatible list of models."
 MODEL_NOT_LISTED = "The endpoint does not list the model '{model}': GET {url} lists {listed}."
 COMMANDS_OFF = (f"Server commands are off where this app's workers run: its operator can allow them with "
-                f"{config.SERVER_COMMANDS_ENV}=1 in the app's environment (and on every node with node agents).")
+                f"{config.SERVER_COMMANDS_ENV}=1 in the app's environment (and in every Ray node's own environment "
+                "on a Ray cluster).")
 PROGRAM_MISSING = "The command's program '{program}' is not found on this machine (not on the PATH)."
 
 
