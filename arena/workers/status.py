@@ -113,7 +113,8 @@ def recent_failures(*, hide: frozenset[str] = frozenset(), node_names: dict | No
                 .order_by(F("ended_at").desc(nulls_last=True), "-id")[:limit])
     names = entry_names({row.slug for row in rows})
     return [{"at": row.ended_at or row.requested_at, "worker_id": row.worker_id, "slug": row.slug,
-             "name": names.get(row.slug, row.slug), "node": node_names.get(row.node) or row.node,
+             "name": names.get(row.slug, row.slug), "node_id": row.node,
+             "node": node_names.get(row.node) or row.node,
              "reason": redact(row.reason, hide)} for row in rows]
 
 

@@ -82,11 +82,12 @@ def test_the_page_shows_each_node_as_ray_reports_it(catalogue, publish, staff):
     assert 'data-alive="true"' in head and ">alive</td>" in head
     assert "<td>16<span class=\"in-use\">6.5 in use</span></td>" in head
     assert "<td>1<span class=\"in-use\">0.5 in use</span></td>" in head
-    assert "<td>60.0 GB<span class=\"in-use\">9216 MB in use</span></td>" in head
-    assert "<td>1500 MB</td>" in head and "<td>29.3 GB</td>" in head and 'value="5"' in head  # reserved, budget
-    # a lost node says so in words (not by colour alone), with Ray's reason
+    assert "<td>60.0 GB<span class=\"in-use\">9.0 GB in use</span></td>" in head  # in the total's unit
+    assert "<td>1.5 GB</td>" in head and "<td>29.3 GB</td>" in head and 'value="5"' in head  # reserved, budget
+    # a lost node says so in words (not by colour alone), with Ray's reason; its totals stay, no use
     assert 'data-alive="false"' in lost and "<strong>lost</strong>: received SIGTERM</td>" in lost
-    assert ">10.0.0.8:40411</td>" in lost and "<td>16.0 GB<span" in lost
+    assert ">10.0.0.8:40411</td>" in lost and "<td>8</td>" in lost and "<td>16.0 GB</td>" in lost
+    assert "in use" not in lost and "<meter" not in lost
 
 
 def test_each_worker_shows_its_nodes_name(catalogue, publish, staff):
@@ -97,8 +98,8 @@ def test_each_worker_shows_its_nodes_name(catalogue, publish, staff):
     assert on_head in row(html, f'data-worker="{slugs[0]}-0001"')
     # a worker published without node_name gets its node's name from the snapshot's nodes
     assert on_head in row(html, f'data-worker="{slugs[1]}-0001"')
-    # one whose node is no longer listed: the node id it has
-    assert f'<td class="node-name">{GONE}</td>' in row(html, f'data-worker="{slugs[2]}-0001"')
+    # one whose node is no longer listed: the node id it has, cut as Ray's tools print ids
+    assert f'<td class="node-name" title="Node {GONE}">{GONE[:12]}…</td>' in row(html, f'data-worker="{slugs[2]}-0001"')
 
 
 def test_a_snapshot_without_the_ray_fields_still_renders(smollm, publish, staff):
@@ -159,10 +160,10 @@ def test_recent_failures_say_what_happened_newest_first(catalogue, publish, staf
     newest, older = row(html, "dead0002"), row(html, "dead0001")
     assert html.index("dead0002") < html.index("dead0001")
     assert '<time datetime="2027-01-15T07:59:00+00:00">15 Jan 2027, 07:59:00</time>' in newest
-    assert f"<td>{oom}</td>".replace("'", "&#x27;") in newest
-    assert f'<td title="{other.slug}">{other.name}</td>' in newest
-    assert f'<td class="node-name">{GONE}</td>' in newest  # not listed any more: its id
-    assert '<td class="node-name">10.0.0.8:40411</td>' in older and f"<td>{lost}</td>" in older
+    assert f'class="failure-reason">{oom}</td>'.replace("'", "&#x27;") in newest
+    assert f'title="{other.slug}">{other.name}</td>' in newest
+    assert f'class="node-name" title="Node {GONE}">{GONE[:12]}…</td>' in newest  # not listed any more: its id
+    assert f'class="node-name" title="Node {LOST}">10.0.0.8:40411</td>' in older and f">{lost}</td>" in older
 
 
 def test_only_the_last_ten_failures_are_listed(smollm):
@@ -177,3 +178,20 @@ def test_only_the_last_ten_failures_are_listed(smollm):
 def test_no_failure_no_heading(smollm, publish, staff):
     publish(ray_snapshot([smollm.slug] * 3))
     assert "Recent failures" not in rendered(staff)
+
+
+@pytest.mark.parametrize(("value", "like", "shown"), [
+    (500, None, "500 MB"), (10239, None, "10239 MB"), (10240, None, "10.0 GB"), (61440.0, None, "60.0 GB"),
+    (1500, 30000, "1.5 GB"), (1500, 4000, "1500 MB"), (None, None, "–"),
+])
+def test_memory_reads_in_mb_or_gb_like_the_figure_beside_it(value, like, shown):
+    from arena.workers.templatetags.worker_tags import megabytes
+
+    assert megabytes(value, like) == shown
+
+
+@pytest.mark.parametrize(("value", "shown"), [(8.0, "8"), (0.5, "0.5"), (2.25, "2.25"), (1 / 3, "0.33"), (None, "–")])
+def test_cpus_and_gpus_read_without_trailing_zeros(value, shown):
+    from arena.workers.templatetags.worker_tags import amount
+
+    assert amount(value) == shown

@@ -202,7 +202,7 @@ RAY_NODES = [
      "budget_mb": 12000.0, "reserved_mb": 0.0, "resources": {"cpus": 8.0, "gpus": 0.0, "memory_mb": 16384.0},
      "in_use": {"cpus": 0.0, "gpus": 0.0, "memory_mb": 0.0}},
 ]
-IN_USE_SHOWN = ("6.25 in use", "0.75 in use", "9321 MB in use")  # figures no other part of the page has
+IN_USE_SHOWN = ("6.25 in use", "0.75 in use", "9.1 GB in use")  # figures no other part of the page has
 
 
 @pytest.fixture
@@ -235,10 +235,10 @@ def test_the_status_page_withholds_what_is_in_use_on_a_node_from_the_judge(clien
     page = client.get("/status/").content.decode()
     for figure in IN_USE_SHOWN:
         assert figure not in page
-    assert page.count("in use: hidden") == 6  # three resources on each of two nodes
+    assert page.count("in use: hidden") == 3  # three resources of the live node (a lost one shows no use)
     assert "<td>16<span" in page and "<td>60.0 GB<span" in page  # the totals stay
     assert "<strong>lost</strong>: received SIGTERM" in page and "10.0.0.8:40411" in page
-    assert "1500 MB" not in page
+    assert "1.5 GB" not in page and "<td>29.3 GB</td>" in page  # not what is reserved; the budget
     staff_page = admin_client.get("/status/").content.decode()
     assert all(figure in staff_page for figure in IN_USE_SHOWN) and "in use: hidden" not in staff_page
     play_through(tournament)
