@@ -28,6 +28,17 @@ def gpu_memory_mb() -> float | None:
         return None
 
 
+def gpu_count() -> int:
+    """How many NVIDIA GPUs this machine has, from nvidia-smi (0 without one)."""
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
 def resident_mb(pid: int | str = "self") -> float:
     """A process's resident memory, from /proc (0 once it is gone)."""
     try:

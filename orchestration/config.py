@@ -23,6 +23,9 @@ class Config:
     node_memory_mb: float | None = None
     """ARENA_NODE_MEMORY_MB: the memory a node gives its workers (unset: measured,
     orchestration/resources.py)."""
+    ray_address: str = ""
+    """RAY_ADDRESS (Ray's own variable): the Ray cluster of ARENA_ORCHESTRATOR_BACKEND=ray, as
+    "host:port" of its head or "ray://host:port" (Ray Client)."""
 
 
 def current(env: Mapping[str, str] | None = None) -> Config:
@@ -32,7 +35,8 @@ def current(env: Mapping[str, str] | None = None) -> Config:
     guess how much memory it may use."""
     env = os.environ if env is None else env
     return Config(cpu_shares=_cpu_shares(env.get("ARENA_CPU_SHARES", "")),
-                  node_memory_mb=_node_memory_mb(env.get("ARENA_NODE_MEMORY_MB", "")))
+                  node_memory_mb=_node_memory_mb(env.get("ARENA_NODE_MEMORY_MB", "")),
+                  ray_address=env.get("RAY_ADDRESS", "").strip())
 
 
 def _cpu_shares(raw: str) -> int:

@@ -72,6 +72,7 @@ class Node:
     budget_mb: float = math.inf
     alive: bool = True
     gpus: float = 0.0  # GPUs its workers may ask for (a worker asks for a fraction or whole ones)
+    name: str = ""  # for people: an address (the id when empty)
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,9 @@ class Refuse:
 
 @dataclass(frozen=True)
 class Unplaceable:
-    """An elastic cluster's request that no node can hold now: it keeps its place and waits for a
-    node to join (the backend may ask an autoscaler for one); `reason` says what it needs."""
+    """An elastic cluster's request that no node can hold now, even by evicting: it keeps its place
+    and waits for a node to join (the backend asks an autoscaler for one). `reason` says what it
+    needs when no node could ever hold it; "" when the nodes are merely full."""
 
     request_id: str
     reason: str
@@ -174,9 +176,10 @@ def describe_exit(code: int) -> str:
     return f"exited with code {code}"
 
 
-def _lost_node(worker: WorkerView) -> str:
+def _lost_node(worker: WorkerView, cluster: Cluster) -> str:
     """A worker on a node that is not alive (or no longer listed) is gone with it."""
-    return f"The machine serving this model was lost (node {worker.node_id}); the model worker there is gone."
+    name = next((n.name for n in cluster.nodes if n.node_id == worker.node_id and n.name), worker.node_id)
+    return f"The machine serving this model was lost (node {name}); the model worker there is gone."
 
 
 def _failure(worker: WorkerView, now: float, config: Config) -> str | None:
@@ -219,8 +222,12 @@ def plan(cluster: Cluster, now: float, config: Config) -> list[Action]:
         if worker.state not in ALIVE:
             healthy.append(worker)  # stopping: still holds memory until it exits
             continue
-        reason = _lost_node(worker) if worker.node_id not in live_nodes else None
-        reason = reason or _failure(worker, now, config)
+        if worker.exit_code is not None and worker.error:
+            reason: str | None = worker.error  # its own account (or its cluster's) says the most
+        elif worker.node_id not in live_nodes:
+            reason = _lost_node(worker, cluster)
+        else:
+            reason = _failure(worker, now, config)
         if reason:
             actions.append(Fail(worker.worker_id, reason))
             failing.add(worker.slug)
@@ -354,13 +361,18 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
         missing = [s for s in dict.fromkeys(request.slugs) if not ledger.serving(s) and not ledger.starting(s)]
         if not missing or any(s in failing or _backing_off(cluster, s, now, config) for s in missing):
             continue  # loading, or waiting out a failure's back-off
+        short = cluster.elastic and not request.prewarm  # a cluster that can grow hears what it lacks
         if too_big:  # an elastic cluster: it waits for a node that can hold it, and blocks nobody
-            if not request.prewarm:
+            if short:
                 actions.append(Unplaceable(request.request_id, too_big))
             continue
         if blocked:
+            if short:
+                actions.append(Unplaceable(request.request_id, ""))
             continue
         placed = _place_all(ledger, missing, protected, allow_eviction=not request.prewarm, config=config)
+        if placed is None and short:
+            actions.append(Unplaceable(request.request_id, ""))
         if placed is None or not placed[1]:
             # It cannot fit yet, or waits for evicted workers to exit: nobody behind it may take memory.
             blocked = blocked or not request.prewarm
@@ -396,10 +408,14 @@ def _never_fits(cluster: Cluster, request: Request) -> str | None:
     for slug in request.slugs:
         memory, gpus = cluster.need(slug)
         if not any(n.budget_mb >= memory and n.gpus >= gpus for n in alive):
+            wants = f"about {memory:.0f} MB" + (f" and {_gpus(gpus)}" if gpus else "")
             if memory > largest:
-                return f"The model {slug} needs about {memory:.0f} MB; the largest node has {largest:.0f} MB."
-            return (f"The model {slug} needs about {memory:.0f} MB and {_gpus(gpus)} on one machine; "
-                    "no node has both.")
+                lacking = f"the largest node has {largest:.0f} MB"
+            elif not any(n.gpus >= gpus for n in alive):
+                lacking = f"no node has {_gpus(gpus)}"
+            else:
+                lacking = "no node has both"
+            return f"The model {slug} needs {wants} on one machine; {lacking}."
     need = sum(cluster.estimates_mb.get(slug, 0.0) for slug in set(request.slugs))
     if len(cluster.nodes) == 1 and need > largest:
         return f"These models need about {need:.0f} MB together; this machine has {largest:.0f} MB for models."

@@ -23,7 +23,7 @@ from inference import protocol as p
 from inference.protocol import Keys, ModelSpec
 
 from . import policy
-from .policy import Cluster, Config, Fail, Failures, Node, Request, Spawn, Stop, WorkerView
+from .policy import Cluster, Config, Fail, Failures, Node, Request, Spawn, Stop, Unplaceable, WorkerView
 from .redis_text import text, text_hash
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,7 @@ class Orchestrator:
         self.leases: dict[str, Lease] = {}
         self.cold_starts: dict[str, float] = {}  # slug -> its last measured cold start
         self.nodes: tuple[Node, ...] = ()  # as the backend reported them this tick
+        self.short: dict[str, str] = {}  # request id -> why no node can hold it now (this tick's Unplaceable)
         self.redis_was_down = False  # a tick failed on Redis: workers could not heartbeat meanwhile
 
     # --- the loop -----------------------------------------------------------------
@@ -91,8 +92,10 @@ class Orchestrator:
         self._note_ready(views, now)
         cluster = self._cluster(views, now)
         actions = policy.plan(cluster, now, self.config)
+        self.short = {}
         for action in actions:
             self._apply(action, now)
+        self._ask_for_room(cluster)
         self._publish_queue(cluster, actions)
         self._publish_status(views, now)
         self.redis.set(self.keys.orchestrator_heartbeat(), repr(now), ex=p.HEARTBEAT_TTL_S)
@@ -171,8 +174,10 @@ class Orchestrator:
             if lease.workers is None
         )
         estimates = {slug: float(spec.memory_mb) for slug, spec in self.specs.items()}
+        gpus = {slug: float(spec.gpus) for slug, spec in self.specs.items() if spec.gpus}
         return Cluster(workers=tuple(views), requests=requests, nodes=self.nodes, estimates_mb=estimates,
-                       failures=self.failures)
+                       failures=self.failures, gpus=gpus, reserve_requested=self.backend.reserves_requested,
+                       elastic=self.backend.elastic)
 
     def _observe(self, worker_id: str, now: float) -> WorkerView:
         info = self.workers[worker_id]
@@ -183,6 +188,12 @@ class Orchestrator:
             info["last_heartbeat"] = now
         # Never older than seen before: a Redis restarted empty forgets it until the worker writes it again.
         info["last_used"] = max(float(get("last_used", "0")) or info["started_at"], info.get("last_used", 0.0))
+        exit_code = self.backend.poll(worker_id)
+        self._note_node(worker_id, info)
+        # What the worker said of its failure, else why the backend's cluster ended it (a lost machine).
+        error = get("error") if get("state") == p.W_FAILED else ""
+        if exit_code is not None and not error:
+            error = self.backend.exit_reason(worker_id)
         return WorkerView(
             worker_id=worker_id,
             slug=info["slug"],
@@ -192,13 +203,20 @@ class Orchestrator:
             last_heartbeat=info.get("last_heartbeat"),
             in_flight=int(get("in_flight", "0")),
             queued=self.redis.llen(self.keys.worker_jobs(worker_id)),
-            exit_code=self.backend.poll(worker_id),
-            error=get("error") if get("state") == p.W_FAILED else "",
+            exit_code=exit_code,
+            error=error,
             progress_at=float(get("progress_at")) if get("progress_at") else None,
             node_id=info["node"],
             memory_mb=float(get("memory_mb")) if get("memory_mb") else None,
             leases=sum(1 for lease in self.leases.values() if lease.workers and worker_id in lease.workers.values()),
         )
+
+    def _note_node(self, worker_id: str, info: dict) -> None:
+        """Where the backend actually placed the worker (Ray may choose another node than asked)."""
+        node = self.backend.node_of(worker_id)
+        if node and node != info["node"]:
+            info["node"] = node
+            self.redis.hset(self.keys.worker(worker_id), "node", node)
 
     def _note_ready(self, views: list[WorkerView], now: float) -> None:
         """A starting worker that says it is ready becomes the variant's placement."""
@@ -222,14 +240,12 @@ class Orchestrator:
             self._refuse(action)
         elif isinstance(action, Spawn):
             self._spawn(action.slug, action.node_id, now)
+        elif isinstance(action, Unplaceable):
+            self.short[action.request_id] = action.reason
         elif isinstance(action, Fail):
             info = self.workers[action.worker_id]
             self.backend.kill(action.worker_id)
-            reason = action.reason
-            if "signal" not in reason and "heartbeat" not in reason and "loading" not in reason:
-                tail = self.backend.log_tail(action.worker_id, lines=1)
-                if tail and tail not in reason:
-                    reason = f"{reason} ({tail[-300:]})"
+            reason = self._with_log_tail(action.worker_id, action.reason)
             log.warning("Worker %s for %s failed: %s", action.worker_id, info["slug"], reason)
             previous = self.failures.get(info["slug"])
             self.failures[info["slug"]] = Failures((previous.count if previous else 0) + 1, now)
@@ -239,6 +255,28 @@ class Orchestrator:
             log.info("Stopping worker %s for %s: %s", action.worker_id, info["slug"], action.reason)
             self.backend.stop(action.worker_id)
             self._set_state(action.worker_id, info["slug"], policy.STOPPING, now, reason=action.reason)
+
+    def _with_log_tail(self, worker_id: str, reason: str) -> str:
+        """The reason, with the worker's last log line where that may say more (not after a signal,
+        a hang, a slow load or a machine its cluster lost: the log cannot tell more then)."""
+        if any(word in reason for word in ("signal", "heartbeat", "loading", "machine", "Ray")):
+            return reason
+        tail = self.backend.log_tail(worker_id, lines=1)
+        return f"{reason} ({tail[-300:]})" if tail and tail not in reason else reason
+
+    def _ask_for_room(self, cluster: Cluster) -> None:
+        """A cluster that can grow is told what its running workers and its short requests need
+        together (Ray's autoscaler adds nodes until that fits); nothing once nobody is short."""
+        if not self.backend.elastic:
+            return
+        if not self.short:
+            self.backend.demand([])
+            return
+        running = [self.specs[w.slug] for w in cluster.workers if w.state in policy.ALIVE and w.slug in self.specs]
+        served = {w.slug for w in cluster.workers if w.state in policy.ALIVE}
+        wanted = [self.specs[slug] for r in cluster.requests if r.request_id in self.short
+                  for slug in dict.fromkeys(r.slugs) if slug not in served]
+        self.backend.demand([*running, *wanted])
 
     def _grant(self, action: policy.Grant) -> None:
         """A lease learns its workers here; a prewarm lease ends, its models warm."""
@@ -277,8 +315,10 @@ class Orchestrator:
             if new:
                 expected.append(expected[-1] + max(self.cold_starts.get(s, DEFAULT_COLD_START_S) for s in fresh))
             retrying = any(slug in cluster.failures for slug in request.slugs)
+            reason = self.short.get(request.request_id) or (
+                "retrying after a failure" if retrying else "waiting for memory")
             entry = {"position": place, "since": request.arrived_at, "expected_wait_s": round(expected[place]),
-                     "reason": "retrying after a failure" if retrying else "waiting for memory"}
+                     "reason": reason}
             pipe.hset(self.keys.orchestrator_queue(), request.request_id, json.dumps(entry))
         pipe.execute()
 
@@ -295,21 +335,20 @@ class Orchestrator:
             for worker_id, info in self.workers.items()
         ]
         cluster = self._cluster(views, now)
-        status = {
-            "at": now,
-            "nodes": [
-                {
-                    "node": node.node_id,
-                    "budget_mb": node.budget_mb if math.isfinite(node.budget_mb) else None,
-                    "reserved_mb": sum(cluster.reservation(w) for w in views
-                                       if w.state in policy.HOLDS_MEMORY and w.node_id == node.node_id),
-                }
-                for node in cluster.nodes
-                if node.alive
-            ],
-            "workers": [self._worker_status(view, cluster) for view in views],
-        }
+        nodes = [self._node_status(node, views, cluster) for node in self.backend.describe_nodes()]
+        status = {"at": now, "nodes": nodes, "workers": [self._worker_status(view, cluster) for view in views]}
         self.redis.set(self.keys.orchestrator_status(), json.dumps(status), ex=10)
+
+    @staticmethod
+    def _node_status(node: dict, views: list[WorkerView], cluster: Cluster) -> dict:
+        """A node as its backend describes it ({"node", "name", "alive", "reason", "budget_mb",
+        "resources": {"cpus", "gpus", "memory_mb"}, "in_use": the same as its cluster reports, or
+        None}) with what this orchestrator reserved there."""
+        budget = node.get("budget_mb")
+        reserved = sum(cluster.reservation(w) for w in views
+                       if w.state in policy.HOLDS_MEMORY and w.node_id == node["node"])
+        return {**node, "budget_mb": budget if budget is not None and math.isfinite(budget) else None,
+                "reserved_mb": reserved}
 
     def _worker_status(self, view: WorkerView, cluster: Cluster) -> dict:
         info = self.workers[view.worker_id]
@@ -317,6 +356,7 @@ class Orchestrator:
             "worker_id": view.worker_id,
             "slug": view.slug,
             "node": view.node_id,
+            "node_name": self.backend.node_name(view.node_id),
             "state": view.state,
             "reserved_mb": cluster.reservation(view),
             "estimate_mb": cluster.estimates_mb.get(view.slug),

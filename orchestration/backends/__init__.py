@@ -1,9 +1,8 @@
 """Where worker processes run. The orchestrator talks to one backend through `Backend`.
 
 - `local.LocalBackend`: subprocesses of the orchestrator, on this machine (one node, "local").
-- `nodes.NodesBackend`: each machine runs an agent (`manage.py arena_agent`) that consumes
-  its own Celery queue, starts and stops workers there and reports its budget and its
-  workers to Redis; a node whose agent stops reporting is lost with its workers.
+- `ray_cluster.RayBackend`: each worker in a Ray actor (`ray_host.WorkerHost`) on the node of a
+  Ray cluster that Ray chooses; Ray reports the nodes, notices their loss and can add nodes.
 """
 
 from __future__ import annotations
@@ -15,14 +14,29 @@ from orchestration.policy import Node
 
 
 class Backend(Protocol):
+    elastic: bool  # nodes may join: a request no node can hold waits instead of being refused
+    reserves_requested: bool  # a worker holds its requested memory for its life, whatever it measures
+
     def nodes(self) -> list[Node]:
         """The nodes workers may run on, with their budgets; a lost one is `alive=False`."""
 
+    def describe_nodes(self) -> list[dict]:
+        """The nodes for the status page (docs in orchestration/service.py `_publish_status`)."""
+
+    def node_name(self, node_id: str) -> str:
+        """A node's name people can read (an address)."""
+
     def start(self, worker_id: str, spec: ModelSpec, node_id: str) -> int | None:
-        """Start a worker for `spec` on `node_id`; its pid when known at once."""
+        """Start a worker for `spec` on `node_id` (a preference where the backend places it); its pid when known."""
+
+    def node_of(self, worker_id: str) -> str | None:
+        """The node the worker runs on, once known."""
 
     def poll(self, worker_id: str) -> int | None:
         """The worker's exit code once it has exited, else None (running, or still starting)."""
+
+    def exit_reason(self, worker_id: str) -> str:
+        """Why the backend's cluster ended the worker, for people ("" when its exit code says it all)."""
 
     def stop(self, worker_id: str) -> None:
         """Ask the worker to stop (SIGTERM); it is killed if it does not stop in time."""
@@ -34,6 +48,9 @@ class Backend(Protocol):
 
     def forget(self, worker_id: str) -> None:
         """The orchestrator is done with this exited worker."""
+
+    def demand(self, specs: list[ModelSpec]) -> None:
+        """The resources of the workers wanted now (running and waiting), for a cluster that can grow."""
 
     def shutdown(self) -> None:
         """Stop every worker this backend started and wait for them."""

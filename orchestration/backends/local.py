@@ -12,7 +12,7 @@ from pathlib import Path
 
 from inference import config as inference_config
 from inference.config import STORED_KEY_ENV
-from inference.hardware import usable_cpus
+from inference.hardware import gpu_count, usable_cpus
 from inference.protocol import ModelSpec
 from orchestration import config, cpus, sealing
 from orchestration.policy import LOCAL_NODE, Node
@@ -32,6 +32,9 @@ class _Process:
 class LocalBackend:
     """Starts `python -m inference.worker` subprocesses and watches them exit."""
 
+    elastic = False  # this machine is all there is: what can never fit is refused
+    reserves_requested = False  # a worker's measured memory counts once it has one
+
     def __init__(self, redis_url: str, prefix: str, log_dir: Path, env: dict[str, str] | None = None,
                  budget_mb: float | None = None, node_id: str = LOCAL_NODE, secrets_key: str | None = None):
         self.node = node_id
@@ -47,10 +50,29 @@ class LocalBackend:
         self.env.pop(sealing.SECRETS_KEY_ENV, None)
         self.env.pop(STORED_KEY_ENV, None)  # only a worker whose entry stores a key gets one
         self._procs: dict[str, _Process] = {}
+        self.gpus = float(gpu_count())
 
     def nodes(self) -> list[Node]:
         """This machine: one node, always alive."""
-        return [Node(self.node, budget_mb=self.budget_mb)]
+        return [Node(self.node, budget_mb=self.budget_mb, gpus=self.gpus)]
+
+    def describe_nodes(self) -> list[dict]:
+        cores = float(len(usable_cpus()))
+        return [{"node": self.node, "name": self.node, "alive": True, "reason": "", "budget_mb": self.budget_mb,
+                 "resources": {"cpus": cores, "gpus": self.gpus, "memory_mb": self.budget_mb}, "in_use": None}]
+
+    def node_name(self, node_id: str) -> str:
+        return node_id
+
+    def node_of(self, worker_id: str) -> str | None:
+        return self.node if worker_id in self._procs else None
+
+    def exit_reason(self, worker_id: str) -> str:
+        """Nothing but the exit code tells why a local process ended."""
+        return ""
+
+    def demand(self, specs: list[ModelSpec]) -> None:
+        """One machine cannot grow."""
 
     def start(self, worker_id: str, spec: ModelSpec, node_id: str = LOCAL_NODE) -> int:
         log_path = self.log_dir / f"worker-{worker_id}.log"

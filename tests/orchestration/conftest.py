@@ -7,6 +7,7 @@ from orchestration.policy import Config
 from orchestration.service import Orchestrator
 
 from .helpers import Recorder
+from .ray_nodes import RayNodes, set_ray_env
 
 
 @pytest.fixture
@@ -27,3 +28,18 @@ def make_orchestrator(redis_url, redis_prefix, tmp_path):
     yield make
     for orchestrator in made:
         orchestrator.shutdown()
+
+
+@pytest.fixture
+def ray_env(monkeypatch, tmp_path_factory):
+    """Ray's environment for a test cluster and its driver: loopback, token authentication on
+    (one token file for the session: a process's Ray keeps the token it first read)."""
+    set_ray_env(monkeypatch, tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture
+def ray_nodes(ray_env, tmp_path_factory, redis_url):
+    """A Ray cluster with a head and no worker nodes yet; the nodes' own environment names Redis."""
+    nodes = RayNodes({"REDIS_URL": redis_url, "ARENA_WORKER_LOG_DIR": str(tmp_path_factory.mktemp("ray-logs"))})
+    yield nodes
+    nodes.shutdown()

@@ -163,15 +163,24 @@ def test_a_variant_goes_to_the_node_with_room_best_fit():
 
 
 def test_workers_on_a_lost_node_fail_and_nothing_is_placed_there():
-    nodes = (Node("n1", budget_mb=1000, alive=False), Node("n2", budget_mb=1000))
+    nodes = (Node("n1", budget_mb=1000, alive=False, name="10.0.0.7:6380"), Node("n2", budget_mb=1000))
     actions = decide([ready("wa", "a", node_id="n1")], [ask("r", "b")], nodes=nodes)
-    assert actions[0] == Fail("wa", "The machine serving this model was lost (node n1); the model worker there is gone.")
+    assert actions[0] == Fail("wa", "The machine serving this model was lost (node 10.0.0.7:6380); "
+                                    "the model worker there is gone.")
     assert actions[1:] == [Spawn("b", "n2")]
 
 
 def test_workers_on_a_node_no_longer_listed_fail_too():
     actions = decide([ready("wa", "a", node_id="gone")], [ask("r", "a")], nodes=ONE_NODE)
-    assert actions == [Fail("wa", "The machine serving this model was lost (node gone); the model worker there is gone.")]
+    assert actions == [Fail("wa", "The machine serving this model was lost (node gone); "
+                                  "the model worker there is gone.")]
+
+
+def test_a_worker_that_exited_with_its_own_reason_is_failed_with_it_even_on_a_lost_node():
+    nodes = (Node("n1", budget_mb=1000, alive=False),)
+    told = WorkerView("wa", "a", "ready", 0.0, 0.0, exit_code=255, node_id="n1",
+                      error="The machine serving this model was lost (Ray: node n1 died: received SIGTERM).")
+    assert decide([told], nodes=nodes) == [Fail("wa", told.error)]
 
 
 def test_without_a_live_node_every_request_is_refused_with_the_reason():
@@ -220,13 +229,17 @@ def test_gpu_fractions_share_one_gpu_and_a_whole_one_is_held_until_its_worker_ex
 
 def test_a_model_needing_a_gpu_no_node_has_is_refused_by_a_fixed_cluster():
     (refusal,) = decide([], [ask("r", "a")], nodes=(Node("n1", budget_mb=4000),), gpus={"a": 1.0})
+    assert refusal == Refuse("r", "The model a needs about 400 MB and 1 GPU on one machine; no node has 1 GPU.")
+    nodes = (Node("cpu", budget_mb=4000), Node("gpu", budget_mb=300, gpus=1.0))
+    (refusal,) = decide([], [ask("r", "a")], nodes=nodes, gpus={"a": 1.0})
     assert refusal == Refuse("r", "The model a needs about 400 MB and 1 GPU on one machine; no node has both.")
 
 
 def test_an_elastic_cluster_keeps_what_fits_no_node_waiting_with_the_reason_and_serves_the_rest():
     nodes = (Node("n1", budget_mb=500),)
     actions = decide([], [ask("huge", "big"), ask("r", "a")], nodes=nodes, elastic=True)
-    assert actions == [Unplaceable("huge", "The model big needs about 700 MB; the largest node has 500 MB."),
+    assert actions == [Unplaceable("huge", "The model big needs about 700 MB on one machine; "
+                                           "the largest node has 500 MB."),
                        Spawn("a", "n1")]
     # Pre-warm never asks for a node.
     assert decide([], [ask("p", "big", prewarm=True)], nodes=nodes, elastic=True) == []

@@ -1,6 +1,5 @@
 import signal
 
-import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -12,20 +11,26 @@ from orchestration.policy import Config
 from orchestration.service import Orchestrator
 
 
-def build_backend(client: redis.Redis, keys: Keys):
-    """The backend ARENA_ORCHESTRATOR_BACKEND names: "local" (subprocesses here) or "nodes" (agents)."""
+def build_backend():
+    """The backend ARENA_ORCHESTRATOR_BACKEND names: "local" (subprocesses here) or "ray" (actors on
+    the Ray cluster at RAY_ADDRESS)."""
     name = settings.ARENA_ORCHESTRATOR_BACKEND
     if name == "local":
         from orchestration.backends.local import LocalBackend
 
         return LocalBackend(settings.REDIS_URL, settings.ARENA_REDIS_PREFIX, settings.ARENA_WORKER_LOG_DIR,
                             secrets_key=settings.ARENA_SECRETS_KEY)
-    if name == "nodes":
-        from arena.celery import app
-        from orchestration.backends.nodes import NodesBackend
+    if name == "ray":
+        from orchestration import config
+        from orchestration.backends import ray_cluster
 
-        return NodesBackend(app, client, keys)
-    raise CommandError(f"ARENA_ORCHESTRATOR_BACKEND must be 'local' or 'nodes', not {name!r}.")
+        address = config.current().ray_address
+        if not address:
+            raise CommandError("ARENA_ORCHESTRATOR_BACKEND=ray needs RAY_ADDRESS, the address of the Ray "
+                               "cluster's head (docs/operations.md, Several machines).")
+        ray_cluster.connect(address)
+        return ray_cluster.RayBackend(settings.ARENA_REDIS_PREFIX)
+    raise CommandError(f"ARENA_ORCHESTRATOR_BACKEND must be 'local' or 'ray', not {name!r}.")
 
 
 class Command(BaseCommand):
@@ -38,7 +43,7 @@ class Command(BaseCommand):
         client = redis_connect.connect(settings.REDIS_URL)
         keys = Keys(settings.ARENA_REDIS_PREFIX)
         orchestrator = Orchestrator(
-            build_backend(client, keys),
+            build_backend(),
             client,
             keys,
             Config(keep_alive_s=settings.ARENA_KEEP_ALIVE_S, start_timeout_s=settings.ARENA_LOAD_TIMEOUT_S),
