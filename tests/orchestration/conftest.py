@@ -1,13 +1,13 @@
 import pytest
 import redis
 
+from harness.ray_cluster import RayNodes, set_ray_env
 from inference.protocol import Keys
 from orchestration.backends.local import LocalBackend
 from orchestration.policy import Config
 from orchestration.service import Orchestrator
 
 from .helpers import Recorder
-from .ray_nodes import RayNodes, set_ray_env
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
-"""A real Ray cluster for a test: raylets started by `ray.cluster_utils.Cluster` on this machine,
-every one bound to 127.0.0.1, with token authentication on. Its processes stop at the end of the
-test (and, should the test process die, with it: Ray's reaper).
+"""A real Ray cluster on this machine, for tests and benchmarks: raylets started by
+`ray.cluster_utils.Cluster`, every one bound to 127.0.0.1, with token authentication on. Its
+processes stop with `shutdown()` (and, should the process that started them die, with it: Ray's
+reaper).
 
 The head holds no resources (as docs/operations.md starts it): the orchestrator's driver attaches
 to it, and only the nodes a test adds run model workers, each with the memory, CPUs and GPUs the
@@ -9,7 +10,6 @@ test declares (Ray's resources are declarations: a "GPU" here is a number, not a
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
@@ -33,7 +33,9 @@ def token_file(folder: Path) -> Path:
 
 
 class RayNodes:
-    """The test's cluster: `add` a node with resources, `remove` one as a machine would be lost."""
+    """A cluster: `add` a node with resources, `remove` one as a machine would go.
+
+    `set_ray_env` first: this process's environment is the head's and the driver's."""
 
     def __init__(self, node_env: dict[str, str]):
         from ray.cluster_utils import Cluster
@@ -66,9 +68,13 @@ class RayNodes:
         self.cluster.shutdown()
 
 
+def ray_env(folder: Path) -> dict[str, str]:
+    """The environment a cluster's head, its nodes and its drivers share (the token file in `folder`)."""
+    return {**RAY_ENV, "RAY_AUTH_TOKEN_PATH": str(token_file(folder))}
+
+
 def set_ray_env(monkeypatch, folder: Path) -> None:
-    for name, value in RAY_ENV.items():
+    """`ray_env` in this process's environment for one test (pytest's monkeypatch)."""
+    for name, value in ray_env(folder).items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(token_file(folder)))
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    assert os.environ["RAY_AUTH_MODE"] == "token"
