@@ -113,7 +113,7 @@ def pytest_xdist_make_scheduler(config, log):
 LONG_MODULES = {
     "tests/inference/test_structured_smollm2.py": 127, "tests/orchestration/test_service.py": 116,
     "tests/inference/test_smollm2.py": 46, "tests/inference/test_worker.py": 36,
-    "tests/orchestration/test_redis_auth.py": 35,
+    "tests/orchestration/test_ray.py": 110, "tests/orchestration/test_redis_auth.py": 47,
     "tests/inference/test_awq.py": 32, "tests/inference/test_speculative.py": 32,
     "tests/orchestration/test_redis_restart.py": 23, "tests/arena/accounts/test_socket_cap.py": 21,
     "tests/inference/test_scheduler.py": 20,

@@ -1,29 +1,29 @@
-"""The nodes backend on a Redis that machines can share safely: a private redis-server that asks
+"""Workers on Ray with a Redis that machines can share safely: a private redis-server that asks
 for a password (`requirepass`), one with an ACL user instead (redis://USER:PASSWORD@...), and
 one that also speaks only TLS (rediss://) and asks every client for a certificate of its CA.
-A real agent (`manage.py arena_agent`), real Celery, a real worker serving the tiny model,
-every one given only REDIS_URL (and the TLS files) in its environment. Clients without the
-password, or without TLS or a certificate, are refused; the password is on no process's
-command line and in no log (inference/redis_connect.py)."""
+A real Ray cluster (token authentication on) whose node has REDIS_URL (and the TLS files) in
+its own environment, and a real worker in a Ray actor serving the tiny model. Clients without
+the password, or without TLS or a certificate, are refused; the password is on no process's
+command line, in nothing Ray keeps of the actor (its dashboard shows that), and in no log
+(inference/redis_connect.py)."""
 
-import os
+import json
 import secrets
 import uuid
 from pathlib import Path
 
 import pytest
 import redis
-from celery import Celery
 
 from harness.private_redis import PrivateRedis, make_tls_files
+from harness.ray_cluster import RayNodes
 from inference import protocol, redis_connect
 from inference.protocol import Keys, ModelSpec
-from orchestration.backends.nodes import NodesBackend
-from orchestration.policy import Config, Node
+from orchestration.backends import ray_cluster
+from orchestration.policy import Config
 from orchestration.service import Orchestrator
 
-from .agents import AgentProcess
-from .helpers import acquired, generate, release, run_until
+from .helpers import acquired, generate, release
 
 pytestmark = pytest.mark.timeout(180)
 PASSWORD = f"arena-pw-{secrets.token_hex(8)}"
@@ -68,39 +68,48 @@ def cmdline(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
 
 
-def test_the_nodes_backend_serves_a_model_through_it(secured, tiny_model_dir, tmp_path, monkeypatch):
-    for name, value in secured.env().items():  # this process is the orchestrator's machine
+def test_workers_on_ray_serve_a_model_through_it(secured, tiny_model_dir, tmp_path, monkeypatch, ray_env):
+    for name, value in secured.env().items():  # the TLS files: this process is the orchestrator's machine
         if name != "REDIS_URL":
             monkeypatch.setenv(name, value)
-    prefix = secured.prefix
-    data = tmp_path / "data"
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "arena.settings", **secured.env(),
-           "ARENA_REDIS_PREFIX": prefix, "ARENA_DATA_DIR": str(data), "PYTHONUNBUFFERED": "1",
-           "ARENA_WORKER_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    agent = AgentProcess("a", 1500, env, tmp_path / "agent.log")
-    app = Celery(f"test-{prefix}", broker=secured.url, set_as_current=False)
-    app.conf.broker_transport_options = {"global_keyprefix": f"{prefix}:celery:"}
-    app.conf.broker_use_ssl = redis_connect.celery_ssl(secured.url)
-    client, keys = redis_connect.connect(secured.url), Keys(prefix)
-    orchestrator = Orchestrator(NodesBackend(app, client, keys), client, keys, Config(keep_alive_s=60))
+    logs = tmp_path / "worker-logs"
+    nodes = RayNodes({**secured.env(), "ARENA_WORKER_LOG_DIR": str(logs)})  # the node's own environment
+    client, keys = redis_connect.connect(secured.url), Keys(secured.prefix)
     try:
+        nodes.add("n", memory_mb=1500)
+        ray_cluster.connect(nodes.address)
+        orchestrator = Orchestrator(ray_cluster.RayBackend(secured.prefix), client, keys, Config(keep_alive_s=60))
         try:
-            run_until(orchestrator, lambda: orchestrator.nodes == (Node("a", 1500.0),), timeout=90)
-        except AssertionError:
-            raise AssertionError(agent.log_text()) from None
-        spec = ModelSpec(slug="tiny", source=str(tiny_model_dir), memory_mb=500)
-        (worker_id,) = acquired(orchestrator, "generation:1", spec, timeout=90).values()
-        events = generate(orchestrator, worker_id)
-        assert events[-1]["type"] == protocol.DONE and events[-1]["metrics"]["generated_tokens"] > 0
+            spec = ModelSpec(slug="tiny", source=str(tiny_model_dir), memory_mb=500, cpus=1)
+            (worker_id,) = acquired(orchestrator, "generation:1", spec, timeout=120).values()
+            events = generate(orchestrator, worker_id)
+            assert events[-1]["type"] == protocol.DONE and events[-1]["metrics"]["generated_tokens"] > 0
+            worker_pid = orchestrator.backend.pid(worker_id)
+            actor_pid = Path(f"/proc/{worker_pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+            for pid in (worker_pid, int(actor_pid), *ray_pids()):  # `ps` shows these
+                assert PASSWORD not in cmdline(pid), pid
+            import ray
 
-        worker_pid = orchestrator.backend.pid(worker_id)
-        assert PASSWORD not in cmdline(agent.pid) and PASSWORD not in cmdline(worker_pid)  # `ps` shows these
-        release(orchestrator, "generation:1")
+            assert PASSWORD not in json.dumps(ray._private.state.actors(), default=str)  # what the dashboard shows
+            release(orchestrator, "generation:1")
+        finally:
+            orchestrator.shutdown()
+        session = Path(nodes.cluster.head_node.get_session_dir_path())
     finally:
-        orchestrator.shutdown()
-        agent.stop()
-        app.close()
-    logs = [agent.log_path, *data.glob("logs/**/*.log")]
-    assert len(logs) > 1 and not [log for log in logs if PASSWORD in log.read_text(errors="replace")]
+        nodes.shutdown()
+    written = [*logs.glob("*.log"), *(p for p in session.glob("logs/**/*") if p.is_file())]
+    assert len(written) > 1 and not [p for p in written if PASSWORD in p.read_text(errors="replace")]
     if secured.acl_prefix:  # kept to its prefix, and nothing the arena did was refused
         assert client.acl_log() == [], client.acl_log()
+
+
+def ray_pids() -> list[int]:
+    """The Ray cluster's own processes on this machine (its GCS and raylets)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and Path(entry, "comm").read_text().strip() in ("gcs_server", "raylet"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
