@@ -150,8 +150,10 @@ def launcher_child(app, part: str) -> psutil.Process:
 
 @contextmanager
 def running_app(redis_url: str, data_dir: Path, **env_overrides: str):
-    """Start the launcher with its own data dir, Redis prefix and port; stop it on exit."""
-    prefix = f"arena-live-{uuid.uuid4().hex[:8]}"
+    """Start the launcher with its own data dir, Redis prefix and port; stop it on exit. An
+    ARENA_REDIS_PREFIX among `env_overrides` is the app's prefix (one known before it starts, as
+    the Ray nodes of tests/live/test_ray_backend.py need in their own environment)."""
+    prefix = env_overrides.get("ARENA_REDIS_PREFIX") or f"arena-live-{uuid.uuid4().hex[:8]}"
     port = free_port()
     env = {
         **os.environ,

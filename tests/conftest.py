@@ -71,6 +71,8 @@ LIVE_GROUPS = {
     "test_suite_runs": "live-2",
     # Starts its own application (private Redis) but loads every core for minutes: the same reason.
     "test_soak": "live-2",
+    # Starts its own Ray cluster and application (about 25 s alone): a unit of its own, handed out early.
+    "test_ray_backend": "live-ray",
 }
 
 
