@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -177,3 +178,48 @@ def _is_ray(pid: int) -> bool:
         return process.name() in ("gcs_server", "raylet") or "ray" in " ".join(process.cmdline()[:2])
     except psutil.Error:
         return False
+
+
+def test_a_crashed_actor_fails_its_worker_with_ray_s_reason(ray_nodes, make_ray_orchestrator, tiny_model_dir):
+    ray_nodes.add("n", memory_mb=1500)
+    orchestrator = make_ray_orchestrator()
+    (worker_id,) = acquired(orchestrator, "generation:1", tiny("m", tiny_model_dir), timeout=120).values()
+    worker_pid = orchestrator.backend.pid(worker_id)
+    actor_pid = psutil.Process(worker_pid).ppid()
+    os.kill(actor_pid, signal.SIGKILL)  # the actor's process, not the worker: Ray reports it dead
+    run_until(orchestrator, lambda: worker_id not in orchestrator.workers, timeout=60)
+    assert placement(orchestrator, "m")["last_error"].startswith("The model worker's Ray actor died")
+    assert _gone(worker_pid, within_s=30)  # the worker went with its actor (PDEATHSIG)
+
+
+def test_an_orchestrator_that_dies_takes_its_workers_with_it_and_the_next_one_starts_clean(
+        ray_nodes, make_ray_orchestrator, tiny_model_dir):
+    """Ray ends a driver's actors with it: a restarted orchestrator never finds two workers for one
+    variant (it marks the old one's status stopped, as on one machine)."""
+    import ray
+
+    ray_nodes.add("n", memory_mb=1500)
+    first = make_ray_orchestrator()
+    (worker_id,) = acquired(first, "generation:1", tiny("m", tiny_model_dir), timeout=120).values()
+    worker_pid = first.backend.pid(worker_id)
+    ray.shutdown()  # the orchestrator's process gone, as far as Ray can tell: its driver disconnects
+    first.backend._hosts.clear()  # (this process lives on: nothing of the dead one's may be stopped again)
+    assert _gone(worker_pid, within_s=60), "the worker outlived its orchestrator"
+    second = make_ray_orchestrator()
+    second.recover()
+    status = second.redis.hgetall(second.keys.worker(worker_id))
+    assert status[b"state"] == protocol.W_STOPPED.encode()
+    (again,) = acquired(second, "generation:2", tiny("m", tiny_model_dir), timeout=120).values()
+    assert again != worker_id and generate(second, again)[-1]["type"] == protocol.DONE
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.2)
+    return False
