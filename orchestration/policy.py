@@ -291,8 +291,11 @@ class Ledger:
         return self.nodes[node_id].gpus - self.gpus_held[node_id]
 
     def fits(self, node_id: str, slug: str) -> bool:
+        """Whether `slug` can start on the node now: in what is free and not claimed by a variant
+        waiting there for evicted workers to exit (a claim beyond what they free eats into it)."""
         memory, gpus = self.cluster.need(slug)
-        return self.free(node_id) >= memory and self.gpus_free(node_id) >= gpus
+        return (self.free(node_id) + min(0.0, self.freeing[node_id]) >= memory
+                and self.gpus_free(node_id) + min(0.0, self.gpus_freeing[node_id]) >= gpus)
 
     def free_soon(self, node_id: str) -> float:
         """Free once the stopping workers have exited (minus what waiting variants claimed)."""
@@ -346,6 +349,7 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
     blocked = False
     line = Line()
     for request in ordered:
+        earlier = set(protected)  # what requests ahead of this one need
         protected.update(request.slugs)
         too_big = _never_fits(cluster, request)
         if too_big and not cluster.elastic:
@@ -371,6 +375,8 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
                 actions.append(Unplaceable(request.request_id, ""))
             continue
         placed = _place_all(ledger, missing, protected, allow_eviction=not request.prewarm, config=config)
+        if placed is None and not request.prewarm:
+            placed = _place_moving_own(ledger, request, missing, earlier, config)
         if placed is None and short:
             actions.append(Unplaceable(request.request_id, ""))
         if placed is None or not placed[1]:
@@ -416,10 +422,33 @@ def _never_fits(cluster: Cluster, request: Request) -> str | None:
             else:
                 lacking = "no node has both"
             return f"The model {slug} needs {wants} on one machine; {lacking}."
-    need = sum(cluster.estimates_mb.get(slug, 0.0) for slug in set(request.slugs))
-    if len(cluster.nodes) == 1 and need > largest:
-        return f"These models need about {need:.0f} MB together; this machine has {largest:.0f} MB for models."
+    slugs = sorted(set(request.slugs), key=lambda s: cluster.need(s), reverse=True)
+    if not _packs([cluster.need(s) for s in slugs], [[n.budget_mb, n.gpus] for n in alive]):
+        need = sum(cluster.estimates_mb.get(slug, 0.0) for slug in slugs)
+        if len(alive) == 1 and need > largest:
+            return f"These models need about {need:.0f} MB together; this machine has {largest:.0f} MB for models."
+        gpus = sum(cluster.gpus.get(slug, 0.0) for slug in slugs)
+        wants = f"about {need:.0f} MB" + (f" and {_gpus(gpus)}" if gpus else "")
+        return f"These models need {wants} together; no set of nodes can hold them all at once."
     return None
+
+
+def _packs(needs: list[tuple[float, float]], room: list[list[float]]) -> bool:
+    """Whether every (memory, GPUs) need fits on the nodes' (budget, GPUs) at once (an exact search:
+    a request holds a few models)."""
+    if not needs:
+        return True
+    memory, gpus = needs[0]
+    for node in room:
+        if node[0] >= memory and node[1] >= gpus:
+            node[0] -= memory
+            node[1] -= gpus
+            fits = _packs(needs[1:], room)
+            node[0] += memory
+            node[1] += gpus
+            if fits:
+                return True
+    return False
 
 
 def _gpus(count: float) -> str:
@@ -449,6 +478,27 @@ def _place_all(ledger: Ledger, slugs: list[str], protected: set[str], *, allow_e
         actions += step
         all_started = all_started and bool(step) and isinstance(step[-1], Spawn)
     return actions, all_started
+
+
+def _place_moving_own(ledger: Ledger, request: Request, missing: list[str], earlier: set[str],
+                      config: Config) -> tuple[list[Action], bool] | None:
+    """The request's own idle workers may stand where its missing variants must go (the only node
+    with a GPU holds a model that needs none): move them, stopping them and placing them again
+    with the missing ones, or None. Without it such a request would wait forever."""
+    own = [w for slug in dict.fromkeys(request.slugs) if slug not in earlier and slug not in missing
+           for w in ledger.evictable(None, earlier) if w.slug == slug]
+    if not own:
+        return None
+    snapshot = ledger.snapshot()
+    stops: list[Action] = []
+    for worker in own:
+        ledger.evict(worker)
+        stops.append(Stop(worker.worker_id, f"evicted to make room for {', '.join(missing)} (it starts again)"))
+    placed = _place_all(ledger, [*missing, *(w.slug for w in own)], earlier, allow_eviction=True, config=config)
+    if placed is None:
+        ledger.restore(snapshot)
+        return None
+    return [*stops, *placed[0]], False  # the moved ones start once their old workers have exited
 
 
 def _place_one(ledger: Ledger, slug: str, protected: set[str], allow_eviction: bool,

@@ -249,3 +249,20 @@ def test_requested_reservations_count_what_ray_holds_not_what_the_worker_measure
     small = [ready("wa", "a", memory_mb=100.0, in_flight=1)]  # asked 400, measured 100: 600 free by measure
     assert decide(small, [ask("r", "big")]) == [Spawn("big", "n1")]
     assert decide(small, [ask("r", "big")], reserve_requested=True) == []
+
+
+def test_a_battle_moves_its_own_idle_model_off_the_only_gpu_node_to_make_room_there():
+    nodes = (Node("gpu", budget_mb=800, gpus=1.0), Node("cpu", budget_mb=800))
+    loaded = [ready("wa", "a", node_id="gpu", memory_mb=300.0)]
+    actions = decide(loaded, [ask("battle", "a", "big")], nodes=nodes, gpus={"big": 1.0})
+    assert actions == [Stop("wa", "evicted to make room for big (it starts again)"), Spawn("a", "cpu")]
+    # Once the old worker has exited, the GPU node takes the model that needs it.
+    moved = [ready("wa2", "a", node_id="cpu")]
+    assert decide(moved, [ask("battle", "a", "big")], nodes=nodes, gpus={"big": 1.0}) == [Spawn("big", "gpu")]
+
+
+def test_models_no_set_of_nodes_can_hold_at_once_are_refused_together():
+    nodes = (Node("gpu", budget_mb=2000, gpus=1.0), Node("cpu", budget_mb=2000))
+    (refusal,) = decide([], [ask("battle", "a", "big")], nodes=nodes, gpus={"a": 1.0, "big": 1.0})
+    assert refusal == Refuse("battle", "These models need about 1100 MB and 2 GPUs together; "
+                                       "no set of nodes can hold them all at once.")

@@ -4,7 +4,8 @@ A small simulated world carries out the policy's actions tick by tick (a fake cl
 one tick is one second): spawned workers load after two ticks, stopped ones exit
 on the next, granted requests hold leases until released. Hypothesis drives it and
 checks, after every tick, that:
-- no node's reservations exceed its budget;
+- no node's reservations exceed its budget, in memory and in GPUs (some variants ask for a
+  whole or half a GPU; a world counts either measured memory or, as on Ray, the requested);
 - no busy, leased, loading or pinned worker is ever stopped;
 and, once the random events end and every lease is released, that every request
 (prewarm ones aside: they only use free memory and lapse when unrenewed) ends granted
@@ -23,13 +24,17 @@ from orchestration import policy
 from orchestration.policy import Cluster, Config, Failures, Node, Request, WorkerView
 
 SIZES = {"a": 300.0, "b": 450.0, "c": 600.0, "d": 700.0}
+GPUS = {"c": 0.5, "d": 1.0}
 CONFIG = Config(keep_alive_s=30, start_timeout_s=60, heartbeat_grace_s=5, max_queue=6)
 LOAD_TICKS = 2
 
 
 class World:
-    def __init__(self, budgets: list[float], max_workers: int | None):
-        self.nodes = tuple(Node(f"n{i}", budget) for i, budget in enumerate(budgets))
+    def __init__(self, budgets: list[float], max_workers: int | None, gpus: list[float] = (),
+                 reserve_requested: bool = False):
+        gpus = [*gpus, *[0.0] * len(budgets)]
+        self.nodes = tuple(Node(f"n{i}", budget, gpus=gpus[i]) for i, budget in enumerate(budgets))
+        self.reserve_requested = reserve_requested
         self.config = dataclasses.replace(CONFIG, max_workers=max_workers)
         self.now = 0.0
         self.workers: dict[str, WorkerView] = {}
@@ -73,6 +78,8 @@ class World:
             nodes=self.nodes,
             estimates_mb=SIZES,
             failures=dict(self.failures),
+            gpus=GPUS,
+            reserve_requested=self.reserve_requested,
         )
         for action in policy.plan(cluster, self.now, self.config):
             self._apply(action)
@@ -121,12 +128,12 @@ class World:
 
     def _check_budgets(self) -> None:
         for node in self.nodes:
-            held = sum(
-                w.memory_mb if w.memory_mb is not None else SIZES[w.slug]
-                for w in self.workers.values()
-                if w.node_id == node.node_id and w.state in policy.HOLDS_MEMORY
-            )
+            holding = [w for w in self.workers.values() if w.node_id == node.node_id and w.state in policy.HOLDS_MEMORY]
+            held = sum(SIZES[w.slug] if w.memory_mb is None or self.reserve_requested else w.memory_mb
+                       for w in holding)
             assert held <= node.budget_mb, f"{node.node_id}: {held} MB reserved of {node.budget_mb}"
+            gpus = sum(GPUS.get(w.slug, 0.0) for w in holding)
+            assert gpus <= node.gpus, f"{node.node_id}: {gpus} GPUs held of {node.gpus}"
 
     def _update(self, worker: WorkerView, **changes) -> None:
         self.workers[worker.worker_id] = dataclasses.replace(worker, **changes)
@@ -154,9 +161,12 @@ events = st.lists(
     budgets=st.lists(st.sampled_from([800.0, 1200.0, 2000.0]), min_size=1, max_size=2),
     max_workers=st.sampled_from([None, 2, 3]),
     script=events,
+    gpus=st.lists(st.sampled_from([0.0, 1.0, 2.0]), max_size=2),
+    reserve_requested=st.booleans(),
 )
-def test_budgets_hold_busy_workers_survive_and_every_request_ends(budgets, max_workers, script):
-    world = World(budgets, max_workers)
+def test_budgets_hold_busy_workers_survive_and_every_request_ends(budgets, max_workers, script, gpus,
+                                                                   reserve_requested):
+    world = World(budgets, max_workers, gpus, reserve_requested)
     for event in script:
         if event[0] == "request":
             world.request(event[1], prewarm=event[2])
