@@ -37,13 +37,16 @@ class Command(BaseCommand):
     help = "Run the orchestrator: starts, watches and stops model workers. Stops them all on SIGTERM."
 
     def handle(self, *args, **options):
+        backend = build_backend()
         stopping = []
+        # After the backend: joining a Ray cluster installs Ray's own handlers, and this process
+        # must stop its workers in order on SIGTERM.
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stopping.append(True))
         client = redis_connect.connect(settings.REDIS_URL)
         keys = Keys(settings.ARENA_REDIS_PREFIX)
         orchestrator = Orchestrator(
-            build_backend(),
+            backend,
             client,
             keys,
             Config(keep_alive_s=settings.ARENA_KEEP_ALIVE_S, start_timeout_s=settings.ARENA_LOAD_TIMEOUT_S),
