@@ -1,6 +1,9 @@
 """Bradley–Terry ratings from battle records, with bootstrap confidence intervals and
 ranks that share a place where intervals overlap (as LMSYS Chatbot Arena ranks).
 
+Each entry also gets a rank range, the ranks it takes across the bootstrap's resamples
+("2nd–4th": arena/leaderboard/uncertainty.py).
+
 Pure: it takes (model_a, model_b, score) triples, score 1 when a won, 0 when b won and
 0.5 for a tie (a tie counts as half a win each way), and knows nothing of Django.
 
@@ -26,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import uncertainty
+
 BASE, SCALE = 1000.0, 400.0
 PRIOR_TIES = 1.0  # virtual ties per model against an average opponent
 MAX_ITERATIONS = 100
@@ -44,6 +49,13 @@ class Rating:
     battles: int
     wins: float  # ties count half
     win_rate: float
+    rank_best: int = 0  # the range of ranks it takes across the bootstrap (uncertainty.rank_ranges)
+    rank_worst: int = 0
+
+    @property
+    def rank_range(self) -> str:
+        """The rank range in words: "1st", "2nd–4th"."""
+        return uncertainty.rank_words(self.rank_best, self.rank_worst)
 
 
 @dataclass(frozen=True)
@@ -145,8 +157,9 @@ def _table(battles, x: np.ndarray, rounds: int, seed: int):
     counts = np.bincount(a, minlength=len(models)) + np.bincount(b, minlength=len(models))
     wins = np.bincount(a, weights=s, minlength=len(models)) + np.bincount(b, weights=1 - s, minlength=len(models))
     ranks = shared_ranks(lower, upper)
+    ranges = uncertainty.rank_ranges(samples, point)
     rows = [Rating(m, float(point[i]), float(lower[i]), float(upper[i]), ranks[i], int(counts[i]), float(wins[i]),
-                   float(wins[i] / counts[i])) for i, m in enumerate(models)]
+                   float(wins[i] / counts[i]), *ranges[i]) for i, m in enumerate(models)]
     return (sorted(rows, key=lambda row: (-row.rating, row.model)), beta,
             np.percentile(beta_samples, 2.5, axis=0), np.percentile(beta_samples, 97.5, axis=0))
 
