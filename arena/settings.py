@@ -294,6 +294,9 @@ PORT = os.environ.get("PORT", "8000")
 ARENA_HEALTH_CACHE_S = float(os.environ.get("ARENA_HEALTH_CACHE_S", 5))
 ARENA_LEADERBOARD_CACHE_S = float(os.environ.get("ARENA_LEADERBOARD_CACHE_S", 600))
 ARENA_SHARE_VIEWS_FLUSH_S = float(os.environ.get("ARENA_SHARE_VIEWS_FLUSH_S", 10))
+# The leaderboard marks an entry "provisional" below this many verdicts in the view shown
+# (arena/leaderboard/uncertainty.py).
+ARENA_LEADERBOARD_PROVISIONAL_VERDICTS = int(os.environ.get("ARENA_LEADERBOARD_PROVISIONAL_VERDICTS", 30))
 
 LOGGING = {
     "version": 1,

@@ -1,7 +1,8 @@
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from . import cache, frontier, measures, ratings, records, style, validity
+from . import cache, frontier, measures, ratings, records, style, uncertainty, validity
 from .agreement import agreement
 from .charts import Name, interval_chart
 from .records import MODES, PERIODS, SOURCES, battle_records, flagged_count, names, tags
@@ -28,9 +29,15 @@ def leaderboard(request):
     rows = fit.ratings if fit else plain
     labels = names()
     without = {r.model: r for r in plain}
+    threshold = settings.ARENA_LEADERBOARD_PROVISIONAL_VERDICTS
     table = [{"row": r, "name": labels.get(r.model) or Name(r.model, r.model),
-              "from_tournaments": results["from_tournaments"].get(r.model, 0), "plain": without[r.model]}
+              "from_tournaments": results["from_tournaments"].get(r.model, 0), "plain": without[r.model],
+              "provisional": uncertainty.provisional(r.battles, threshold)}
              for r in rows]
+    # Two entries to tell apart (GET a, b; the top two until chosen), at their head-to-head rate.
+    first, second = uncertainty.default_pair([r.model for r in plain])
+    first, second = request.GET.get("a", first), request.GET.get("b", second)
+    estimate = uncertainty.pair_estimate(first, second, {r.model: r.rating for r in plain}, results["cells"])
     context = {
         "table": table, "modes": MODES, "mode": mode, "periods": PERIODS, "period": period,
         "tags": tag_choices, "tag": tag, "flagged": flagged,
@@ -38,6 +45,9 @@ def leaderboard(request):
         "sources": SOURCES, "source": source, "source_label": SOURCES[source],
         "agreement": results["agreement"],
         "style": controlled, "coefficients": fit.coefficients if fit else [],
+        "provisional_threshold": threshold, "provisional_count": sum(1 for t in table if t["provisional"]),
+        "pair": (first, second), "estimate": estimate,
+        "estimate_names": (labels.get(first) or Name(first, first), labels.get(second) or Name(second, second)),
         "battles": results["battles"], "tournament_battles": results["tournament_battles"],
         "chart": interval_chart([(t["row"].model, t["name"], t["row"].rating, t["row"].lower, t["row"].upper)
                                  for t in table]),
