@@ -4,8 +4,11 @@ A run has every contestant answer every prompt of its suite, then (with a model 
 pairs of those answers judged, each pair twice, once in each order (arena.battles.judging).
 Which pairs: round robin, every pair of contestants on every prompt; knockout, a bracket per
 prompt in which each pair's winner meets the next, so a prompt needs one pair fewer than it has
-contestants. A run's state is the generations it holds (`Slot`s: an answer, or one order of a
-judgement) and the verdicts it recorded; `plan` says which generations to start now (at most
+contestants; adaptive, one (pair, prompt) after another where the ranking is least resolved,
+until every adjacent pair is separated or the call budget is spent (`_adaptive`); Swiss, rounds
+pairing contestants of similar scores on prompts the seed draws (`swiss_schedule`). A run's
+state is the generations it holds (`Slot`s: an answer, or one order of a judgement) and the
+verdicts it recorded; `plan` says which generations to start now (at most
 `in_flight` live at once), which verdicts to record, and how far the run is.
 
 Order of work: answers contestant by contestant (one model busy at a time, its requests
@@ -25,8 +28,11 @@ from dataclasses import dataclass, field
 
 from arena.battles.judging import LEFT, ORDERS, RIGHT, combine_orders
 
-ROUND_ROBIN, KNOCKOUT = "round_robin", "knockout"
-FORMATS = (ROUND_ROBIN, KNOCKOUT)
+from . import adaptive
+
+ROUND_ROBIN, KNOCKOUT, ADAPTIVE, SWISS = "round_robin", "knockout", "adaptive", "swiss"
+FORMATS = (ROUND_ROBIN, KNOCKOUT, ADAPTIVE, SWISS)
+DECIDED = (KNOCKOUT, ADAPTIVE, SWISS)  # formats whose pairs depend on the verdicts so far
 MAX_ATTEMPTS = 3
 
 MISSING, LIVE, DONE, FAILED = "missing", "live", "done", "failed"
@@ -65,7 +71,8 @@ class RunState:
     answers: dict[Answer, Slot] = field(default_factory=dict)
     judgements: dict[Judgement, Slot] = field(default_factory=dict)
     verdicts: dict[Pair, str] = field(default_factory=dict)  # recorded outcomes
-    seed: int = 0  # a knockout's coin for tied pairs
+    seed: int = 0  # a knockout's coin for tied pairs, a Swiss run's prompts, the adaptive prompt order
+    budget: int | None = None  # adaptive: judge calls at most (None: `default_budget`)
 
     def answer(self, key: Answer) -> Slot:
         return self.answers.get(key, Slot())
@@ -81,6 +88,8 @@ class Plan:
     record: list[tuple[Pair, str]] = field(default_factory=list)  # (pair, outcome) to store now
     done: int = 0
     total: int = 0
+    calls: int = 0  # judge calls made so far (every attempt counts)
+    stopped: str = ""  # adaptive, once it starts no new pair: SEPARATED, BUDGET_SPENT or EXHAUSTED
 
     @property
     def finished(self) -> bool:
@@ -92,13 +101,17 @@ def plan(state: RunState, in_flight: int) -> Plan:
     out = Plan()
     room = in_flight - _live(state)
     answer_keys = [(p, c) for c in state.contestants for p in state.prompts]
-    out.total = len(answer_keys) + (2 * _pair_count(state) if state.judged else 0)
+    out.total = len(answer_keys) + (_judging_total(state) if state.judged else 0)
     out.done = sum(state.answer(key).settled for key in answer_keys)
+    out.calls = sum(slot.attempts for slot in state.judgements.values())
     for key in answer_keys:
         if room > 0 and state.answer(key).wants_start:
             out.start_answers.append(key)
             room -= 1
     if not state.judged or out.done < len(answer_keys):
+        return out
+    if state.format == ADAPTIVE:
+        _adaptive(state, room, out)
         return out
     judged, forfeited = pairs(state)
     out.done += 2 * forfeited
@@ -128,9 +141,13 @@ def upcoming(state: RunState) -> int | None:
 
 
 def pairs(state: RunState) -> tuple[list[Pair], int]:
-    """The pairs to judge now, both answers present (a knockout's later rounds appear as its
-    earlier verdicts are recorded), and how many pairs were decided without a judgement
-    because an answer is missing for good."""
+    """The pairs to judge now, both answers present (a knockout's later rounds, and a Swiss run's,
+    appear as its earlier verdicts are recorded), and how many pairs were decided without a
+    judgement because an answer is missing for good. (The adaptive format chooses its own:
+    `_adaptive`.)"""
+    if state.format == SWISS:
+        rounds = swiss_schedule(state)
+        return [key for r in rounds for key in r.judged], sum(len(r.forfeited) for r in rounds)
     out: list[Pair] = []
     forfeited = 0
     for prompt in state.prompts:
@@ -185,11 +202,16 @@ def _neighbours(entrants: list[int]) -> Iterable[tuple[int, int | None]]:
         yield entrants[i], (entrants[i + 1] if i + 1 < len(entrants) else None)
 
 
-def _pair_count(state: RunState) -> int:
-    """Pairs a run judges if every answer arrives (its progress bar's total)."""
+def _judging_total(state: RunState) -> int:
+    """Judge calls a run makes if every answer arrives (its progress bar's share for judging):
+    two a pair; an adaptive run's budget until it stops (`_adaptive` then says what it spent)."""
     n = len(state.contestants)
+    if state.format == ADAPTIVE:
+        return budget_of(state)
+    if state.format == SWISS:
+        return 2 * swiss_pair_count(state)
     per_prompt = n - 1 if state.format == KNOCKOUT else n * (n - 1) // 2
-    return per_prompt * len(state.prompts)
+    return 2 * per_prompt * len(state.prompts)
 
 
 def _judge_pair(state: RunState, pair: Pair) -> tuple[int, list[Judgement], str]:
@@ -212,3 +234,191 @@ def _answered(state: RunState, prompt: int, contestant: int) -> bool:
 
 def _live(state: RunState) -> int:
     return sum(slot.state == LIVE for slot in itertools.chain(state.answers.values(), state.judgements.values()))
+
+
+# --- Swiss ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SwissRound:
+    """One round: its pairs of contestants (in seed order), who sat out, its prompts, the (pair,
+    prompt)s to judge (both answers there) and those forfeited (an answer missing for good; the
+    side that answered takes the point), and whether all its verdicts are in."""
+
+    pairs: list[tuple[int, int]]
+    bye: int | None
+    prompts: list[int]
+    judged: list[Pair]
+    forfeited: list[Pair]
+    complete: bool
+
+
+def swiss_prompts(state: RunState) -> list[list[int]]:
+    """Each round's prompts: the suite's prompts in an order the run's seed shuffles, cut into
+    `swiss_rounds` slices of ceil(prompts / rounds) (a suite with fewer prompts than rounds
+    starts over from its first): every prompt is used, each round on its own ones."""
+    rounds = adaptive.swiss_rounds(len(state.contestants))
+    shuffled = list(state.prompts)
+    random.Random(f"{state.seed}:swiss").shuffle(shuffled)
+    if not shuffled or not rounds:
+        return [[] for _ in range(rounds)]
+    per_round = -(-len(shuffled) // rounds)
+    return [list(dict.fromkeys(shuffled[(r * per_round + i) % len(shuffled)] for i in range(per_round)))
+            for r in range(rounds)]
+
+
+def swiss_schedule(state: RunState) -> list[SwissRound]:
+    """The rounds paired so far: each round is paired (adaptive.swiss_pairing) once every verdict
+    of the one before is in, by the scores so far (a win 1, a tie or both bad 0.5, a forfeit 1 to
+    the side that answered, a bye 0.5 a prompt of its round). A (pair, prompt) already met in an
+    earlier round (a rematch no pairing could avoid, on prompts used again) is not judged twice."""
+    scores = dict.fromkeys(state.contestants, 0.0)
+    met: set[frozenset[int]] = set()
+    byes: set[int] = set()
+    used: set[Pair] = set()
+    rounds: list[SwissRound] = []
+    for prompts in swiss_prompts(state):
+        paired, bye = adaptive.swiss_pairing(state.contestants, scores, met, byes)
+        judged: list[Pair] = []
+        forfeited: list[Pair] = []
+        for a, b in paired:
+            met.add(frozenset((a, b)))
+            for prompt in prompts:
+                key = (prompt, a, b)
+                if key not in used:
+                    used.add(key)
+                    both = _answered(state, prompt, a) and _answered(state, prompt, b)
+                    (judged if both else forfeited).append(key)
+        complete = all(key in state.verdicts for key in judged)
+        rounds.append(SwissRound(paired, bye, prompts, judged, forfeited, complete))
+        if not complete:
+            break
+        for key in judged:
+            _, a, b = key
+            left_score = _score(state.verdicts[key])
+            scores[a] += left_score
+            scores[b] += 1 - left_score
+        for prompt, a, b in forfeited:
+            for side in (a, b):
+                scores[side] += _answered(state, prompt, side)
+        if bye is not None:
+            byes.add(bye)
+            scores[bye] += 0.5 * len(prompts)
+    return rounds
+
+
+def swiss_pair_count(state: RunState) -> int:
+    """(pair, prompt)s a Swiss run decides: those of the rounds paired so far, and for each later
+    round one a pair of contestants and a prompt of its own."""
+    rounds = swiss_schedule(state)
+    later = swiss_prompts(state)[len(rounds):]
+    return (sum(len(r.judged) + len(r.forfeited) for r in rounds)
+            + len(state.contestants) // 2 * sum(len(prompts) for prompts in later))
+
+
+# --- adaptive ------------------------------------------------------------------------------------
+SEPARATED, BUDGET_SPENT, EXHAUSTED = "separated", "budget", "exhausted"
+STOP_REASONS = {SEPARATED: "every adjacent pair separated", BUDGET_SPENT: "budget spent",
+                EXHAUSTED: "no prompt left for the pairs still unresolved"}
+
+
+def default_budget(contestants: int, prompts: int) -> int:
+    """Half of a round robin's judge calls (n·(n-1)/2 pairs a prompt, each read twice): n·(n-1)/2
+    calls a prompt."""
+    return max(2, contestants * (contestants - 1) // 2 * prompts)
+
+
+def budget_of(state: RunState) -> int:
+    return state.budget if state.budget is not None else default_budget(len(state.contestants), len(state.prompts))
+
+
+def _score(outcome: str) -> float:
+    """The left side's share of a verdict: a win 1, a loss 0, a tie or both bad 0.5."""
+    return 1.0 if outcome == LEFT else 0.0 if outcome == RIGHT else 0.5
+
+
+def _adaptive(state: RunState, room: int, out: Plan) -> None:
+    """The adaptive format's judging, once every answer settled.
+
+    Calls are counted against the budget as they are committed: every generation made (retries
+    included) and the not yet started order of a pair under way; a new pair is taken only when
+    both its orders fit, a failed reading is tried again only while a call is left (else it is
+    given up, and its pair is a tie, as after MAX_ATTEMPTS). The pairs under way finish first;
+    with their verdicts, `adaptive.fit` rates the contestants, and while room is left the next
+    pair is the adjacent pair (by rating) most likely in the wrong order, among those not
+    separated, not under way, with a prompt not yet judged for them and both answers (ties:
+    fewer verdicts between them, then the higher ranked); where no adjacent pair still
+    unresolved has a prompt left, a pair two ranks apart that spans one, then three, and so on
+    (a common opponent separates them too). Its prompt is the first such in an order the run's
+    seed shuffles for that pair. It stops (`Plan.stopped`) when no pair is under
+    way and none can be taken: every adjacent pair separated, the budget spent, or no prompt left
+    for the pairs still unresolved."""
+    budget = budget_of(state)
+    open_pairs = sorted({key[:3] for key in state.judgements} - set(state.verdicts))
+    committed = out.calls + sum(state.judgement((*pair, order)).state == MISSING
+                                for pair in open_pairs for order in ORDERS)
+    out.done += sum(slot.attempts - (slot.state == LIVE) for slot in state.judgements.values())
+    decided = dict(state.verdicts)
+    under_way: set[tuple[int, int]] = set()
+    for pair in open_pairs:
+        keys = [(*pair, order) for order in ORDERS]
+        slots = [state.judgement(key) for key in keys]
+        ready = True
+        for key, slot in zip(keys, slots, strict=True):
+            if slot.state == FAILED and slot.wants_start:
+                if committed >= budget:
+                    continue  # no call left for another try: given up
+                committed += 1
+            if slot.wants_start:
+                ready = False
+                if room > 0:
+                    out.start_judgements.append(key)
+                    room -= 1
+            elif not slot.settled:
+                ready = False  # live
+        if ready:
+            verdicts = [slot.verdict if slot.state == DONE else "" for slot in slots]
+            outcome = combine_orders(*verdicts) if all(verdicts) else "tie"
+            out.record.append((pair, outcome))
+            decided[pair] = outcome
+        else:
+            under_way.add(pair[1:])
+    fit = adaptive.fit(state.contestants, adaptive.tally((a, b, _score(o)) for (_, a, b), o in decided.items()))
+    games = adaptive.tally((a, b, 0.0) for (_, a, b) in decided)
+    ranking = fit.ranking()
+    unresolved = [i for i, pair in enumerate(fit.adjacent()) if not fit.separated(*pair)]
+    # Pairs that span an unresolved adjacent pair (ranks i and i+1): the adjacent ones first, then
+    # (when those have no prompt left) ever wider ones, each width most likely wrong first.
+    candidates = [(ranking[i], ranking[j]) for i, j in itertools.combinations(range(len(ranking)), 2)
+                  if any(i <= k < j for k in unresolved)]
+    candidates.sort(key=lambda ab: (ranking.index(ab[1]) - ranking.index(ab[0]), -fit.wrong_order(*ab),
+                                    games.get(_ordered(state, *ab), (0, 0))[1], ranking.index(ab[0])))
+    used = {key[:3] for key in state.judgements} | set(state.verdicts)
+    for a, b in candidates:
+        left, right = _ordered(state, a, b)
+        if room <= 0 or committed + 2 > budget:
+            break
+        if (left, right) in under_way or (prompt := _next_prompt(state, left, right, used)) is None:
+            continue
+        committed += 2
+        under_way.add((left, right))
+        for order in ORDERS:
+            if room > 0:
+                out.start_judgements.append((prompt, left, right, order))
+                room -= 1
+    if under_way:
+        return  # the total stays the answers and the whole budget
+    out.stopped = SEPARATED if not unresolved else BUDGET_SPENT if committed + 2 > budget else EXHAUSTED
+    out.total = out.done
+
+
+def _ordered(state: RunState, a: int, b: int) -> tuple[int, int]:
+    """A pair of contestants in seed order (how its judgements are keyed)."""
+    return (a, b) if state.contestants.index(a) < state.contestants.index(b) else (b, a)
+
+
+def _next_prompt(state: RunState, left: int, right: int, used: set[Pair]) -> int | None:
+    """The first prompt, in an order the run's seed shuffles for this pair, not yet judged for it
+    and answered by both."""
+    order = list(state.prompts)
+    random.Random(f"{state.seed}:{left}:{right}").shuffle(order)
+    return next((p for p in order if (p, left, right) not in used
+                 and _answered(state, p, left) and _answered(state, p, right)), None)
