@@ -21,7 +21,7 @@ from . import report, runner
 from .models import SuiteRun
 from .services import RunError, start_run
 
-CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judge_template", "params"}
+CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judge_template", "params", "budget"}
 PARAM_FIELDS = {"temperature", "top_p", "max_new_tokens"}
 
 
@@ -41,9 +41,18 @@ def summary_json(run: SuiteRun) -> dict:
     return {"id": str(run.id), "suite": str(run.suite_id), "format": run.format,
             "judge": run.judge.slug if run.judge else None, "state": run.state,
             "progress": {"done": run.done, "total": run.total, "percent": run.percent, "eta_s": run.eta_s},
+            "adaptive": adaptive_json(run),
             "created_at": run.created_at.isoformat(),
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
             "url": run.get_absolute_url()}
+
+
+def adaptive_json(run: SuiteRun) -> dict | None:
+    """An adaptive run's judge calls spent of its budget and why it stopped ("" while it goes on)."""
+    if not run.adaptive:
+        return None
+    return {"budget": run.call_budget, "calls": run.judge_calls, "stop_reason": run.stop_reason,
+            "stopped_because": run.get_stop_reason_display() if run.stop_reason else ""}
 
 
 def result_json(row: dict) -> dict:
@@ -96,6 +105,12 @@ def _params(value) -> dict:
     return {name: v for name, v in value.items() if v is not None}  # its ranges: start_run, per contestant
 
 
+def _budget(value) -> int | None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise Refused("budget", "budget must be a whole number of judge calls (or null: half a round robin's).")
+    return value
+
+
 def _text(body: dict, field: str, default: str) -> str:
     value = body.get(field)
     if value is None:
@@ -118,7 +133,8 @@ def _start(request) -> SuiteRun:
     try:
         return start_run(request.user, suite=suite, contestants=contestants, judge_model=judge,
                          format=_text(body, "format", SuiteRun.Format.ROUND_ROBIN),
-                         judge_template=_text(body, "judge_template", ""), params=_params(body.get("params")))
+                         judge_template=_text(body, "judge_template", ""), params=_params(body.get("params")),
+                         budget=_budget(body.get("budget")))
     except RunError as exc:
         raise Refused(exc.field, str(exc)) from None
 

@@ -20,8 +20,8 @@ SALT = "arena.suites.blind-pair"
 
 
 class SuiteRunForm(ParamsMixin, forms.Form):
-    """A suite of the user's, 2 to 8 contestants in order, a format, an optional judge and its
-    template, and shared parameters (arena.suite_runs.services.start_run checks the rest)."""
+    """A suite of the user's, 2 to 16 contestants in order, a format (an adaptive run's budget),
+    an optional judge and its template, and shared parameters (arena.suite_runs.services.start_run checks the rest)."""
 
     blind_who = ""  # a model judge may want greedy answers; people see the names on the run page anyway
     suite = forms.ModelChoiceField(queryset=Suite.objects.none(), empty_label=None)
@@ -30,6 +30,9 @@ class SuiteRunForm(ParamsMixin, forms.Form):
     judge = forms.ModelChoiceField(queryset=ModelEntry.objects.enabled(), to_field_name="slug", required=False,
                                    empty_label="People judge", label="Judge",
                                    error_messages={"invalid_choice": "No enabled catalogue model has that slug."})
+    budget = forms.IntegerField(
+        required=False, min_value=2, label="Budget (adaptive)",
+        help_text="Judge calls at most, each pair read twice; empty: half of a round robin's.")
     judge_template = forms.CharField(
         required=False, strip=False, initial=judging.DEFAULT_TEMPLATE, label="Judge template",
         max_length=judging.MAX_TEMPLATE_CHARS, widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}))

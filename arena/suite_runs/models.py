@@ -16,11 +16,12 @@ from django.utils import timezone
 from arena.generations.models import Generation
 from arena.suites.models import Suite, SuitePrompt
 
+from . import plan
 from .plan import MAX_ATTEMPTS
 
 
 class SuiteRun(models.Model):
-    """Contestants (2 to 8 catalogue entries) x a suite's prompts, judged by a model or by people.
+    """Contestants (2 to 16 catalogue entries) x a suite's prompts, judged by a model or by people.
 
     A run is carried out by arena.suite_runs.runner, one step at a time, from what the database
     holds (arena.suite_runs.plan): it survives a restart, and nothing that finished runs again."""
@@ -28,13 +29,16 @@ class SuiteRun(models.Model):
     class Format(models.TextChoices):
         ROUND_ROBIN = "round_robin", "Round robin: every pair on every prompt"
         KNOCKOUT = "knockout", "Knockout: a bracket per prompt"
+        ADAPTIVE = "adaptive", "Adaptive: the pairs the ranking is least sure of, within a budget of judge calls"
+        SWISS = "swiss", "Swiss: rounds pairing similar scores (8 or more contestants)"
 
     class State(models.TextChoices):
         RUNNING = "running"
         DONE = "done"
         CANCELLED = "cancelled"
 
-    MIN_CONTESTANTS, MAX_CONTESTANTS = 2, 8
+    MIN_CONTESTANTS, MAX_CONTESTANTS = 2, 16
+    MIN_SWISS = 8  # fewer, and a Swiss run is hardly shorter than a round robin
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suite_runs")
@@ -46,7 +50,14 @@ class SuiteRun(models.Model):
     params = models.JSONField(default=dict, blank=True,
                               help_text="Shared sampling parameters, over each contestant's defaults.")
     state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING, db_index=True)
-    seed = models.PositiveIntegerField(default=0, help_text="A knockout's coin for tied pairs.")
+    seed = models.PositiveIntegerField(default=0, help_text="A knockout's coin for tied pairs, a Swiss run's "
+                                       "prompts, an adaptive run's order of prompts.")
+    budget = models.PositiveIntegerField(null=True, blank=True,
+                                         help_text="Adaptive: judge calls at most (empty: half a round robin's).")
+    # db_default: a row written without the column (code from before it) still inserts
+    stop_reason = models.CharField(max_length=12, blank=True, default="", db_default="",
+                                   choices=list(plan.STOP_REASONS.items()),
+                                   help_text="Adaptive: why it stopped choosing pairs.")
     done = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -94,6 +105,22 @@ class SuiteRun(models.Model):
         return elapsed / self.done * (self.total - self.done)
 
     @property
+    def adaptive(self) -> bool:
+        return self.format == self.Format.ADAPTIVE
+
+    @property
+    def call_budget(self) -> int:
+        """Adaptive: the judge calls it may make (its own budget, or half a round robin's)."""
+        if self.budget is not None:
+            return self.budget
+        return plan.default_budget(self.entrants.count(), self.suite.prompts.count())
+
+    @property
+    def judge_calls(self) -> int:
+        """Judge calls made so far (every try of every reading)."""
+        return self.judgements.aggregate(calls=models.Sum("attempts"))["calls"] or 0
+
+    @property
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else 0
 
@@ -105,8 +132,9 @@ class SuiteRun(models.Model):
     # --- people judging, blind (arena.suite_runs.views.run_judge) ---------------------------------
     @property
     def people_follow_judge(self) -> bool:
-        """People judge the pairs the model judge judged (a knockout's bracket); else every pair."""
-        return self.format == self.Format.KNOCKOUT and self.judge_id is not None
+        """People judge the pairs the model judge judged (a knockout's bracket, the pairs an adaptive
+        or a Swiss run chose); else every pair."""
+        return self.format != self.Format.ROUND_ROBIN and self.judge_id is not None
 
     def people_pairs(self) -> list[Pair]:
         """The pairs people may judge now, both answers done, in prompt then contestant order: a

@@ -3,7 +3,7 @@
 from arena.api.openapi import LIMITED, PARAMS, TEXT, TOO_LARGE, UUID_ID, Schema, error_response, json_content
 from arena.suites.openapi import or_null
 
-from . import judge
+from . import judge, plan
 from .api import PARAM_FIELDS
 from .models import SuiteRun
 
@@ -30,7 +30,7 @@ RESULT = {
 
 RUN_SUMMARY: Schema = {
     "type": "object",
-    "required": ["id", "suite", "format", "judge", "state", "progress", "created_at", "finished_at", "url"],
+    "required": ["id", "suite", "format", "judge", "state", "progress", "adaptive", "created_at", "finished_at", "url"],
     "properties": {
         "id": {"type": "string", "format": "uuid"},
         "suite": {"type": "string", "format": "uuid"},
@@ -43,6 +43,19 @@ RUN_SUMMARY: Schema = {
             "percent": {"type": "integer", "minimum": 0, "maximum": 100},
             "eta_s": {"type": ["number", "null"], "description": "About how long the rest takes, at the pace so far"},
         }},
+        "adaptive": {
+            "type": ["object", "null"], "description": "An adaptive run's judge calls spent of its budget and why it "
+                                                       "stopped choosing pairs; null: another format",
+            "required": ["budget", "calls", "stop_reason", "stopped_because"],
+            "properties": {
+                "budget": {"type": "integer", "minimum": 2, "description": "Judge calls at most"},
+                "calls": {"type": "integer", "minimum": 0, "description": "Judge calls made (every try counts)"},
+                "stop_reason": {"type": "string", "enum": ["", *plan.STOP_REASONS],
+                                "description": "\"\" while it goes on; separated: every adjacent pair's 95% interval "
+                                               "excludes 0; budget: no call left for another pair; exhausted: no "
+                                               "prompt left for the pairs still unresolved"},
+                "stopped_because": {"type": "string", "description": "stop_reason in words"},
+            }},
         "created_at": {"type": "string", "format": "date-time"},
         "finished_at": {"type": ["string", "null"], "format": "date-time"},
         "url": {"type": "string", "description": "The run's page"},
@@ -72,10 +85,17 @@ OPENAPI_PATHS = {
                     "suite": {"type": "string", "format": "uuid", "description": "One of your suites"},
                     "contestants": {"type": "array", "uniqueItems": True, "items": {"type": "string"},
                                     "minItems": SuiteRun.MIN_CONTESTANTS, "maxItems": SuiteRun.MAX_CONTESTANTS,
-                                    "description": "Distinct enabled catalogue slugs, in order (a knockout's seeds)"},
+                                    "description": "Distinct enabled catalogue slugs, in order (a knockout's seeds, "
+                                                   "the tie-break of adaptive and Swiss rankings)"},
                     "format": {**_FORMAT, "default": SuiteRun.Format.ROUND_ROBIN,
                                "description": "round_robin: every pair on every prompt; knockout: a bracket per "
-                                              "prompt"},
+                                              "prompt; adaptive: the pair and prompt the ranking is least sure of, "
+                                              "one after another, until every adjacent pair is separated or the "
+                                              "budget is spent; swiss: rounds pairing similar scores, 8 or more "
+                                              "contestants. adaptive and swiss need a judge"},
+                    "budget": {"type": ["integer", "null"], "minimum": 2,
+                               "description": "adaptive only: judge calls at most (each pair is read twice); "
+                                              "absent or null: half of a round robin's"},
                     "judge": {"type": ["string", "null"],
                               "description": "An enabled catalogue slug: the model that judges each pair (in both "
                                              "orders); null: people judge"},
@@ -90,8 +110,9 @@ OPENAPI_PATHS = {
             "responses": {
                 "201": {"description": "Started; the run goes on in the background", **json_content(RUN)},
                 "400": error_response("Invalid request; `fields` names the field (an unknown or disabled slug, the "
-                                      "number of contestants, the judge template, params out of range, a contestant "
-                                      "that cannot follow a prompt's constraint)"),
+                                      "number of contestants (a Swiss run needs 8), a format without the judge it "
+                                      "needs, a budget out of range or for another format, the judge template, "
+                                      "params out of range, a contestant that cannot follow a prompt's constraint)"),
                 "401": error_response("Missing or invalid token"),
                 "404": error_response("No such suite (or not yours)"),
                 **TOO_LARGE, **LIMITED,

@@ -103,8 +103,8 @@ def step(run: SuiteRun) -> plan.Plan:
         run.done, run.total, run.stepped_at = todo.done, todo.total, timezone.now()
         fields = ["done", "total", "stepped_at"]  # not the state, unless it ends: a cancel meanwhile stands
         if todo.finished:
-            run.state, run.finished_at = SuiteRun.State.DONE, timezone.now()
-            fields += ["state", "finished_at"]
+            run.state, run.finished_at, run.stop_reason = SuiteRun.State.DONE, timezone.now(), todo.stopped
+            fields += ["state", "finished_at", "stop_reason"]
         run.save(update_fields=fields)  # what it started joins the line in one pass once this commits
     if (todo.start_answers or todo.start_judgements) and \
             SuiteRun.objects.filter(id=run.id, state=SuiteRun.State.CANCELLED).exists():
@@ -131,7 +131,7 @@ def load_state(run: SuiteRun, prompts: list[int], contestants: list[int]) -> tup
     ("judgement", prompt, left, right, order): Generation}."""
     generations: dict[tuple, Generation] = {}
     state = plan.RunState(prompts=prompts, contestants=contestants, format=run.format,
-                          judged=run.judge_id is not None, seed=run.seed)
+                          judged=run.judge_id is not None, seed=run.seed, budget=run.budget)
     for answer in SuiteAnswer.objects.filter(run=run).select_related("generation"):
         answer_key = (answer.prompt_id, answer.contestant_id)
         generations[("answer", *answer_key)] = answer.generation

@@ -14,10 +14,12 @@ from inference.protocol import ParamError
 from . import judge, runner
 from .models import SuiteContestant, SuiteRun
 
+MAX_BUDGET = 1_000_000
+
 
 class RunError(Exception):
     """A run that cannot start; the message is fit for the user, `field` names what is wrong
-    (as the API's request calls it: contestants, format, judge, judge_template, params, suite)."""
+    (as the API's request calls it: budget, contestants, format, judge, judge_template, params, suite)."""
 
     def __init__(self, message: str, field: str = ""):
         super().__init__(message)
@@ -26,14 +28,18 @@ class RunError(Exception):
 
 @transaction.atomic
 def start_run(owner, *, suite: Suite, contestants: list[ModelEntry], format: str = SuiteRun.Format.ROUND_ROBIN,
-              judge_model: ModelEntry | None = None, judge_template: str = "", params: dict | None = None) -> SuiteRun:
-    """A run of `contestants` (in seed order) over `suite`, its first step queued."""
+              judge_model: ModelEntry | None = None, judge_template: str = "", params: dict | None = None,
+              budget: int | None = None) -> SuiteRun:
+    """A run of `contestants` (in seed order) over `suite`, its first step queued; `budget`: an
+    adaptive run's judge calls at most (None: half a round robin's)."""
     params = dict(params or {})
     judge_template = judge_template or (judge.DEFAULT_TEMPLATE if judge_model else "")
     _check(suite, contestants, format, judge_model, judge_template, params)
+    _check_format(format, len(contestants), judge_model, budget)
     limits.check_start(owner, cost=0)  # the rate of requests; its generations keep to the run's window
     run = SuiteRun.objects.create(owner=owner, suite=suite, format=format, judge=judge_model,
-                                  judge_template=judge_template, params=params, seed=secrets.randbelow(2**31))
+                                  judge_template=judge_template, params=params, seed=secrets.randbelow(2**31),
+                                  budget=budget)
     SuiteContestant.objects.bulk_create([SuiteContestant(run=run, model=m, position=i)
                                          for i, m in enumerate(contestants, start=1)])
     runner.start_chain(run)
@@ -48,7 +54,7 @@ def _check(suite: Suite, contestants: list[ModelEntry], format: str, judge_model
     if len({m.id for m in contestants}) != len(contestants):
         raise RunError("Each contestant may appear only once.", "contestants")
     if format not in SuiteRun.Format.values:
-        raise RunError("The format is round_robin or knockout.", "format")
+        raise RunError("The format is round_robin, knockout, adaptive or swiss.", "format")
     if any(not m.enabled for m in contestants):
         raise RunError("Every contestant must be an enabled catalogue model.", "contestants")
     if judge_model is not None and not judge_model.enabled:
@@ -62,6 +68,21 @@ def _check(suite: Suite, contestants: list[ModelEntry], format: str, judge_model
     _check_params(contestants, constraints, params, "contestants")  # ...and each prompt's constraint under them
     if judge_model is not None:
         _check_params([judge_model], [{}], judge.JUDGE_PARAMS, "judge")
+
+
+def _check_format(format: str, contestants: int, judge_model, budget: int | None) -> None:
+    """Adaptive and Swiss choose their pairs from a model judge's verdicts; Swiss needs 8 or more
+    contestants; only adaptive takes a budget, of at least one pair's two calls."""
+    chooses = format in (SuiteRun.Format.ADAPTIVE, SuiteRun.Format.SWISS)
+    if chooses and judge_model is None:
+        raise RunError(f"The {format} format chooses its pairs from a model judge's verdicts: name a judge.", "judge")
+    if format == SuiteRun.Format.SWISS and contestants < SuiteRun.MIN_SWISS:
+        raise RunError(f"A Swiss run needs {SuiteRun.MIN_SWISS} or more contestants, not {contestants}: with fewer, "
+                       "use a round robin (or adaptive).", "format")
+    if budget is not None and format != SuiteRun.Format.ADAPTIVE:
+        raise RunError("Only an adaptive run takes a budget.", "budget")
+    if budget is not None and not 2 <= budget <= MAX_BUDGET:
+        raise RunError(f"The budget is 2 to {MAX_BUDGET} judge calls (each pair is read twice).", "budget")
 
 
 def _check_params(models: list[ModelEntry], constraints: list[dict], params: dict, field: str) -> None:

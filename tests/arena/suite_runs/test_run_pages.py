@@ -58,7 +58,10 @@ def test_a_new_run_starts_and_opens_its_page(mine, owner, three):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"contestant_2": "", "contestant_3": ""}, "Pick 2 to 8 contestants, not 1."),
+    ({"contestant_2": "", "contestant_3": ""}, "Pick 2 to 16 contestants, not 1."),
+    ({"format": "swiss"}, "A Swiss run needs 8 or more contestants, not 3"),
+    ({"format": "adaptive", "judge": ""}, "The adaptive format chooses its pairs from a model judge&#x27;s verdicts"),
+    ({"format": "adaptive", "budget": "1"}, "Ensure this value is greater than or equal to 2."),
     ({"contestant_2": "smollm2-135m"}, "Each contestant may appear only once."),
     ({"judge_template": "Which? {answer_a}"}, "The judge template must show {question}, {answer_b}."),
     ({"top_p": "7"}, "Ensure this value is less than or equal to 1.0."),

@@ -150,8 +150,10 @@ def test_the_kicker_restarts_a_run_that_stopped_stepping(owner, three, django_ca
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"contestants": 1}, "Pick 2 to 8 contestants"),
-    ({"format": "swiss"}, "round_robin or knockout"),
+    ({"contestants": 1}, "Pick 2 to 16 contestants"),
+    ({"format": "elimination"}, "round_robin, knockout, adaptive or swiss"),
+    ({"format": "swiss"}, "A Swiss run needs 8 or more contestants, not 2"),
+    ({"format": "adaptive", "budget": 1}, "The budget is 2 to"),
     ({"judge_template": "Judge {question} {answer_a}"}, "{answer_b}"),
     ({"judge_template": "Judge {question} {answer_a} {answer_b} {name}"}, "unknown placeholders"),
     ({"params": {"temperature": 9}}, "temperature"),
