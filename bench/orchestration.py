@@ -16,16 +16,28 @@ variants of the packaged SmolLM2 (each variant its own worker process) and:
 - concurrent_tournaments / _finished: that many 4-model knockout tournaments (two
   semi-finals and a final, one short generation per model per match) run at once
   under a budget that holds two models; they must all finish, in fair order (each
-  one's first match is granted in the order the tournaments asked).
+  one's first match is granted in the order the tournaments asked);
+- ray_vs_local_cold_start: the time from asking for a lease to the first token of a
+  cold llama.cpp SmolLM2 variant (the catalogue's smollm2-135m-llamacpp entry) with
+  the orchestrator on a local Ray cluster (harness/ray_cluster.py: a head and one
+  node on 127.0.0.1, token authentication on) over the same on the local backend,
+  same machine, the same threads (goal <= 1.3). The cluster's own start is not
+  timed (a cluster starts once); the Ray actor's start is;
+- ray_failover_s: that variant serving on node A of the cluster, node A removed
+  (its raylet and every process on it stopped), node B there: the seconds from the
+  removal to the first token of a new lease, served on node B.
 
 Prints a table, then one JSON object as its last line.
-Usage: python bench/orchestration.py [--awq-model smollm2|tiny] [--skip-awq]
+Usage: python bench/orchestration.py [--awq-model smollm2|tiny] [--skip-awq] [--only ray] [--ray-rounds N]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -37,11 +49,13 @@ import redis
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.ray_cluster import RayNodes, ray_env
 from inference import protocol as p
 from inference.loading import cache_key, load_gguf_cached, model_cache_root
 from inference.protocol import Job, Keys, ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2, resolve_source
 from orchestration import client as orch
+from orchestration import policy
 from orchestration.backends.local import LocalBackend
 from orchestration.policy import Config
 from orchestration.service import Orchestrator
@@ -53,18 +67,46 @@ TOURNAMENTS = 3
 GENERATIONS = 4
 PROMPT = [{"role": "user", "content": "Name one planet."}]
 SHORT = SamplingParams(temperature=0.0, max_new_tokens=8)
+LONG = SamplingParams(temperature=0.0, max_new_tokens=2048)  # still streaming when its node goes
+# The catalogue's llama.cpp SmolLM2 entry (arena/catalogue/defaults.py, smollm2-135m-llamacpp) as
+# its ModelSpec: 400 MB estimated, 2 CPUs asked of Ray.
+LLAMACPP = ModelSpec(slug="smollm2-135m-llamacpp", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1],
+                     engine="llamacpp", memory_mb=400.0, cpus=2.0)
+# Both backends' workers run this many threads (on Ray a worker would run as many as its CPUs;
+# the local backend would pin it to a share of the cores): the comparison is of the backends.
+WORKER_THREADS = "2"
+RAY_NODE_MB = 4000.0  # each Ray node's declared memory: room for the variant, not for two
+FAILED_WITHIN_S = 120.0  # a lost node's worker must be seen failed by then
+
+
+class Timeline:
+    """The orchestrator's Recorder here: when each worker entered each state (its first time)."""
+
+    def __init__(self):
+        self.at: dict[str, dict[str, float]] = {}
+
+    def transition(self, worker_id: str, slug: str, state: str, at: float, **fields) -> None:
+        self.at.setdefault(worker_id, {}).setdefault(state, at)
 
 
 class Harness:
     """An orchestrator running in a thread under a private prefix; everything cleaned up on exit."""
 
-    def __init__(self, budget_mb: float, env: dict[str, str] | None = None):
+    def __init__(self, budget_mb: float, env: dict[str, str] | None = None, on_ray: bool = False):
+        """On the local backend, or (`on_ray`) on the Ray cluster this process has joined (`RayCluster`)."""
         self.prefix = f"bench-orch-{uuid.uuid4().hex[:8]}"
         self.keys = Keys(self.prefix)
         self.redis = redis.Redis.from_url(REDIS_URL)
         self.logs = tempfile.mkdtemp(prefix="bench-orch-logs-")
-        backend = LocalBackend(REDIS_URL, self.prefix, Path(self.logs), env=env, budget_mb=budget_mb)
-        self.orchestrator = Orchestrator(backend, self.redis, self.keys, Config(keep_alive_s=600))
+        if on_ray:
+            from orchestration.backends.ray_cluster import RayBackend
+
+            backend = RayBackend(self.prefix)  # the nodes' own environment names Redis and the threads
+        else:
+            backend = LocalBackend(REDIS_URL, self.prefix, Path(self.logs), env=env, budget_mb=budget_mb)
+        self.timeline = Timeline()
+        self.orchestrator = Orchestrator(backend, self.redis, self.keys, Config(keep_alive_s=600),
+                                         recorder=self.timeline)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self.orchestrator.run, args=(self._stop.is_set, 0.1), daemon=True)
 
@@ -84,20 +126,38 @@ class Harness:
     def release(self, request_id: str) -> None:
         orch.release_lease(self.redis, self.keys, request_id)
 
-    def generate(self, worker_id: str, params: SamplingParams = SHORT) -> dict:
-        """One generation on `worker_id` (short by default), waited for to its end: its DONE event."""
+    def submit(self, worker_id: str, params: SamplingParams = SHORT) -> str:
+        """Queue one generation on `worker_id`; its stream key."""
         job = Job(uuid.uuid4().hex, PROMPT, params)
         self.redis.rpush(self.keys.worker_jobs(worker_id), job.to_json())
-        stream, last = self.keys.stream(job.generation_id), "0-0"
-        while True:
+        return self.keys.stream(job.generation_id)
+
+    def generate(self, worker_id: str, params: SamplingParams = SHORT, until_done: bool = True,
+                 timeout_s: float = 600) -> float:
+        """One generation on `worker_id` (short by default), waited for to its end (its DONE event), or
+        only to its first token; returns when its first token came (time.time())."""
+        stream, last, first_token = self.submit(worker_id, params), "0-0", None
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
             for _, entries in self.redis.xread({stream: last}, block=1000) or []:
                 for entry_id, fields in entries:
                     last = entry_id
                     event = p.parse_event(fields)
+                    if event["type"] == p.TOKEN and first_token is None:
+                        first_token = time.time()
+                        if not until_done:
+                            return first_token
                     if event["type"] in p.TERMINAL_EVENTS:
                         if event["type"] != p.DONE:
                             raise RuntimeError(f"generation {event['type']}: {event.get('reason')}")
-                        return event
+                        return first_token if first_token is not None else time.time()
+        raise RuntimeError(f"generation on {worker_id}: no end within {timeout_s:.0f} s")
+
+    def worker_status(self, worker_id: str) -> dict:
+        """The worker as the orchestrator's status snapshot shows it (its node's name among the rest)."""
+        raw = self.redis.get(self.keys.orchestrator_status())
+        status = json.loads(raw) if raw else {"workers": []}
+        return next((w for w in status["workers"] if w["worker_id"] == worker_id), {})
 
 
 def smollm2_folder() -> str:
@@ -237,11 +297,126 @@ def tournaments(folder: str) -> dict:
     }
 
 
+class RayCluster:
+    """A Ray cluster on this machine (harness/ray_cluster.py: raylets on 127.0.0.1, token authentication
+    on, a head that holds no resources) that this process has joined as the orchestrator's driver.
+
+    The nodes' own environment names Redis and the worker threads (the orchestrator passes nothing
+    through Ray). One per bench run: a process's Ray keeps the token it first read."""
+
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="bench-ray-"))
+        os.environ.update(ray_env(self.folder))  # before Ray is imported: the head's, the nodes' and ours
+        os.environ.pop("RAY_ADDRESS", None)
+        self.nodes = RayNodes({"REDIS_URL": REDIS_URL, "ARENA_WORKER_LOG_DIR": str(self.folder / "logs"),
+                               "ARENA_WORKER_THREADS": WORKER_THREADS})
+        self.count = 0
+
+    def __enter__(self) -> RayCluster:
+        from orchestration.backends.ray_cluster import connect
+
+        connect(self.nodes.address)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.nodes.shutdown()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def add(self) -> str:
+        """A new node with room for the variant (Ray waits for it to join); its name."""
+        self.count += 1
+        name = f"node-{self.count}"
+        self.nodes.add(name, memory_mb=RAY_NODE_MB, cpus=float(WORKER_THREADS))
+        return name
+
+
+def lease_to_first_token(h: Harness, request_id: str, spec: ModelSpec) -> tuple[str, dict]:
+    """Ask for a lease on `spec` (cold), generate on its worker; the worker, and the seconds from the
+    request to its first token, with where they went: to the orchestrator's decision to start a
+    worker, to the worker ready (the process or actor started, the model loaded and warmed up),
+    to the lease seen granted, to the first token."""
+    asked = time.time()
+    worker_id = h.acquire(request_id, [spec])[spec.slug]
+    granted = time.time()
+    first_token = h.generate(worker_id)
+    states = h.timeline.at.get(worker_id, {})
+    started, ready = states.get(policy.STARTING, asked), states.get(policy.READY, granted)
+    return worker_id, {"s": first_token - asked, "to_start": started - asked, "start_to_ready": ready - started,
+                       "ready_to_granted": granted - ready, "granted_to_token": first_token - granted}
+
+
+def local_cold_start(spec: ModelSpec) -> dict:
+    with Harness(budget_mb=RAY_NODE_MB, env={"ARENA_WORKER_THREADS": WORKER_THREADS}) as h:
+        return lease_to_first_token(h, "cold-local", spec)[1]
+
+
+def ray_cold_start_and_failover(cluster: RayCluster, node_a: str, spec: ModelSpec) -> dict:
+    """A cold start on the cluster's only node (`node_a`), then A removed while the variant streams;
+    node B joined beforehand (the cluster's only node afterwards). Returns the cold start, the
+    failover, how the failure showed, and node B's name."""
+    with Harness(budget_mb=RAY_NODE_MB, on_ray=True) as h:
+        worker_a, cold = lease_to_first_token(h, "cold-ray", spec)
+        served_on = h.worker_status(worker_a).get("node_name")
+        h.generate(worker_a, LONG, until_done=False)  # a generation in flight when the machine goes
+        node_b = cluster.add()  # the other machine is already there: the figure is not a node's start
+        orch.request_lease(h.redis, h.keys, "cold-ray", [spec])  # its holder renews it, as a battle does
+        removed = time.time()
+        cluster.nodes.remove(node_a)
+        worker = h.keys.worker(worker_a)
+        while h.redis.hget(worker, "state") != p.W_FAILED.encode():
+            if time.time() - removed > FAILED_WITHIN_S:
+                raise RuntimeError(f"the worker on {node_a} was not failed {FAILED_WITHIN_S:.0f} s after the removal")
+            time.sleep(0.05)
+        failed_s = time.time() - removed
+        reason = (h.redis.hget(worker, "error") or b"").decode()
+        h.release("cold-ray")  # the user whose generation failed asks again
+        worker_b = h.acquire("after-failover", [spec])[spec.slug]
+        failover_s = h.generate(worker_b) - removed
+        serving_on = h.worker_status(worker_b).get("node_name")
+        restarted_s = h.timeline.at.get(worker_b, {}).get(policy.STARTING, removed) - removed
+    if (served_on, serving_on) != (node_a, node_b) or worker_b == worker_a:
+        raise RuntimeError(f"served on {served_on} then {serving_on} (worker {worker_a} then {worker_b}); "
+                           f"expected {node_a} then {node_b}")
+    return {"cold_start": cold, "failover_s": failover_s, "failed_after_s": failed_s,
+            "new_worker_started_after_s": restarted_s, "reason": reason,
+            "from": served_on, "to": serving_on, "node_b": node_b}
+
+
+def ray_figures(rounds: int) -> dict:
+    """Cold starts on the local backend and on Ray, interleaved (local first in each round), and the
+    failover of each Ray round; the medians (of each round's Ray over local, for the ratio: a round's
+    two runs share the machine's load), with every run's figures."""
+    resolve_source(*PACKAGED_SMOLLM2).read_bytes()  # neither backend pays the file's first read from disk
+    local_cold_start(LLAMACPP)  # nor the first import of llama.cpp's library (not counted)
+    local, ray = [], []
+    with RayCluster() as cluster:
+        node = cluster.add()
+        for _ in range(rounds):
+            local.append(local_cold_start(LLAMACPP))
+            print(f"# cold start, local backend: {json.dumps(local[-1])}", flush=True)
+            ray.append(ray_cold_start_and_failover(cluster, node, LLAMACPP))
+            node = ray[-1].pop("node_b")  # the next round's only node
+            print(f"# cold start and failover on Ray: {json.dumps(ray[-1])}", flush=True)
+    ratios = [on_ray["cold_start"]["s"] / here["s"] for on_ray, here in zip(ray, local, strict=True)]
+    return {"local_cold_start_s": statistics.median(r["s"] for r in local),
+            "ray_cold_start_s": statistics.median(r["cold_start"]["s"] for r in ray),
+            "ratio": statistics.median(ratios), "ratios": ratios,
+            "failover_s": statistics.median(r["failover_s"] for r in ray),
+            "failed_after_s": statistics.median(r["failed_after_s"] for r in ray),
+            "restarted_after_s": statistics.median(r["new_worker_started_after_s"] for r in ray),
+            "rounds": rounds, "local_runs": local, "ray_runs": ray}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--awq-model", choices=["smollm2", "tiny"], default="smollm2")
     parser.add_argument("--skip-awq", action="store_true")
+    parser.add_argument("--only", choices=["ray"], help="only the Ray figures (the others print as null)")
+    parser.add_argument("--ray-rounds", type=int, default=1, help="cold starts on each backend, interleaved")
     args = parser.parse_args()
+    if args.only == "ray":
+        print_figures(None, None, None, None, ray_figures(args.ray_rounds), args.awq_model)
+        return
     folder = smollm2_folder()
     without = switch_time(folder, prewarm=False)
     print(f"# switch without prewarm: {without:.2f} s", flush=True)
@@ -253,30 +428,53 @@ def main() -> None:
     print(f"# tournaments: {json.dumps(knockout)}", flush=True)
     awq = None if args.skip_awq else awq_cold_starts(args.awq_model)
     print(f"# awq cold starts ({args.awq_model}): {json.dumps(awq)}", flush=True)
-    rows = [
-        ("match switch, no prewarm (s)", f"{without:.2f}"),
-        ("match switch, prewarmed (s)", f"{with_prewarm:.2f}"),
-        (f"{GENERATIONS} generations of one cold model: served / workers", f"{shared['served']} / {shared['workers']}"),
-        ("  first / last granted after (s)", f"{shared['first_grant_s']:.1f} / {shared['last_grant_s']:.1f}"),
-        (f"{TOURNAMENTS} tournaments at once, 2-model budget: finished", f"{knockout['finished']}/{TOURNAMENTS}"),
-        ("  first matches granted in arrival order", str(knockout["fair_order"])),
-        ("  wall time (s)", f"{knockout['wall_s']:.1f}"),
-    ]
+    on_ray = ray_figures(args.ray_rounds)
+    print_figures((without, with_prewarm), shared, knockout, awq, on_ray, args.awq_model)
+
+
+def print_figures(switch: tuple[float, float] | None, shared: dict | None, knockout: dict | None, awq: dict | None,
+                  on_ray: dict, awq_model: str) -> None:
+    """The table, then the JSON object (the figures not measured in this run are null)."""
+    rows = []
+    if switch:
+        rows += [("match switch, no prewarm (s)", f"{switch[0]:.2f}"),
+                 ("match switch, prewarmed (s)", f"{switch[1]:.2f}")]
+    if shared:
+        rows += [(f"{GENERATIONS} generations of one cold model: served / workers",
+                  f"{shared['served']} / {shared['workers']}"),
+                 ("  first / last granted after (s)", f"{shared['first_grant_s']:.1f} / {shared['last_grant_s']:.1f}")]
+    if knockout:
+        rows += [(f"{TOURNAMENTS} tournaments at once, 2-model budget: finished",
+                  f"{knockout['finished']}/{TOURNAMENTS}"),
+                 ("  first matches granted in arrival order", str(knockout["fair_order"])),
+                 ("  wall time (s)", f"{knockout['wall_s']:.1f}")]
     if awq:
-        rows += [(f"AWQ cold start, first/quantising ({args.awq_model}) (s)", f"{awq['first_s']:.1f}"),
+        rows += [(f"AWQ cold start, first/quantising ({awq_model}) (s)", f"{awq['first_s']:.1f}"),
                  ("AWQ cold start, from the cache (s)", f"{awq['cached_s']:.1f}")]
+    rows += [("llama.cpp cold start, lease to first token, local (s)", f"{on_ray['local_cold_start_s']:.2f}"),
+             ("  the same on Ray, head + 1 node (s)", f"{on_ray['ray_cold_start_s']:.2f}"),
+             ("  Ray over local" + (" (median of the rounds')" if on_ray["rounds"] > 1 else ""),
+              f"{on_ray['ratio']:.2f}"),
+             ("Ray node removed -> first token on another node (s)", f"{on_ray['failover_s']:.2f}"),
+             ("  its worker seen failed after (s)", f"{on_ray['failed_after_s']:.2f}"),
+             ("  a new worker started after (s)", f"{on_ray['restarted_after_s']:.2f}")]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
     print(json.dumps({
-        "prewarm_switch_ratio": round(with_prewarm / without, 3),
+        "prewarm_switch_ratio": round(switch[1] / switch[0], 3) if switch else None,
         "awq_cached_vs_first_cold_start": round(awq["cached_s"] / awq["first_s"], 4) if awq else None,
-        "awq_model": args.awq_model if awq else None,
-        "same_model_generations": shared["served"],
-        "workers_for_same_model": shared["workers"],
-        "concurrent_tournaments": knockout["started"],
-        "concurrent_tournaments_finished": knockout["finished"],
-        "tournaments_fair_order": knockout["fair_order"],
+        "awq_model": awq_model if awq else None,
+        "same_model_generations": shared["served"] if shared else None,
+        "workers_for_same_model": shared["workers"] if shared else None,
+        "concurrent_tournaments": knockout["started"] if knockout else None,
+        "concurrent_tournaments_finished": knockout["finished"] if knockout else None,
+        "tournaments_fair_order": knockout["fair_order"] if knockout else None,
+        "ray_vs_local_cold_start": round(on_ray["ratio"], 3),
+        "ray_cold_start_s": round(on_ray["ray_cold_start_s"], 2),
+        "local_cold_start_s": round(on_ray["local_cold_start_s"], 2),
+        "ray_failover_s": round(on_ray["failover_s"], 2),
+        "ray_rounds": on_ray["rounds"],
     }))
 
 
