@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # pytest processes for `make test` (pytest-xdist); 0 runs the suite in one process.
 TEST_JOBS ?= 2
 
-.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load bench-blind bench-cores bench-compiled soak clean
+.PHONY: run test lint setup bench bench-streaming bench-engine bench-orchestration bench-load bench-blind bench-cores bench-compiled bench-selection soak clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -43,6 +43,10 @@ bench-load: setup
 # A blind match between a fast and a slow contestant: paced frame timing per side, side-channel leaks.
 bench-blind: setup
 	@$(PY) bench/blind.py
+
+# The adaptive suite-run format against round robin on a simulated noisy judge: judge calls and Kendall tau.
+bench-selection: setup
+	@$(PY) bench/selection.py
 
 # Two workers decoding at once, each pinned to its share of the cores, against half a solo worker.
 bench-cores: setup

@@ -10,7 +10,10 @@ contestant with few verdicts towards the middle), by Newton's method; the invers
 information at the optimum (the Laplace approximation) is the strengths' covariance. For two
 contestants the difference d = θ_a − θ_b then has a standard deviation sd, and the probability
 that the estimate has them in the wrong order is Φ(−|d| / sd). Two contestants are *separated*
-when the 95% interval of their difference excludes 0: |d| ≥ Z·sd, Z = 1.96.
+when the 95% interval of their difference excludes 0: |d| ≥ Z·sd, Z = 1.96. `pick` chooses
+the pairs to judge next: those whose verdicts would most resolve the adjacent pairs still
+unresolved (a direct verdict between neighbours, or one with a common opponent, whichever
+carries more information).
 
 Swiss. `swiss_pairing` pairs contestants of similar scores: the contestants sorted by score
 (highest first, ties in seed order), the first still unpaired meets the nearest one below it
@@ -72,6 +75,45 @@ class Fit:
         """Neighbours in the ranking, strongest pair first."""
         order = self.ranking()
         return list(itertools.pairwise(order))
+
+
+def pick(fit: Fit, candidates: list[tuple[int, int]], targets: list[tuple[int, int]],
+         count: int) -> list[tuple[int, int]]:
+    """Up to `count` of `candidates`, one after another, each the pair whose next verdict would
+    most resolve the `targets` (the adjacent pairs not yet separated) given those picked before:
+    the sum over targets of P(wrong order) × the share of the variance of their difference that
+    the verdict would remove. A verdict between i and j carries the information p·(1 − p), p the
+    fitted chance that i wins; its effect on the covariance is the rank-one update of
+    Sherman–Morrison. Ties go to the earlier candidate; a candidate that would resolve nothing is
+    not picked."""
+    index = {c: i for i, c in enumerate(fit.contestants)}
+    cov = [list(row) for row in fit.cov]
+    weights = {t: fit.wrong_order(*t) for t in targets}
+    picked: list[tuple[int, int]] = []
+    for _ in range(count):
+        best, best_gain, best_update = None, 1e-12, None
+        for a, b in candidates:
+            if (a, b) in picked:
+                continue
+            i, j = index[a], index[b]
+            cu = [row[i] - row[j] for row in cov]
+            ucu = cu[i] - cu[j]
+            p = 1.0 / (1.0 + math.exp(fit.strength[j] - fit.strength[i]))
+            w = p * (1 - p)
+            gain = 0.0
+            for (x, y), weight in weights.items():
+                k, m = index[x], index[y]
+                var = cov[k][k] + cov[m][m] - 2 * cov[k][m]
+                if var > 0:
+                    gain += weight * w * (cu[k] - cu[m]) ** 2 / (1 + w * ucu) / var
+            if gain > best_gain:
+                best, best_gain, best_update = (a, b), gain, (cu, w / (1 + w * ucu))
+        if best is None or best_update is None:
+            break
+        picked.append(best)
+        cu, scale = best_update
+        cov = [[cov[r][c] - scale * cu[r] * cu[c] for c in range(len(cu))] for r in range(len(cu))]
+    return picked
 
 
 def tally(results: Iterable[tuple[int, int, float]]) -> dict[tuple[int, int], tuple[float, int]]:

@@ -342,13 +342,12 @@ def _adaptive(state: RunState, room: int, out: Plan) -> None:
     included) and the not yet started order of a pair under way; a new pair is taken only when
     both its orders fit, a failed reading is tried again only while a call is left (else it is
     given up, and its pair is a tie, as after MAX_ATTEMPTS). The pairs under way finish first;
-    with their verdicts, `adaptive.fit` rates the contestants, and while room is left the next
-    pair is the adjacent pair (by rating) most likely in the wrong order, among those not
-    separated, not under way, with a prompt not yet judged for them and both answers (ties:
-    fewer verdicts between them, then the higher ranked); where no adjacent pair still
-    unresolved has a prompt left, a pair two ranks apart that spans one, then three, and so on
-    (a common opponent separates them too). Its prompt is the first such in an order the run's
-    seed shuffles for that pair. It stops (`Plan.stopped`) when no pair is under
+    with their verdicts, `adaptive.fit` rates the contestants, and while room is left (a pair
+    for every two free places, the last pair's second order waiting for a place) the next pairs
+    are those whose verdicts would most resolve the adjacent pairs (by rating) not yet separated
+    (`adaptive.pick`: weighted by each one's chance of being in the wrong order), among the
+    pairs not under way with a prompt not yet judged for them and both answers. A pair's prompt
+    is the first such in an order the run's seed shuffles for that pair. It stops (`Plan.stopped`) when no pair is under
     way and none can be taken: every adjacent pair separated, the budget spent, or no prompt left
     for the pairs still unresolved."""
     budget = budget_of(state)
@@ -382,37 +381,24 @@ def _adaptive(state: RunState, room: int, out: Plan) -> None:
         else:
             under_way.add(pair[1:])
     fit = adaptive.fit(state.contestants, adaptive.tally((a, b, _score(o)) for (_, a, b), o in decided.items()))
-    games = adaptive.tally((a, b, 0.0) for (_, a, b) in decided)
-    ranking = fit.ranking()
-    unresolved = [i for i, pair in enumerate(fit.adjacent()) if not fit.separated(*pair)]
-    # Pairs that span an unresolved adjacent pair (ranks i and i+1): the adjacent ones first, then
-    # (when those have no prompt left) ever wider ones, each width most likely wrong first.
-    candidates = [(ranking[i], ranking[j]) for i, j in itertools.combinations(range(len(ranking)), 2)
-                  if any(i <= k < j for k in unresolved)]
-    candidates.sort(key=lambda ab: (ranking.index(ab[1]) - ranking.index(ab[0]), -fit.wrong_order(*ab),
-                                    games.get(_ordered(state, *ab), (0, 0))[1], ranking.index(ab[0])))
+    targets = [pair for pair in fit.adjacent() if not fit.separated(*pair)]
     used = {key[:3] for key in state.judgements} | set(state.verdicts)
-    for a, b in candidates:
-        left, right = _ordered(state, a, b)
-        if room <= 0 or committed + 2 > budget:
-            break
-        if (left, right) in under_way or (prompt := _next_prompt(state, left, right, used)) is None:
-            continue
+    prompts = {}
+    for a, b in itertools.combinations(state.contestants, 2):
+        if (a, b) not in under_way and (prompt := _next_prompt(state, a, b, used)) is not None:
+            prompts[(a, b)] = prompt
+    affordable = max(0, min((room + 1) // 2, (budget - committed) // 2))
+    for left, right in adaptive.pick(fit, list(prompts), targets, affordable) if targets else []:
         committed += 2
         under_way.add((left, right))
         for order in ORDERS:
             if room > 0:
-                out.start_judgements.append((prompt, left, right, order))
+                out.start_judgements.append((prompts[(left, right)], left, right, order))
                 room -= 1
     if under_way:
         return  # the total stays the answers and the whole budget
-    out.stopped = SEPARATED if not unresolved else BUDGET_SPENT if committed + 2 > budget else EXHAUSTED
+    out.stopped = SEPARATED if not targets else BUDGET_SPENT if committed + 2 > budget else EXHAUSTED
     out.total = out.done
-
-
-def _ordered(state: RunState, a: int, b: int) -> tuple[int, int]:
-    """A pair of contestants in seed order (how its judgements are keyed)."""
-    return (a, b) if state.contestants.index(a) < state.contestants.index(b) else (b, a)
 
 
 def _next_prompt(state: RunState, left: int, right: int, used: set[Pair]) -> int | None:
