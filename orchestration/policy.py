@@ -19,6 +19,9 @@ ALIVE = frozenset({STARTING, READY})
 HOLDS_MEMORY = frozenset({STARTING, READY, STOPPING})  # a stopping process still holds its memory
 LOCAL_NODE = "local"
 BUSY = "Too many models are waiting for memory right now; try again in a minute."
+# How every failure by a lost machine begins: not the model's fault, so no back-off before it is
+# served again elsewhere.
+LOST_MACHINE = "The machine serving this model was lost"
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,7 @@ def describe_exit(code: int) -> str:
 def _lost_node(worker: WorkerView, cluster: Cluster) -> str:
     """A worker on a node that is not alive (or no longer listed) is gone with it."""
     name = next((n.name for n in cluster.nodes if n.node_id == worker.node_id and n.name), worker.node_id)
-    return f"The machine serving this model was lost (node {name}); the model worker there is gone."
+    return f"{LOST_MACHINE} (node {name}); the model worker there is gone."
 
 
 def _failure(worker: WorkerView, now: float, config: Config) -> str | None:
@@ -414,14 +417,14 @@ def _never_fits(cluster: Cluster, request: Request) -> str | None:
     for slug in request.slugs:
         memory, gpus = cluster.need(slug)
         if not any(n.budget_mb >= memory and n.gpus >= gpus for n in alive):
-            wants = f"about {memory:.0f} MB" + (f" and {_gpus(gpus)}" if gpus else "")
+            wants = f"about {memory:.0f} MB" + (f" and {_gpus(gpus)} on one machine" if gpus else "")
             if memory > largest:
                 lacking = f"the largest node has {largest:.0f} MB"
             elif not any(n.gpus >= gpus for n in alive):
                 lacking = f"no node has {_gpus(gpus)}"
             else:
                 lacking = "no node has both"
-            return f"The model {slug} needs {wants} on one machine; {lacking}."
+            return f"The model {slug} needs {wants}; {lacking}."
     slugs = sorted(set(request.slugs), key=lambda s: cluster.need(s), reverse=True)
     if not _packs([cluster.need(s) for s in slugs], [[n.budget_mb, n.gpus] for n in alive]):
         need = sum(cluster.estimates_mb.get(slug, 0.0) for slug in slugs)

@@ -247,8 +247,9 @@ class Orchestrator:
             self.backend.kill(action.worker_id)
             reason = self._with_log_tail(action.worker_id, action.reason)
             log.warning("Worker %s for %s failed: %s", action.worker_id, info["slug"], reason)
-            previous = self.failures.get(info["slug"])
-            self.failures[info["slug"]] = Failures((previous.count if previous else 0) + 1, now)
+            if not reason.startswith(policy.LOST_MACHINE):  # a lost machine is no reason to back off
+                previous = self.failures.get(info["slug"])
+                self.failures[info["slug"]] = Failures((previous.count if previous else 0) + 1, now)
             self._set_state(action.worker_id, info["slug"], policy.FAILED, now, reason=reason)
         elif isinstance(action, Stop):
             info = self.workers[action.worker_id]

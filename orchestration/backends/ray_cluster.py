@@ -26,7 +26,7 @@ from typing import Any
 
 from inference.protocol import ModelSpec
 from orchestration.backends import ray_host
-from orchestration.policy import Node
+from orchestration.policy import LOST_MACHINE, Node
 
 log = logging.getLogger(__name__)
 
@@ -218,9 +218,12 @@ class RayBackend:
             return "Ray's out-of-memory monitor stopped the model worker: its machine ran short of memory."
         if "node has died" in lowered or "node died" in lowered or "raylet" in lowered:
             info = self._refresh_nodes().get(host.node_id or "")
-            why = f": {info.reason}" if info and info.reason else ""
+            # Ray's cause comes with the actor's error ("...node was terminated expectedly: received
+            # SIGTERM") before its node table may say the node is dead.
+            cause = next((line.split(": ", 1)[1].strip() for line in message.splitlines()
+                          if "node was terminated" in line and ": " in line), "") or (info.reason if info else "")
             name = info.name if info else host.node_id
-            return f"The machine serving this model was lost (Ray: node {name} died{why})."
+            return f"{LOST_MACHINE} (Ray: node {name} died{': ' + cause if cause else ''})."
         if host.node_id is None:
             return "The model worker was never placed on a machine (Ray cancelled it)."
         return "The model worker's Ray actor died: " + (message.strip().splitlines() or ["no reason given"])[-1]

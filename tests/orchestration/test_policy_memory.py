@@ -238,8 +238,7 @@ def test_a_model_needing_a_gpu_no_node_has_is_refused_by_a_fixed_cluster():
 def test_an_elastic_cluster_keeps_what_fits_no_node_waiting_with_the_reason_and_serves_the_rest():
     nodes = (Node("n1", budget_mb=500),)
     actions = decide([], [ask("huge", "big"), ask("r", "a")], nodes=nodes, elastic=True)
-    assert actions == [Unplaceable("huge", "The model big needs about 700 MB on one machine; "
-                                           "the largest node has 500 MB."),
+    assert actions == [Unplaceable("huge", "The model big needs about 700 MB; the largest node has 500 MB."),
                        Spawn("a", "n1")]
     # Pre-warm never asks for a node.
     assert decide([], [ask("p", "big", prewarm=True)], nodes=nodes, elastic=True) == []
