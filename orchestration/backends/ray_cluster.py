@@ -72,8 +72,7 @@ class _Hosted:
 
 @dataclass
 class _NodeInfo:
-    node: Node
-    name: str
+    node: Node  # what the policy sees (its name included)
     resources: dict[str, float]
     reason: str = ""
     dead_since: float | None = None  # time.monotonic() when this orchestrator first saw it dead
@@ -111,17 +110,17 @@ class RayBackend:
         by_id = {}
         for raw in self.ray.nodes():
             node_id, alive = raw["NodeID"], bool(raw["Alive"])
-            resources = raw.get("Resources") or (previous[node_id].resources if node_id in previous else {})
-            name = raw.get("NodeName") or f"{raw['NodeManagerAddress']}:{raw['NodeManagerPort']}"
-            if raw.get("NodeName") == raw["NodeManagerAddress"]:  # Ray's default name: make it unique
+            was = previous.get(node_id)
+            if not alive and was is None:
+                continue  # died before this orchestrator watched: none of its workers, no news
+            resources = raw.get("Resources") or (was.resources if was else {})
+            name = raw.get("NodeName") or ""
+            if name in ("", raw["NodeManagerAddress"]):  # Ray's default name, the IP: make it unique
                 name = f"{raw['NodeManagerAddress']}:{raw['NodeManagerPort']}"
-            dead_since = None
-            if not alive:
-                was = previous.get(node_id)
-                dead_since = was.dead_since if was and was.dead_since is not None else now
+            dead_since = None if alive else (was.dead_since if was and was.dead_since is not None else now)
             node = Node(node_id, budget_mb=resources.get("memory", 0.0) / MB, alive=alive,
                         gpus=resources.get("GPU", 0.0), name=name)
-            by_id[node_id] = _NodeInfo(node, name, resources, raw.get("DeathReasonMessage") or "", dead_since)
+            by_id[node_id] = _NodeInfo(node, resources, raw.get("DeathReasonMessage") or "", dead_since)
         self._nodes = _Nodes(now, by_id)
         return by_id
 
@@ -137,13 +136,13 @@ class RayBackend:
         available = self._available_per_node()
         now = self.clock()
         shown = []
-        for node_id, info in sorted(by_id.items(), key=lambda item: item[1].name):
+        for node_id, info in sorted(by_id.items(), key=lambda item: item[1].node.name):
             if not info.node.alive and (info.dead_since is None or now - info.dead_since > LOST_NODE_SHOWN_S):
                 continue
             totals = _figures(info.resources)
             free = _figures(available.get(node_id, {})) if info.node.alive else None
             in_use = {k: round(totals[k] - free[k], 2) for k in totals} if free is not None else None
-            shown.append({"node": node_id, "name": info.name, "alive": info.node.alive,
+            shown.append({"node": node_id, "name": info.node.name, "alive": info.node.alive,
                           "reason": "" if info.node.alive else (info.reason or "Ray lost contact with it"),
                           "budget_mb": info.node.budget_mb, "resources": totals, "in_use": in_use})
         return shown
@@ -160,7 +159,7 @@ class RayBackend:
 
     def node_name(self, node_id: str) -> str:
         info = self._nodes.by_id.get(node_id)
-        return info.name if info else node_id
+        return info.node.name if info else node_id
 
     # --- the Backend interface ------------------------------------------------------------
     def start(self, worker_id: str, spec: ModelSpec, node_id: str) -> None:
@@ -222,7 +221,7 @@ class RayBackend:
             # SIGTERM") before its node table may say the node is dead.
             cause = next((line.split(": ", 1)[1].strip() for line in message.splitlines()
                           if "node was terminated" in line and ": " in line), "") or (info.reason if info else "")
-            name = info.name if info else host.node_id
+            name = info.node.name if info else host.node_id
             return f"{LOST_MACHINE} (Ray: node {name} died{': ' + cause if cause else ''})."
         if host.node_id is None:
             return "The model worker was never placed on a machine (Ray cancelled it)."

@@ -17,7 +17,9 @@ def test_a_fast_and_a_slow_contestant_arrive_at_one_pace_and_nothing_names_them(
     result = blind.measure(live_app, max_new_tokens=64)
     detail = result["detail"]
     assert result["leaks"] == 0, detail["leaked"]
-    assert result["raw_speed_ratio"] >= 3.0, detail  # the two models really differ...
+    # The two models really differ (about 9x on a quiet machine; 2.3x was seen on 2 cores with the
+    # other test process quantising AWQ and starting Ray clusters: the fast one slows the most)...
+    assert result["raw_speed_ratio"] >= 2.0, detail
     # ...and their frames do not. 1.02 on a quiet machine; the margin is for a loaded one, where the
     # longer answer's solo tail (at the pace the two kept) drifts from the joint pace: 1.22 was seen.
     assert result["paced_gap_ratio"] <= 1.3, detail
