@@ -98,6 +98,7 @@ class RayBackend:
         self.clock = clock
         self._hosts: dict[str, _Hosted] = {}
         self._nodes = _Nodes()
+        self._lost: set[str] = set()  # nodes an actor's death said were gone, before the node table may
         self._demand: list[dict] | None = None
         self._host_class = ray.remote(max_restarts=0, max_task_retries=0)(ray_host.WorkerHost)
 
@@ -109,7 +110,8 @@ class RayBackend:
         previous = self._nodes.by_id
         by_id = {}
         for raw in self.ray.nodes():
-            node_id, alive = raw["NodeID"], bool(raw["Alive"])
+            node_id = raw["NodeID"]
+            alive = bool(raw["Alive"]) and node_id not in self._lost
             was = previous.get(node_id)
             if not alive and was is None:
                 continue  # died before this orchestrator watched: none of its workers, no news
@@ -127,7 +129,7 @@ class RayBackend:
     def nodes(self) -> list[Node]:
         """The live nodes, and the dead ones our workers were on (the policy fails those workers)."""
         by_id = self._refresh_nodes()
-        ours = {h.node_id for h in self._hosts.values() if h.node_id}
+        ours = {h.node_id or h.asked_node for h in self._hosts.values()}
         return [info.node for info in by_id.values() if info.node.alive or info.node.node_id in ours]
 
     def describe_nodes(self) -> list[dict]:
@@ -208,6 +210,10 @@ class RayBackend:
     def _died(self, host: _Hosted, exc: Exception) -> None:
         host.exit_code = GONE_EXIT
         host.reason = self._death_reason(host, str(exc))
+        if host.reason.startswith(LOST_MACHINE) and host.node_id:
+            # Nothing more may be placed there, even while Ray's node table still says it is alive.
+            self._lost.add(host.node_id)
+            self._nodes.read_at = -1.0
         log.warning("Ray ended the actor of a worker on node %s: %s", host.node_id, str(exc).splitlines()[-1:])
 
     def _death_reason(self, host: _Hosted, message: str) -> str:
