@@ -9,21 +9,36 @@ viewer, the API and the vote check in agreement and the rule testable with a fak
 
 - Each side's text is cut into word-sized pieces by its characters alone (a run of
   whitespace and up to `MAX_PIECE` following non-space characters), never by tokens.
-- Piece k of both sides is released in the same instant, `release[k]`, once every side
-  has it complete (or has ended without it), and at least `gap` after piece k-1: both
-  sides advance together at the pace of the slower one, or at the fixed pace when both
-  are faster. A piece is complete when a character follows it or its side has ended.
-- Once a side has ended and every piece of it is out, the other goes on alone at the mean
-  pace the two kept together (never faster than the fixed pace): a fast side left alone
-  does not suddenly race ahead.
+- Blind to the last word: piece k of every side that has one is released in the same
+  instant, `release[k]`, and the releases keep ONE gap, `pace`, from the first piece to the
+  last, the same before and after the shorter answer ends: a side's own speed shows in no
+  stretch of the delivery (a longer answer left alone once went on at the slow model's own
+  speed, one piece every 0.19 s after 0.10 s together, which named it).
+- The pace is chosen once, before the first piece: the release begins when every side still
+  writing has written `PROBE` pieces (or has ended), and the pace is the fixed one
+  (`words_per_s`) if every such side's measured rate (its first `PROBE` pieces' gaps) keeps
+  up with it with `MARGIN` in hand, else it drops, for both sides, to the slowest side's measured gap over `MARGIN`.
+  A side that keeps its measured rate then writes ahead of the release for an answer of any
+  length (the remaining length is bounded by nothing the viewers know: they read only the
+  streams, so the rule sustains the pace to max_new_tokens and beyond); a side that has
+  ended has every piece out already and constrains nothing.
+- Never a piece before it exists (a piece is complete when a character follows it or its
+  side has ended): when a side falls behind the pace after all (its machine got busier), the
+  release holds, for both, until every side still writing has `RESUME_S` seconds of the pace
+  (at least `PROBE` pieces) written ahead or has ended, then goes on at the same pace. A
+  hold is one longer gap, never a stretch at the side's new speed.
+- Every release time depends only on events at or before it, and each side's choice only on
+  its own stream: a view at a moment never changes when later events come, and every reader
+  (each socket, the API, the vote check) computes the same one.
 - A side shows as ended only when its last piece is out (a cancelled side, when it was
-  cancelled: with only the pieces out by then).
+  cancelled: with only the pieces out by then), and never before both sides show as running.
 
 Times are seconds on one server clock: the Redis stream entry ids of the events.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -31,6 +46,13 @@ from inference import protocol as p
 
 MAX_PIECE = 12  # characters of a word shown at once: a long word or unspaced script is cut
 PIECE = re.compile(rf"\s*\S{{1,{MAX_PIECE}}}")
+# The release begins once every side still writing has written PROBE pieces: their gaps
+# measure its pace. The pace keeps MARGIN of the slowest side's measured rate in hand.
+PROBE = 5
+MARGIN = 0.8
+# After a side falls behind the pace (its machine got busier), the release holds until
+# every side has this many seconds of the pace written ahead, then goes on at the same pace.
+RESUME_S = 1.0
 ENDED_STATE = {p.DONE: "done", p.FAILED: "failed", p.CANCELLED: "cancelled"}
 
 
@@ -118,7 +140,9 @@ class Pacer:
 
     def __init__(self, sides: int = 2, words_per_s: float = 20.0):
         self.sides = [SideFeed() for _ in range(sides)]
-        self.gap = 1.0 / words_per_s
+        self.gap = 1.0 / words_per_s  # the fastest pace allowed
+        self.pace: float | None = None  # the gap between releases, chosen once before the first one
+        self.began_at: float | None = None  # release[0]
         self.release: list[float] = []  # release[k]: when piece k of every side is shown
 
     def add(self, side: int, t: float, ev: dict) -> None:
@@ -130,33 +154,62 @@ class Pacer:
         times = [t for s in self.sides if (t := s.started_at if s.started_at is not None else s.ended_at) is not None]
         return max(times) if len(times) == len(self.sides) else None
 
-    def _extend(self) -> None:
-        """Fix every release time that the events so far determine."""
+    def _begin(self) -> bool:
+        """Choose when the release begins and its pace, once every side is measured."""
+        if self.pace is not None:
+            return True
         start = self.start()
         if start is None:
+            return False
+        measured_at, slowest = [start], 0.0  # slowest: the largest seconds per piece among the sides still writing
+        for side in self.sides:
+            if len(side.complete_at) >= PROBE:
+                first, probed = side.complete_at[0], side.complete_at[PROBE - 1]
+                if side.ended_at is None or side.ended_at > probed:  # still writing when measured
+                    slowest = max(slowest, (probed - first) / (PROBE - 1))
+                measured_at.append(probed)
+            elif side.ended_at is not None:
+                measured_at.append(side.ended_at)
+            else:
+                return False  # this side has not written enough to be measured yet
+        self.began_at = max(measured_at)
+        self.pace = max(self.gap, slowest / MARGIN)
+        return True
+
+    def _extend(self) -> None:
+        """Fix every release time that the events so far determine."""
+        if not self._begin():
             return
+        assert self.pace is not None and self.began_at is not None
         while True:
             k = len(self.release)
-            constraints = []
+            due = self.began_at if k == 0 else self.release[-1] + self.pace
+            writing = []  # the sides that have piece k (or may still write it)
             for side in self.sides:
                 if k < len(side.complete_at):
-                    constraints.append(side.complete_at[k])
-                elif side.ended_at is not None:  # it ended
-                    constraints.append(side.ended_at)
-                else:
+                    writing.append(side)
+                elif side.ended_at is None:
                     return  # this side's piece k is still being written
-            if all(k >= len(s.complete_at) for s in self.sides):
+            if not writing:
                 return  # every piece of every side is scheduled
-            earliest = start if k == 0 else self.release[-1] + self._gap_after(k)
-            self.release.append(max([earliest, *constraints]))
-
-    def _gap_after(self, k: int) -> float:
-        """The pace before piece k: the fixed one while both sides have pieces; once one is
-        exhausted, the mean pace the sides kept together, if slower."""
-        shared = min(len(s.complete_at) if s.ended else k + 1 for s in self.sides)
-        if k < shared or shared < 2:
-            return self.gap
-        return max(self.gap, (self.release[shared - 1] - self.release[0]) / (shared - 1))
+            if all(side.complete_at[k] <= due for side in writing):
+                # A side whose pieces are all out but whose end came later (after trailing
+                # whitespace) was still writing, as far as anyone knew, until it ended.
+                late_ends = [s.ended_at for s in self.sides if k >= len(s.complete_at) and s.ended_at is not None]
+                self.release.append(max([due, *late_ends]))
+                continue
+            # A side fell behind the pace: hold until every side has a second of the pace in hand
+            # (or has ended), then go on at the same pace.
+            ahead = k + max(PROBE, math.ceil(RESUME_S / self.pace)) - 1
+            ready = []
+            for side in writing:
+                if ahead < len(side.complete_at):
+                    ready.append(side.complete_at[ahead])
+                elif side.ended_at is not None:
+                    ready.append(side.ended_at)
+                else:
+                    return  # not yet known
+            self.release.append(max(due, *ready))
 
     # --- what shows -------------------------------------------------------------------
     def view(self, now: float) -> list[SideView]:
@@ -182,8 +235,10 @@ class Pacer:
 
     def _shown_ended_at(self, side: SideFeed, start: float | None) -> float:
         assert side.ended_at is not None
+        if start is None:  # the other side is not running yet: this one shows as ended when it is
+            return float("inf")
         if side.cancelled or not side.piece_ends:
-            return max(side.ended_at, start or side.ended_at)
+            return max(side.ended_at, start)
         last = len(side.piece_ends) - 1
         return max(side.ended_at, self.release[last]) if last < len(self.release) else float("inf")
 
