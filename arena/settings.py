@@ -262,6 +262,9 @@ ARENA_DISCONNECT_GRACE_S = float(os.environ.get("ARENA_DISCONNECT_GRACE_S", 5))
 # A blind battle's sides are shown in word-sized pieces, both at once, at the pace of the
 # slower one and at most this many pieces a second (arena/battles/pacing.py).
 ARENA_BLIND_WORDS_PER_S = float(os.environ.get("ARENA_BLIND_WORDS_PER_S", 20))
+# Anonymous battles (/arena/): the share of pairs drawn uniformly at random; the rest go where the
+# verdicts leave the order least settled (arena/battles/draw.py).
+ARENA_ANONYMOUS_RANDOM_SHARE = float(os.environ.get("ARENA_ANONYMOUS_RANDOM_SHARE", 0.25))
 # The sweeper (arena/generations/sweeper.py): a generation whose following task has been gone
 # this long is ended; one no task picked up is queued again after the grace, failed after the timeout.
 ARENA_WATCH_TTL_S = float(os.environ.get("ARENA_WATCH_TTL_S", 15))

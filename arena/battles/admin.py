@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Battle
+from .models import ArenaExclusion, Battle
 
 
 @admin.register(Battle)
@@ -13,3 +13,13 @@ class BattleAdmin(admin.ModelAdmin):
     search_fields = ("left__prompt", "tag")
     raw_id_fields = ("owner", "left", "right", "parent")
     readonly_fields = ("judge", "judge_template_version", "judgements", "created_at")
+
+
+@admin.register(ArenaExclusion)
+class ArenaExclusionAdmin(admin.ModelAdmin):
+    """The entries kept out of the anonymous battles' draw (they stay enabled everywhere else)."""
+
+    list_display = ("model", "reason", "created_at")
+    search_fields = ("model__name", "model__slug", "reason")
+    autocomplete_fields = ("model",)
+    readonly_fields = ("created_at",)

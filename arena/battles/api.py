@@ -1,4 +1,5 @@
-"""The comparison endpoints of the JSON API: start one, read it, vote (described in .openapi)."""
+"""The comparison and anonymous battle endpoints of the JSON API: start one, read it, vote, and
+an anonymous battle's next turn (described in .openapi)."""
 
 from typing import Any
 
@@ -7,10 +8,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body
+from arena.conversations import ConversationTooLong
 from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
 
-from .forms import ComparisonForm
+from . import anonymous
+from .forms import ArenaForm, ComparisonForm, FollowUpForm
 from .models import Battle
 from .services import start_comparison
 
@@ -110,3 +113,107 @@ def vote(request, battle_id):
     if not battle.vote(outcome):
         return error(409, "Both answers must be complete before a vote.")
     return JsonResponse(battle_json(battle))
+
+
+# --- anonymous battles (/api/v1/arena) ------------------------------------------------------
+ARENA_FIELDS = {"prompt", "max_new_tokens", "tag"}
+
+
+def anonymous_json(battle: Battle) -> dict:
+    """An anonymous battle as battle_json says it (blind: no models, no speeds), with why the
+    pair was drawn once the names show, whether it takes a vote now, and the turn it continues."""
+    visible = battle.names_visible
+    return {**battle_json(battle),
+            "pick_reason": battle.pick_reason if visible else None,
+            "pick_reason_text": anonymous.REASON_WORDS.get(battle.pick_reason) if visible else None,
+            "can_vote": anonymous.vote_problem(battle) == "" and battle.votable,
+            "can_continue": anonymous.can_continue(battle)}
+
+
+def _own_anonymous(request, battle_id) -> Battle | None:
+    return Battle.objects.select_related("left__model", "right__model").filter(
+        id=battle_id, owner=request.user, mode=Battle.Mode.ANONYMOUS).first()
+
+
+@require_http_methods(["POST"])
+@token_required
+def create_anonymous(request):
+    try:
+        body = json_body(request, ARENA_FIELDS)
+    except ValueError as exc:
+        return error(400, str(exc))
+    if not isinstance(body.get("prompt", ""), str) or not isinstance(body.get("tag", ""), str):
+        return error(400, "prompt and tag must be strings.")
+    n = body.get("max_new_tokens")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+        return error(400, "max_new_tokens must be a whole number.", {"max_new_tokens": "must be a whole number"})
+    form = ArenaForm({"prompt": body.get("prompt", ""), "tag": body.get("tag", ""),
+                      "max_new_tokens": "" if n is None else str(n)})
+    if not form.is_valid():
+        return form_error(form)
+    try:
+        battle = anonymous.start(request.user, prompt=form.cleaned_data["prompt"], params=form.params,
+                                 tag=form.cleaned_data.get("tag") or "", origin=Generation.Origin.API)
+    except anonymous.NoPair as exc:
+        return error(409, exc.message)
+    except ParamError as exc:
+        return error(400, f"Invalid parameters: {exc}", exc.errors)
+    return created(anonymous_json(battle), f"/api/v1/arena/{battle.id}", status=202)
+
+
+@require_GET
+@token_required
+def anonymous_battle(request, battle_id):
+    battle = _own_anonymous(request, battle_id)
+    if battle is None:
+        return error(404, "No such anonymous battle.")
+    return JsonResponse(anonymous_json(battle))
+
+
+@require_http_methods(["POST"])
+@token_required
+def anonymous_vote(request, battle_id):
+    """The verdict; the answer names both models (and their speeds) once it is recorded."""
+    battle = _own_anonymous(request, battle_id)
+    if battle is None:
+        return error(404, "No such anonymous battle.")
+    try:
+        body = json_body(request, {"outcome"})
+    except ValueError as exc:
+        return error(400, str(exc))
+    outcome = body.get("outcome")
+    if outcome not in Battle.Outcome.values:
+        return error(400, f"outcome must be one of {', '.join(Battle.Outcome.values)}.",
+                     {"outcome": "unknown outcome"})
+    if problem := anonymous.vote_problem(battle):
+        return error(409, problem)
+    if not battle.vote(outcome):
+        return error(409, "Both answers must be complete before a vote.")
+    return JsonResponse(anonymous_json(battle))
+
+
+@require_http_methods(["POST"])
+@token_required
+def anonymous_continue(request, battle_id):
+    """The next turn of an unjudged anonymous battle: the same pair, still blind."""
+    battle = _own_anonymous(request, battle_id)
+    if battle is None:
+        return error(404, "No such anonymous battle.")
+    try:
+        body = json_body(request, {"prompt"})
+    except ValueError as exc:
+        return error(400, str(exc))
+    if not isinstance(body.get("prompt", ""), str):
+        return error(400, "prompt must be a string.")
+    form = FollowUpForm({"prompt": body.get("prompt", "")})
+    if not form.is_valid():
+        return form_error(form)
+    if battle.outcome or battle.revealed:
+        return error(409, "This battle is judged: start a new one to go on.")
+    if not anonymous.can_continue(battle):
+        return error(409, "Both answers must be complete before the conversation can go on.")
+    try:
+        nxt = anonymous.follow_up(battle, form.cleaned_data["prompt"], origin=Generation.Origin.API)
+    except ConversationTooLong as exc:
+        return error(400, exc.message)
+    return created(anonymous_json(nxt), f"/api/v1/arena/{nxt.id}", status=202)

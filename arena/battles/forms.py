@@ -95,3 +95,27 @@ class FollowUpForm(forms.Form):
 
     def clean_prompt(self):
         return require_text(self.cleaned_data["prompt"], "Write a follow-up.")
+
+
+class ArenaForm(forms.Form):
+    """An anonymous battle: a prompt (the app picks the two models), a prompt tag, and at most a
+    shared answer length; everything else is each entry's own default, sampled blind."""
+
+    prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), strip=False)
+    max_new_tokens = forms.IntegerField(required=False, label="Longest answer (tokens)",
+                                        min_value=int(LIMITS["max_new_tokens"][0]),
+                                        max_value=int(LIMITS["max_new_tokens"][1]))
+    tag = TagField()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["prompt"].validators.append(MaxLengthValidator(settings.ARENA_MAX_PROMPT_CHARS))
+
+    def clean_prompt(self):
+        return require_text(self.cleaned_data["prompt"], "Write a prompt.")
+
+    @property
+    def params(self) -> dict:
+        """The shared overrides the user chose (none: each entry's defaults)."""
+        n = self.cleaned_data.get("max_new_tokens")
+        return {"max_new_tokens": n} if n else {}

@@ -35,6 +35,7 @@ class Battle(models.Model):
         COMPARISON = "comparison"
         TOURNAMENT = "tournament"
         SUITE = "suite"  # a pair from a suite run: stored answers, judged by a model or by people
+        ANONYMOUS = "anonymous"  # the app drew the pair (arena/battles/draw.py); blind until the user votes
 
     class Outcome(models.TextChoices):
         LEFT = "left", "Left is better"
@@ -57,6 +58,9 @@ class Battle(models.Model):
     tag = tags.model_field()
     self_identified = models.BooleanField(default=False, help_text="An answer named its own model.")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # An anonymous battle: why the draw chose this pair (arena/battles/draw.py), shown with the names.
+    pick_reason = models.CharField(max_length=16, blank=True, choices=[
+        ("random", "drawn at random"), ("least_settled", "chosen: their order was the least settled")])
     # A model judge's verdict (never mixed silently with people's: the leaderboard filters on it).
     judge = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
                               related_name="judged_battles", help_text="Set: the verdict came from this model judge.")
@@ -73,6 +77,8 @@ class Battle(models.Model):
         return f"{self.left.model.slug} vs {self.right.model.slug}: {self.prompt[:40]}"
 
     def get_absolute_url(self) -> str:
+        if self.mode == self.Mode.ANONYMOUS:
+            return reverse("arena-battle", args=[self.id])
         return reverse("battle-detail", args=[self.id])
 
     @classmethod
@@ -156,9 +162,25 @@ class Battle(models.Model):
         A model judge's record takes no person's vote: that would mix the two silently."""
         if outcome not in self.Outcome.values or not self.votable or self.judged:
             return False
+        if self.mode == self.Mode.ANONYMOUS and self.revealed:  # named now: a change would not be blind
+            return False
         self.outcome, self.voted_at = outcome, timezone.now()
-        self.save(update_fields=["outcome", "voted_at"])
+        fields = ["outcome", "voted_at"]
+        if self.mode == self.Mode.ANONYMOUS and not self.revealed:  # the verdict is given: the names show
+            self.revealed = True
+            fields.append("revealed")
+            # The turns before it were judged blind as one conversation: the same pair, now named.
+            Battle.objects.filter(id__in=self.ancestor_ids(), mode=self.Mode.ANONYMOUS).update(revealed=True)
+        self.save(update_fields=fields)
         return True
+
+    def ancestor_ids(self) -> list:
+        """The battles this one continues, nearest first (a follow-up's earlier turns)."""
+        ids, parent = [], self.parent_id
+        while parent is not None and parent not in ids:
+            ids.append(parent)
+            parent = Battle.objects.filter(id=parent).values_list("parent_id", flat=True).first()
+        return ids
 
     def note_self_identification(self) -> bool:
         """Flag the battle if an answer names a contestant, its own model or the other one (an alias,
@@ -183,3 +205,20 @@ class Battle(models.Model):
                    .filter(Q(left_id=gen.id) | Q(right_id=gen.id)))
         for battle in battles:
             battle.note_self_identification()
+
+
+class ArenaExclusion(models.Model):
+    """A catalogue entry staff keep out of the anonymous battles' draw (arena/battles/draw.py): it
+    stays enabled for the playground, comparisons and tournaments."""
+
+    model = models.OneToOneField("catalogue.ModelEntry", on_delete=models.CASCADE, related_name="arena_exclusion")
+    reason = models.CharField(max_length=200, blank=True, help_text="Why it is left out (for other staff).")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["model__name"]
+        verbose_name = "entry excluded from the arena draw"
+        verbose_name_plural = "entries excluded from the arena draw"
+
+    def __str__(self) -> str:
+        return f"{self.model} (excluded from the arena draw)"

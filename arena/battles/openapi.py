@@ -1,4 +1,7 @@
-"""OpenAPI 3.1 schemas and path items of the comparison endpoints (arena/battles/api.py)."""
+"""OpenAPI 3.1 schemas and path items of the comparison and anonymous battle endpoints
+(arena/battles/api.py)."""
+
+from typing import Any
 
 from arena.api.openapi import (
     LIMITED,
@@ -32,11 +35,11 @@ SIDE = {
 
 OUTCOMES = ["left", "right", "tie", "both_bad"]
 
-COMPARISON = {
+COMPARISON: dict[str, Any] = {
     "type": "object",
     "properties": {
         "id": {"type": "string", "format": "uuid"},
-        "mode": {"type": "string", "enum": ["comparison", "tournament"]},
+        "mode": {"type": "string", "enum": ["comparison", "tournament", "anonymous"]},
         "blind": {"type": "boolean"},
         "tag": TAG,
         "prompt": {"type": "string"},
@@ -114,3 +117,93 @@ OPENAPI_PATHS = {
         }
     },
 }
+
+ANONYMOUS_BATTLE = {
+    "type": "object",
+    "description": "An anonymous battle: the app drew the pair. Blind until the vote (the sides carry no model, "
+                   "no parameters, no speeds); the vote's answer names both and says why the pair was drawn.",
+    "properties": {
+        **COMPARISON["properties"],
+        "pick_reason": {"type": ["string", "null"], "enum": ["random", "least_settled", "", None],
+                        "description": "Why the draw chose this pair (null until the vote)"},
+        "pick_reason_text": {"type": ["string", "null"]},
+        "can_vote": {"type": "boolean", "description": "Both answers are out and it is not judged yet"},
+        "can_continue": {"type": "boolean", "description": "Not judged, both answers stored: a next turn may follow"},
+    },
+}
+
+ARENA_PATHS: dict[str, Any] = {  # the anonymous battles' endpoints
+    "/api/v1/arena": {
+        "post": {
+            "operationId": "createAnonymousBattle",
+            "summary": "Start an anonymous battle: the app draws two models (arena/battles/draw.py), both blind",
+            "requestBody": {"required": True, **json_content({
+                "type": "object", "required": ["prompt"], "additionalProperties": False,
+                "properties": {
+                    "prompt": PROMPT,
+                    "max_new_tokens": {"type": "integer", "minimum": 1},
+                    "tag": TAG,
+                },
+            })},
+            "responses": {
+                "202": {"description": "Accepted; both answers run in the background",
+                        **json_content(ANONYMOUS_BATTLE)},
+                "400": error_response("Invalid request; `fields` says which"),
+                "401": error_response("Missing or invalid token"),
+                "409": error_response("No two catalogue models can meet now"),
+                **TOO_LARGE, **LIMITED,
+            },
+        }
+    },
+    "/api/v1/arena/{id}": {
+        "get": {
+            "operationId": "getAnonymousBattle",
+            "summary": "An anonymous battle: both answers (paced while blind), the verdict, the names once judged",
+            "parameters": UUID_ID,
+            "responses": {
+                "200": {"description": "The battle", **json_content(ANONYMOUS_BATTLE)},
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such anonymous battle (or not yours)"),
+            },
+        }
+    },
+    "/api/v1/arena/{id}/vote": {
+        "post": {
+            "operationId": "voteAnonymousBattle",
+            "summary": "Record the verdict once; the answer reveals both models, their speeds and the pick's reason",
+            "parameters": UUID_ID,
+            "requestBody": {"required": True, **json_content({
+                "type": "object", "required": ["outcome"], "additionalProperties": False,
+                "properties": {"outcome": {"type": "string", "enum": OUTCOMES}},
+            })},
+            "responses": {
+                "200": {"description": "The battle, judged and named", **json_content(ANONYMOUS_BATTLE)},
+                "400": error_response("Unknown outcome"),
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such anonymous battle (or not yours)"),
+                "409": error_response("An answer is not complete yet, the battle is judged already, or it went on"),
+                **TOO_LARGE,
+            },
+        }
+    },
+    "/api/v1/arena/{id}/continue": {
+        "post": {
+            "operationId": "continueAnonymousBattle",
+            "summary": "The next turn of an unjudged anonymous battle: the same two models, still blind",
+            "parameters": UUID_ID,
+            "requestBody": {"required": True, **json_content({
+                "type": "object", "required": ["prompt"], "additionalProperties": False,
+                "properties": {"prompt": PROMPT},
+            })},
+            "responses": {
+                "202": {"description": "Accepted; the next turn's answers run", **json_content(ANONYMOUS_BATTLE)},
+                "400": error_response("Invalid request, or the conversation would be too long"),
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such anonymous battle (or not yours)"),
+                "409": error_response("Judged already, or an answer is not complete yet"),
+                **TOO_LARGE, **LIMITED,
+            },
+        }
+    },
+}
+OPENAPI_PATHS.update(ARENA_PATHS)

@@ -81,6 +81,8 @@ def _own_comparison(request, battle_id) -> Battle | None:
 @vary_on_headers("HX-Request")
 def battle_detail(request, battle_id):
     battle = _get_battle_for_user(request, battle_id)
+    if battle.mode == Battle.Mode.ANONYMOUS:  # judged, continued and revealed on its own page
+        return redirect(battle)
     return render(request, "battles/battle.html", {"battle": battle, "follow_up": FollowUpForm()})
 
 
@@ -91,6 +93,8 @@ def battle_vote(request, battle_id):
     if battle.mode == Battle.Mode.TOURNAMENT:  # judged on its tournament's page, where the winner advances
         return HttpResponse("A tournament match is judged on its tournament's page.", status=409,
                             content_type="text/plain")
+    if battle.mode == Battle.Mode.ANONYMOUS:
+        return HttpResponse("An anonymous battle is judged on its own page.", status=409, content_type="text/plain")
     form = VoteForm(request.POST)
     ok = form.is_valid() and battle.vote(form.cleaned_data["outcome"])
     status = 200 if ok else 400

@@ -12,7 +12,8 @@ from arena.battles.models import Battle
 from .charts import Name, distinct
 
 SCORES = {Battle.Outcome.LEFT: 1.0, Battle.Outcome.RIGHT: 0.0, Battle.Outcome.TIE: 0.5, Battle.Outcome.BOTH_BAD: 0.5}
-MODES = {"all": "All verdicts", "named": "Named comparisons", "blind": "Blind (tournament matches)"}
+MODES = {"all": "All verdicts", "anonymous": "Anonymous battles", "named": "Named comparisons",
+         "blind": "Blind (tournament matches)"}
 PERIODS = {"all": None, "1": 1, "7": 7, "30": 30}
 # Whose verdicts: people's by default, so a model judge's are never mixed in unasked.
 SOURCES = {"human": "People's verdicts", "judge": "Model judges' verdicts", "both": "People's and judges' verdicts"}
@@ -25,6 +26,13 @@ def counted_battles():
     """The battles whose verdict counts. A blind battle counts once its tournament has revealed
     it: before, its effect on the table would tell its judge which model they picked."""
     return Battle.objects.exclude(outcome="").exclude(blind=True, revealed=False)
+
+
+def default_mode() -> str:
+    """The view the leaderboard opens on: anonymous battles once people have given any (the app
+    drew those pairs, so they sample the catalogue most fairly), else every verdict."""
+    counted = counted_battles().filter(mode=Battle.Mode.ANONYMOUS, judge__isnull=True)
+    return "anonymous" if counted.exists() else "all"
 
 
 def tags() -> list[str]:
@@ -43,8 +51,10 @@ def verdicts(mode: str = "all", days: int | None = None, tag: str = "", source: 
         battles = battles.filter(judge__isnull=False)
     if mode == "named":
         battles = battles.filter(blind=False)
-    elif mode == "blind":
-        battles = battles.filter(blind=True)
+    elif mode == "blind":  # tournament matches (and suite runs' blind pairs): not the anonymous battles
+        battles = battles.filter(blind=True).exclude(mode=Battle.Mode.ANONYMOUS)
+    elif mode == "anonymous":
+        battles = battles.filter(mode=Battle.Mode.ANONYMOUS)
     if tag:
         battles = battles.filter(tag=tag)
     if days:

@@ -2,10 +2,10 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from . import cache, frontier, measures, ratings, records, style, uncertainty, validity
+from . import cache, frontier, judges, measures, ratings, records, style, uncertainty, validity
 from .agreement import agreement
 from .charts import Name, interval_chart
-from .records import MODES, PERIODS, SOURCES, battle_records, flagged_count, names, tags
+from .records import MODES, PERIODS, SOURCES, battle_records, default_mode, flagged_count, names, tags
 
 
 @login_required
@@ -13,7 +13,7 @@ def leaderboard(request):
     """Ratings of every model from the team's verdicts: table, interval chart, win-rate matrix,
     quality against speed and memory; people's verdicts unless asked (source), with style
     control on request (style=1: ratings with and without it, and the style coefficients)."""
-    mode = request.GET.get("mode") if request.GET.get("mode") in MODES else "all"
+    mode = request.GET.get("mode") if request.GET.get("mode") in MODES else cache.cached("mode", (), default_mode)
     period = request.GET.get("days") if request.GET.get("days") in PERIODS else "all"
     tag_choices = cache.cached("tags", (), tags)
     tag = request.GET.get("tag") if request.GET.get("tag") in tag_choices else ""
@@ -54,6 +54,7 @@ def leaderboard(request):
         "matrix": _matrix(table, results["cells"]),
         "validity": validity.rates(labels),
         "frontier": frontier.charts(measures.points(request.user, {r.model: r.rating for r in rows}, labels)),
+        "reliability": judges.rows(cache.cached("reliability", (), judges.panel), labels),
     }
     return render(request, "leaderboard/leaderboard.html", context)
 

@@ -1,0 +1,101 @@
+"""The anonymous battle pages (/arena/): write a prompt, judge two answers the app chose, then
+see who they were. The rule and the services: arena/battles/anonymous.py, arena/battles/draw.py."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from arena.catalogue.models import ModelEntry
+from arena.conversations import ConversationTooLong
+from arena.generations.limits import LimitExceeded, refused_page
+from inference.protocol import ParamError
+
+from . import anonymous
+from .forms import ArenaForm, FollowUpForm, VoteForm
+from .models import ArenaExclusion, Battle
+
+
+def _own(request, battle_id) -> Battle:
+    battle = (Battle.objects.select_related("left__model", "right__model")
+              .filter(id=battle_id, owner=request.user, mode=Battle.Mode.ANONYMOUS).first())
+    if battle is None:
+        raise Http404("No such battle.")
+    return battle
+
+
+def in_draw() -> int:
+    """How many catalogue entries the draw may take (a count names nobody)."""
+    return ModelEntry.objects.enabled().exclude(id__in=ArenaExclusion.objects.values("model")).count()
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def arena(request):
+    form = ArenaForm(request.POST or None)
+    refusal = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            return redirect(anonymous.start(request.user, prompt=form.cleaned_data["prompt"], params=form.params,
+                                            tag=form.cleaned_data.get("tag") or ""))
+        except LimitExceeded as exc:
+            form.add_error(None, exc.message)
+            refusal = exc
+        except anonymous.NoPair as exc:
+            form.add_error(None, exc.message)
+        except ParamError as exc:
+            form.add_error(None, "; ".join(f"{k}: {v}" for k, v in exc.errors.items()))
+    recent = (Battle.objects.filter(owner=request.user, mode=Battle.Mode.ANONYMOUS)
+              .select_related("left__model", "right__model")[:10])
+    response = render(request, "battles/arena.html", {"form": form, "recent": recent, "in_draw": in_draw()},
+                      status=400 if form.errors else 200)
+    return refused_page(response, refusal) if refusal else response
+
+
+def _page(request, battle: Battle, *, follow_up: FollowUpForm | None = None, status: int = 200, **extra):
+    return render(request, "battles/anonymous.html", {
+        "battle": battle, "follow_up": follow_up or FollowUpForm(), "can_vote": anonymous.vote_problem(battle) == "",
+        "reason": anonymous.REASON_WORDS.get(battle.pick_reason, ""), **extra}, status=status)
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def arena_battle(request, battle_id):
+    return _page(request, _own(request, battle_id))
+
+
+@login_required
+@require_POST
+def arena_vote(request, battle_id):
+    battle = _own(request, battle_id)
+    form = VoteForm(request.POST)
+    problem = anonymous.vote_problem(battle) or ("" if form.is_valid() else "Choose one of the four verdicts.")
+    if not problem and not battle.vote(form.cleaned_data["outcome"]):
+        problem = "Both answers must be complete before you vote."
+    if problem:
+        return _page(request, battle, status=409, vote_error=problem)
+    return redirect(battle)
+
+
+@login_required
+@require_POST
+def arena_continue(request, battle_id):
+    battle = _own(request, battle_id)
+    form = FollowUpForm(request.POST)
+    if battle.outcome or battle.revealed:
+        form.add_error(None, "This battle is judged: start a new one to go on.")
+    elif not anonymous.can_continue(battle):
+        form.add_error(None, "Both answers must be complete before the conversation can go on.")
+    if form.errors or not form.is_valid():
+        return _page(request, battle, follow_up=form, status=400)
+    try:
+        return redirect(anonymous.follow_up(battle, form.cleaned_data["prompt"]))
+    except LimitExceeded as exc:
+        form.add_error(None, exc.message)
+        return refused_page(_page(request, battle, follow_up=form), exc)
+    except ConversationTooLong as exc:
+        form.add_error(None, f"{exc.message} Start a new battle to go on.")
+        return _page(request, battle, follow_up=form, status=400)
