@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, json_body
+from arena.battles.judging import MAX_JUDGES
 from arena.catalogue.models import ModelEntry
 from arena.suites.models import Suite
 
@@ -21,7 +22,7 @@ from . import report, runner
 from .models import SuiteRun
 from .services import RunError, start_run
 
-CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judge_template", "params", "budget"}
+CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judges", "judge_template", "params", "budget"}
 PARAM_FIELDS = {"temperature", "top_p", "max_new_tokens"}
 
 
@@ -39,7 +40,8 @@ class Refused(Exception):
 # --- the JSON of a run ----------------------------------------------------------------------
 def summary_json(run: SuiteRun) -> dict:
     return {"id": str(run.id), "suite": str(run.suite_id), "format": run.format,
-            "judge": run.judge.slug if run.judge else None, "state": run.state,
+            "judge": run.judge.slug if run.judge else None, "judges": [m.slug for m in run.judges],
+            "state": run.state,
             "progress": {"done": run.done, "total": run.total, "percent": run.percent, "eta_s": run.eta_s},
             "adaptive": adaptive_json(run),
             "created_at": run.created_at.isoformat(),
@@ -60,10 +62,21 @@ def result_json(row: dict) -> dict:
 
 
 def run_json(run: SuiteRun) -> dict:
-    """A run with its results and how often its judge agreed with itself across the two orders
-    (None: no judge, or no pair judged yet)."""
+    """A run with its results, how often its judges agreed with themselves across the two orders
+    (None: no judge, or no pair judged yet) and each judge's reliability on this run's pairs."""
+    judged = list(report.judged_pairs(run))
     return {**summary_json(run), "results": [result_json(row) for row in run.results()],
-            "judge_agreement": report.judge_agreement(list(report.judged_pairs(run)))}
+            "judge_agreement": report.judge_agreement(judged),
+            "judge_reliability": reliability_json(report.judge_reliability(run, judged)) if run.judge_id else None}
+
+
+def reliability_json(rows: dict) -> dict:
+    """Per judge its pairs and figures (null: too few pairs), kappa with people and its interval;
+    every two judges' kappa; the threshold below which a figure is not given."""
+    return {"min_pairs": rows["min_pairs"],
+            "judges": [{"judge": row["slug"], "pairs": row["pairs"], "readings": row["readings"], **row["figures"]}
+                       for row in rows["judges"]],
+            "between": [{"a": row["a_slug"], "b": row["b_slug"], **row["figures"]} for row in rows["between"]]}
 
 
 # --- reading a request ----------------------------------------------------------------------
@@ -92,6 +105,14 @@ def _contestants(value) -> list[ModelEntry]:
         raise Refused("contestants", f"contestants must be a list of {SuiteRun.MIN_CONTESTANTS} to "
                                      f"{SuiteRun.MAX_CONTESTANTS} catalogue slugs, in order.")
     return [_model("contestants", slug) for slug in value]
+
+
+def _judges(value) -> list[ModelEntry]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_JUDGES:
+        raise Refused("judges", f"judges must be a list of 1 to {MAX_JUDGES} catalogue slugs (or null: see judge).")
+    return [_model("judges", slug) for slug in value]
 
 
 def _params(value) -> dict:
@@ -130,8 +151,9 @@ def _start(request) -> SuiteRun:
     suite = _suite(request.user, body.get("suite"))
     contestants = _contestants(body.get("contestants"))
     judge = None if body.get("judge") is None else _model("judge", body["judge"])
+    judges = _judges(body.get("judges"))
     try:
-        return start_run(request.user, suite=suite, contestants=contestants, judge_model=judge,
+        return start_run(request.user, suite=suite, contestants=contestants, judge_model=judge, judges=judges,
                          format=_text(body, "format", SuiteRun.Format.ROUND_ROBIN),
                          judge_template=_text(body, "judge_template", ""), params=_params(body.get("params")),
                          budget=_budget(body.get("budget")))

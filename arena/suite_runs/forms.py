@@ -21,7 +21,8 @@ SALT = "arena.suites.blind-pair"
 
 class SuiteRunForm(ParamsMixin, forms.Form):
     """A suite of the user's, 2 to 16 contestants in order, a format (an adaptive run's budget),
-    an optional judge and its template, and shared parameters (arena.suite_runs.services.start_run checks the rest)."""
+    an optional judge (or a jury of up to three: `judges`) and its template, and shared parameters
+    (arena.suite_runs.services.start_run checks the rest)."""
 
     blind_who = ""  # a model judge may want greedy answers; people see the names on the run page anyway
     suite = forms.ModelChoiceField(queryset=Suite.objects.none(), empty_label=None)
@@ -30,6 +31,12 @@ class SuiteRunForm(ParamsMixin, forms.Form):
     judge = forms.ModelChoiceField(queryset=ModelEntry.objects.enabled(), to_field_name="slug", required=False,
                                    empty_label="People judge", label="Judge",
                                    error_messages={"invalid_choice": "No enabled catalogue model has that slug."})
+    judge_2 = forms.ModelChoiceField(queryset=ModelEntry.objects.enabled(), to_field_name="slug", required=False,
+                                     empty_label="None", label="Second judge",
+                                     error_messages={"invalid_choice": "No enabled catalogue model has that slug."})
+    judge_3 = forms.ModelChoiceField(queryset=ModelEntry.objects.enabled(), to_field_name="slug", required=False,
+                                     empty_label="None", label="Third judge",
+                                     error_messages={"invalid_choice": "No enabled catalogue model has that slug."})
     budget = forms.IntegerField(
         required=False, min_value=2, label="Budget (adaptive)",
         help_text="Judge calls at most, each pair read twice; empty: half of a round robin's.")
@@ -54,6 +61,10 @@ class SuiteRunForm(ParamsMixin, forms.Form):
         picked = [cleaned.get(f"contestant_{i}") for i in range(1, SuiteRun.MAX_CONTESTANTS + 1)]
         cleaned["contestants"] = [m for m in picked if m is not None]
         cleaned["params"] = self._params(cleaned)
+        jury = [cleaned.get(name) for name in ("judge", "judge_2", "judge_3")]
+        if cleaned.get("judge") is None and any(jury):
+            self.add_error("judge", "Name the first judge before a second or third.")
+        cleaned["judges"] = [m for m in jury if m is not None]
         return cleaned
 
 

@@ -2,10 +2,12 @@
 
 The template is the user's to edit (a run keeps the text it ran with); its placeholders are
 {question}, {answer_a}, {answer_b} and {reference} (the suite prompt's reference answer, or a
-line saying there is none). The judge is asked for a JSON object {"verdict": "A"|"B"|"C"}
-and its decoding is constrained to exactly that (`VERDICT_SCHEMA`, inference.structured), so
-even a small local model answers in the form; a judge's text that still does not parse (an
-endpoint that ignores response_format) reads as a tie, and its raw text is kept beside it.
+line saying there is none). The judge is asked for a JSON object {"verdict": "A"|"B"|"C",
+"reason": "..."} (a one-line reason, at most MAX_REASON_CHARS) and its decoding is constrained
+to exactly that (`VERDICT_SCHEMA`, inference.structured), so even a small local model answers in
+the form; a judge's text that still does not parse (an endpoint that ignores response_format)
+reads as a tie with no reason, and its raw text is kept beside it. The verdict comes first, so
+the reason explains a choice already made (it cannot change what was chosen).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 import string
 import zlib
 
-from arena.battles.judging import TIE, seen_as
+from arena.battles.judging import MAX_REASON_CHARS, TIE, one_line, seen_as
 
 DEFAULT_TEMPLATE = """Please act as an impartial judge and evaluate the quality of the two answers below to the \
 user's question. Choose the answer that follows the user's instructions and answers the question better, \
@@ -35,19 +37,23 @@ are shown, their length or the names of assistants influence you.
 {answer_b}
 
 Reply with a JSON object: {{"verdict": "A"}} if answer A is better, {{"verdict": "B"}} if answer B is \
-better, {{"verdict": "C"}} for a tie."""
+better, {{"verdict": "C"}} for a tie, with a one-line "reason" beside it, e.g. \
+{{"verdict": "A", "reason": "A answers the question; B does not."}}"""
 
 NO_REFERENCE = "(none given)"
 FIELDS = ("question", "answer_a", "answer_b", "reference")
 MAX_TEMPLATE_CHARS = 8000
 VERDICT_SCHEMA = {
     "type": "object",
-    "properties": {"verdict": {"type": "string", "enum": ["A", "B", "C"]}},
-    "required": ["verdict"],
+    "properties": {"verdict": {"type": "string", "enum": ["A", "B", "C"]},
+                   "reason": {"type": "string", "maxLength": MAX_REASON_CHARS}},
+    "required": ["verdict", "reason"],
     "additionalProperties": False,
 }
-# Greedy, and short: the constrained answer is a dozen tokens.
-JUDGE_PARAMS = {"temperature": 0.0, "max_new_tokens": 24, "json_schema": VERDICT_SCHEMA}
+# Greedy, and short: a dozen tokens of verdict and a reason of at most MAX_REASON_CHARS (a token
+# is rarely under 2 characters); an answer cut short still yields its verdict (`read_verdict`).
+JUDGE_PARAMS = {"temperature": 0.0, "max_new_tokens": 24 + MAX_REASON_CHARS // 2, "json_schema": VERDICT_SCHEMA}
+_REASON = re.compile(r'"reason"\s*:\s*"((?:[^"\\]|\\.)*)')
 _BRACKETED = re.compile(r"\[\[\s*([ABC])\s*\]\]")
 
 
@@ -90,6 +96,25 @@ def read_verdict(text: str) -> str:
         return value["verdict"]
     found = _BRACKETED.findall(text)
     return found[-1] if found else ""
+
+
+def read_reason(text: str) -> str:
+    """The judge's one-line reason ("" when it gave none), as stored: one line, at most
+    MAX_REASON_CHARS. An answer cut short inside its reason keeps what it wrote."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        reason = value.get("reason")
+        return one_line(reason) if isinstance(reason, str) else ""
+    found = _REASON.search(text)
+    if not found:
+        return ""
+    try:
+        return one_line(json.loads(f'"{found.group(1)}"', strict=False))
+    except ValueError:
+        return one_line(found.group(1))
 
 
 def verdict_for(order: str, text: str) -> str:

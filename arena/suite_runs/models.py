@@ -45,7 +45,8 @@ class SuiteRun(models.Model):
     suite = models.ForeignKey(Suite, on_delete=models.PROTECT, related_name="runs")
     format = models.CharField(max_length=12, choices=Format.choices, default=Format.ROUND_ROBIN)
     judge = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
-                              related_name="suite_runs_judged", help_text="Empty: people judge the pairs.")
+                              related_name="suite_runs_judged", help_text="Empty: people judge the pairs. The "
+                              "first judge of a jury (SuiteRunJudge names the others).")
     judge_template = models.TextField(blank=True, help_text="The judge's prompt (arena.suite_runs.judge).")
     params = models.JSONField(default=dict, blank=True,
                               help_text="Shared sampling parameters, over each contestant's defaults.")
@@ -113,12 +114,22 @@ class SuiteRun(models.Model):
         """Adaptive: the judge calls it may make (its own budget, or half a round robin's)."""
         if self.budget is not None:
             return self.budget
-        return plan.default_budget(self.entrants.count(), self.suite.prompts.count())
+        return plan.default_budget(self.entrants.count(), self.suite.prompts.count(), max(1, len(self.judges)))
 
     @property
     def judge_calls(self) -> int:
         """Judge calls made so far (every try of every reading)."""
         return self.judgements.aggregate(calls=models.Sum("attempts"))["calls"] or 0
+
+    @property
+    def judges(self) -> list:
+        """The run's judges in order (catalogue entries): its judge, then its jury's others;
+        empty when people judge. Each reads every judged pair in both orders
+        (arena.battles.judging: the pair's verdict is their majority)."""
+        if self.judge is None:
+            return []
+        others = [seat.model for seat in self.jury.select_related("model").order_by("position")]
+        return [self.judge, *others]
 
     @property
     def percent(self) -> int:
@@ -238,6 +249,22 @@ class SuiteContestant(models.Model):
         return f"contestant {self.position} of run {self.run_id}"
 
 
+class SuiteRunJudge(models.Model):
+    """A second or third judge of a run (its first is SuiteRun.judge): a jury's other seats."""
+
+    run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="jury")
+    model = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveSmallIntegerField(help_text="2 or 3: the run's judge is the first.")
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "model"], name="suite_run_judge_once"),
+                       models.UniqueConstraint(fields=["run", "position"], name="suite_run_judge_position")]
+
+    def __str__(self) -> str:
+        return f"judge {self.position} of run {self.run_id}"
+
+
 class SuiteAnswer(models.Model):
     """A contestant's answer to one prompt of a run: its latest generation and how many were made."""
 
@@ -256,21 +283,24 @@ class SuiteAnswer(models.Model):
 
 
 class SuiteJudgement(models.Model):
-    """The model judge's reading of one pair in one order: its latest generation and how many were
-    made (its verdict is read from the generation's text: arena.suite_runs.judge.verdict_for)."""
+    """A model judge's reading of one pair in one order: its latest generation and how many were
+    made (its verdict is read from the generation's text: arena.suite_runs.judge.verdict_for).
+    `judge`: which of the run's judges read it (empty: the run's judge; rows from before juries)."""
 
     run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="judgements")
     prompt = models.ForeignKey(SuitePrompt, on_delete=models.CASCADE, related_name="+")
     left = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
     right = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
     order = models.CharField(max_length=12)
+    judge = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="+", help_text="Which of the run's judges; empty: the run's judge.")
     generation = models.ForeignKey("playground.Generation", on_delete=models.CASCADE, related_name="+")
     attempts = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
         db_table = "suites_suitejudgement"
-        constraints = [models.UniqueConstraint(fields=["run", "prompt", "left", "right", "order"],
-                                               name="suite_judgement_once")]
+        constraints = [models.UniqueConstraint(fields=["run", "prompt", "left", "right", "order", "judge"],
+                                               nulls_distinct=False, name="suite_judgement_once_per_judge")]
 
     def __str__(self) -> str:
         return f"judgement {self.order} of {self.left_id} vs {self.right_id} on {self.prompt_id} in run {self.run_id}"

@@ -1,6 +1,7 @@
 """OpenAPI 3.1 path items of the suite run endpoints, assembled with the others in arena/openapi.py."""
 
 from arena.api.openapi import LIMITED, PARAMS, TEXT, TOO_LARGE, UUID_ID, Schema, error_response, json_content
+from arena.battles.judging import MAX_JUDGES
 from arena.suites.openapi import or_null
 
 from . import judge, plan
@@ -30,12 +31,16 @@ RESULT = {
 
 RUN_SUMMARY: Schema = {
     "type": "object",
-    "required": ["id", "suite", "format", "judge", "state", "progress", "adaptive", "created_at", "finished_at", "url"],
+    "required": ["id", "suite", "format", "judge", "judges", "state", "progress", "adaptive", "created_at",
+                 "finished_at", "url"],
     "properties": {
         "id": {"type": "string", "format": "uuid"},
         "suite": {"type": "string", "format": "uuid"},
         "format": _FORMAT,
-        "judge": {"type": ["string", "null"], "description": "The judge's slug; null: people judge"},
+        "judge": {"type": ["string", "null"], "description": "The (first) judge's slug; null: people judge"},
+        "judges": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_JUDGES,
+                   "description": "Every judge's slug, in order (a jury of up to three decides by majority); "
+                                  "empty: people judge"},
         "state": {"type": "string", "enum": SuiteRun.State.values},
         "progress": {"type": "object", "required": ["done", "total", "percent", "eta_s"], "properties": {
             "done": {"type": "integer", "minimum": 0},
@@ -62,6 +67,28 @@ RUN_SUMMARY: Schema = {
     },
 }
 
+_SHARE = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
+_INTERVAL = {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2,
+             "description": "95% bootstrap interval (seeded); null without a value"}
+KAPPA = {"kappa": {"type": ["number", "null"], "description": "Cohen's kappa; null: too few pairs, or undefined"},
+         "interval": _INTERVAL, "pairs": {"type": "integer", "minimum": 0}}
+RELIABILITY = {
+    "type": "object",
+    "required": ["judge", "pairs", "readings", "self_consistency", "position_bias", "tie_rate", "kappa_people",
+                 "kappa_people_interval", "kappa_people_pairs"],
+    "properties": {
+        "judge": {"type": "string", "description": "A catalogue slug"},
+        "pairs": {"type": "integer", "minimum": 0, "description": "Pairs it read in both orders"},
+        "readings": {"type": "integer", "minimum": 0, "description": "Readings that did not fail"},
+        "self_consistency": {**_SHARE, "description": "Share of pairs whose two readings agree"},
+        "position_bias": {**_SHARE, "description": "Share of decisive readings preferring the answer shown first"},
+        "tie_rate": {**_SHARE, "description": "Share of readings saying a tie"},
+        "kappa_people": {"type": ["number", "null"], "description": "Cohen's kappa with people's verdicts"},
+        "kappa_people_interval": _INTERVAL,
+        "kappa_people_pairs": {"type": "integer", "minimum": 0, "description": "Pairs both it and people judged"},
+    },
+}
+
 RUN = {**RUN_SUMMARY, "required": [*RUN_SUMMARY["required"], "results"],
        "properties": {**RUN_SUMMARY["properties"],
                       "results": {"type": "array", "items": RESULT, "description": "Per contestant, in order"},
@@ -70,7 +97,21 @@ RUN = {**RUN_SUMMARY, "required": [*RUN_SUMMARY["required"], "results"],
                           "description": ("How often the judge said the same when shown each answer first (a pair "
                                           "whose two orders disagree is a tie); null: no judge or no pair yet"),
                           "properties": {"agreed": {"type": "integer"}, "total": {"type": "integer"},
-                                         "percent": {"type": "integer"}}}}}
+                                         "percent": {"type": "integer"}}},
+                      "judge_reliability": {
+                          "type": ["object", "null"],
+                          "description": "Each judge's reliability on this run's pairs "
+                                         "(arena.leaderboard.reliability): a figure is null below min_pairs "
+                                         "pairs; null: people judge",
+                          "required": ["min_pairs", "judges", "between"],
+                          "properties": {
+                              "min_pairs": {"type": "integer", "minimum": 1},
+                              "judges": {"type": "array", "items": RELIABILITY},
+                              "between": {"type": "array", "description": "Every two judges' agreement",
+                                          "items": {"type": "object",
+                                                    "required": ["a", "b", "kappa", "interval", "pairs"],
+                                                    "properties": {"a": {"type": "string"}, "b": {"type": "string"},
+                                                                   **KAPPA}}}}}}}
 
 OPENAPI_PATHS = {
     "/api/v1/suite-runs": {
@@ -98,7 +139,14 @@ OPENAPI_PATHS = {
                                               "absent or null: half of a round robin's"},
                     "judge": {"type": ["string", "null"],
                               "description": "An enabled catalogue slug: the model that judges each pair (in both "
-                                             "orders); null: people judge"},
+                                             "orders); null: people judge (unless judges names a jury)"},
+                    "judges": {"type": ["array", "null"], "items": {"type": "string"}, "minItems": 1,
+                               "maxItems": MAX_JUDGES, "uniqueItems": True,
+                               "description": "A jury instead of one judge: 1 to 3 distinct enabled catalogue "
+                                              "slugs; each reads every pair in both orders, a judge's verdict is "
+                                              "what its two readings agree on (else a tie), the pair's is the "
+                                              "verdict of more than half of the judges who answered (no majority: "
+                                              "a tie). With judge too, judge must be the first"},
                     "judge_template": or_null({
                         **TEXT, "maxLength": judge.MAX_TEMPLATE_CHARS,
                         "description": "The judge's prompt; it must show {question}, {answer_a} and {answer_b} and may "

@@ -17,6 +17,11 @@ contestant's is still needed). A failed generation is tried again, up to `MAX_AT
 generations in all; after that its answer is missing for good: its pairs are not judged (in a
 knockout the other side goes through), and the run goes on. Recomputing the plan from what the
 database holds is what makes a run resumable: nothing that finished is ever started again.
+
+A jury (`RunState.judges` > 1): every judged pair is read by each judge in both orders, and its
+verdict is their majority (arena.battles.judging.jury_verdict). A judgement's last element is
+then a *reading*: the order for the first judge ("left_first", as with one judge), the order
+and the judge's place for the others ("left_first/2"): `reading`, `split_reading`.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from arena.battles.judging import LEFT, ORDERS, RIGHT, combine_orders
+from arena.battles.judging import LEFT, ORDERS, RIGHT, judge_verdict, jury_verdict
 
 from . import adaptive
 
@@ -40,7 +45,23 @@ JUDGE = -1  # upcoming(): the judge's model (catalogue ids are positive)
 
 Answer = tuple[int, int]  # (prompt, contestant)
 Pair = tuple[int, int, int]  # (prompt, left contestant, right contestant)
-Judgement = tuple[int, int, int, str]  # a pair and the order shown (arena.battles.judging.ORDERS)
+Judgement = tuple[int, int, int, str]  # a pair and the reading: the order shown, and whose (`reading`)
+
+
+def reading(order: str, judge: int = 1) -> str:
+    """The name of judge number `judge`'s (1, 2, 3) reading in `order`: the order alone for the first."""
+    return order if judge == 1 else f"{order}/{judge}"
+
+
+def split_reading(name: str) -> tuple[str, int]:
+    """(order, judge number) of a reading's name (`reading`'s inverse)."""
+    order, _, judge = name.partition("/")
+    return order, int(judge) if judge else 1
+
+
+def readings(judges: int) -> list[str]:
+    """Every reading of a pair by `judges` judges, judge by judge, each in both orders."""
+    return [reading(order, j) for j in range(1, judges + 1) for order in ORDERS]
 
 
 @dataclass(frozen=True)
@@ -73,6 +94,7 @@ class RunState:
     verdicts: dict[Pair, str] = field(default_factory=dict)  # recorded outcomes
     seed: int = 0  # a knockout's coin for tied pairs, a Swiss run's prompts, the adaptive prompt order
     budget: int | None = None  # adaptive: judge calls at most (None: `default_budget`)
+    judges: int = 1  # a jury's size: each judge reads each pair in both orders
 
     def answer(self, key: Answer) -> Slot:
         return self.answers.get(key, Slot())
@@ -114,7 +136,7 @@ def plan(state: RunState, in_flight: int) -> Plan:
         _adaptive(state, room, out)
         return out
     judged, forfeited = pairs(state)
-    out.done += 2 * forfeited
+    out.done += 2 * state.judges * forfeited
     for pair in judged:
         done, starts, outcome = _judge_pair(state, pair)
         out.done += done
@@ -204,27 +226,34 @@ def _neighbours(entrants: list[int]) -> Iterable[tuple[int, int | None]]:
 
 def _judging_total(state: RunState) -> int:
     """Judge calls a run makes if every answer arrives (its progress bar's share for judging):
-    two a pair; an adaptive run's budget until it stops (`_adaptive` then says what it spent)."""
-    n = len(state.contestants)
+    two a pair and judge; an adaptive run's budget until it stops (`_adaptive` then says what it spent)."""
+    n, calls = len(state.contestants), 2 * state.judges
     if state.format == ADAPTIVE:
         return budget_of(state)
     if state.format == SWISS:
-        return 2 * swiss_pair_count(state)
+        return calls * swiss_pair_count(state)
     per_prompt = n - 1 if state.format == KNOCKOUT else n * (n - 1) // 2
-    return 2 * per_prompt * len(state.prompts)
+    return calls * per_prompt * len(state.prompts)
+
+
+def pair_outcome(state: RunState, pair: Pair) -> str:
+    """A pair's verdict once every reading settled: each judge's order-consistent verdict (a judge
+    with a reading failed for good abstains), then the jury's majority (a tie without one)."""
+    verdicts = []
+    for judge in range(1, state.judges + 1):
+        slots = [state.judgement((*pair, reading(order, judge))) for order in ORDERS]
+        verdicts.append(judge_verdict(*(slot.verdict if slot.state == DONE else "" for slot in slots)))
+    return jury_verdict(verdicts)
 
 
 def _judge_pair(state: RunState, pair: Pair) -> tuple[int, list[Judgement], str]:
-    """For one pair: its settled judgements (progress), those to start, and its outcome once both
-    orders are in ("" while waiting; a tie when one order failed for good)."""
-    keys = [(*pair, order) for order in ORDERS]
+    """For one pair: its settled judgements (progress), those to start, and its outcome once every
+    reading is in ("" while waiting; with one judge, a tie when one order failed for good)."""
+    keys = [(*pair, name) for name in readings(state.judges)]
     slots = [state.judgement(key) for key in keys]
     starts = [key for key, slot in zip(keys, slots, strict=True) if slot.wants_start]
     done = sum(slot.settled for slot in slots)
-    outcome = ""
-    if all(slot.settled for slot in slots):
-        verdicts = [slot.verdict if slot.state == DONE else "" for slot in slots]
-        outcome = combine_orders(*verdicts) if all(verdicts) else "tie"
+    outcome = pair_outcome(state, pair) if all(slot.settled for slot in slots) else ""
     return done, starts, outcome
 
 
@@ -320,14 +349,16 @@ STOP_REASONS = {SEPARATED: "every adjacent pair separated", BUDGET_SPENT: "budge
                 EXHAUSTED: "no prompt left for the pairs still unresolved"}
 
 
-def default_budget(contestants: int, prompts: int) -> int:
-    """Half of a round robin's judge calls (n·(n-1)/2 pairs a prompt, each read twice): n·(n-1)/2
-    calls a prompt."""
-    return max(2, contestants * (contestants - 1) // 2 * prompts)
+def default_budget(contestants: int, prompts: int, judges: int = 1) -> int:
+    """Half of a round robin's judge calls (n·(n-1)/2 pairs a prompt, each read twice by each
+    judge): n·(n-1)/2 calls a prompt and judge."""
+    return max(2 * judges, contestants * (contestants - 1) // 2 * prompts * judges)
 
 
 def budget_of(state: RunState) -> int:
-    return state.budget if state.budget is not None else default_budget(len(state.contestants), len(state.prompts))
+    if state.budget is not None:
+        return state.budget
+    return default_budget(len(state.contestants), len(state.prompts), state.judges)
 
 
 def _score(outcome: str) -> float:
@@ -350,15 +381,16 @@ def _adaptive(state: RunState, room: int, out: Plan) -> None:
     is the first such in an order the run's seed shuffles for that pair. It stops (`Plan.stopped`) when no pair is under
     way and none can be taken: every adjacent pair separated, the budget spent, or no prompt left
     for the pairs still unresolved."""
-    budget = budget_of(state)
+    budget, names = budget_of(state), readings(state.judges)
+    per_pair = len(names)
     open_pairs = sorted({key[:3] for key in state.judgements} - set(state.verdicts))
-    committed = out.calls + sum(state.judgement((*pair, order)).state == MISSING
-                                for pair in open_pairs for order in ORDERS)
+    committed = out.calls + sum(state.judgement((*pair, name)).state == MISSING
+                                for pair in open_pairs for name in names)
     out.done += sum(slot.attempts - (slot.state == LIVE) for slot in state.judgements.values())
     decided = dict(state.verdicts)
     under_way: set[tuple[int, int]] = set()
     for pair in open_pairs:
-        keys = [(*pair, order) for order in ORDERS]
+        keys = [(*pair, name) for name in names]
         slots = [state.judgement(key) for key in keys]
         ready = True
         for key, slot in zip(keys, slots, strict=True):
@@ -374,8 +406,7 @@ def _adaptive(state: RunState, room: int, out: Plan) -> None:
             elif not slot.settled:
                 ready = False  # live
         if ready:
-            verdicts = [slot.verdict if slot.state == DONE else "" for slot in slots]
-            outcome = combine_orders(*verdicts) if all(verdicts) else "tie"
+            outcome = pair_outcome(state, pair)
             out.record.append((pair, outcome))
             decided[pair] = outcome
         else:
@@ -387,17 +418,17 @@ def _adaptive(state: RunState, room: int, out: Plan) -> None:
     for a, b in itertools.combinations(state.contestants, 2):
         if (a, b) not in under_way and (prompt := _next_prompt(state, a, b, used)) is not None:
             prompts[(a, b)] = prompt
-    affordable = max(0, min((room + 1) // 2, (budget - committed) // 2))
+    affordable = max(0, min((room + per_pair - 1) // per_pair, (budget - committed) // per_pair))
     for left, right in adaptive.pick(fit, list(prompts), targets, affordable) if targets else []:
-        committed += 2
+        committed += per_pair
         under_way.add((left, right))
-        for order in ORDERS:
+        for name in names:
             if room > 0:
-                out.start_judgements.append((prompts[(left, right)], left, right, order))
+                out.start_judgements.append((prompts[(left, right)], left, right, name))
                 room -= 1
     if under_way:
         return  # the total stays the answers and the whole budget
-    out.stopped = SEPARATED if not targets else BUDGET_SPENT if committed + 2 > budget else EXHAUSTED
+    out.stopped = SEPARATED if not targets else BUDGET_SPENT if committed + per_pair > budget else EXHAUSTED
     out.total = out.done
 
 

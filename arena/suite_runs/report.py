@@ -1,6 +1,7 @@
 """What a suite run's page shows besides its progress and results: the answers grid, each
-contestant's failures, the judged pairs with both raw judgements and how often the judge agreed
-with itself across the two orders, and the quality-against-speed charts from the run's own
+contestant's failures, the judged pairs with every judge's two readings (order shown, verdict,
+reason), how often the judges agreed with themselves across the two orders and each judge's
+reliability (arena.leaderboard.reliability), and the quality-against-speed charts from the run's own
 answers (the leaderboard's chart code, arena.leaderboard).
 
 While a run is live its page polls `update` (the progress fragment's hx-get, every 2 s). The
@@ -16,8 +17,9 @@ from itertools import groupby
 from typing import Any, NamedTuple
 
 from arena.battles.judging import agreement
+from arena.battles.models import Battle
 from arena.generations.models import Generation
-from arena.leaderboard import frontier, measures, ratings
+from arena.leaderboard import frontier, judges, measures, ratings, reliability
 from arena.leaderboard.records import SCORES, names
 from arena.suites.parsing import MAX_PROMPTS
 
@@ -78,6 +80,19 @@ def judge_agreement(judged: list) -> dict | None:
     return {"agreed": agreed, "total": total, "percent": round(100 * agreed / total)} if total else None
 
 
+def judge_reliability(run: SuiteRun, judged: list) -> dict:
+    """Each of the run's judges' reliability over this run's readings, in words (the leaderboard's
+    panel, arena.leaderboard.reliability), with people's revealed verdicts on its pairs."""
+    default = run.judge.slug if run.judge else ""
+    readings = [reading for battle in judged
+                for reading in reliability.readings_of(battle.left_id, battle.right_id, battle.judgements, default)]
+    answers = SuiteAnswer.objects.filter(run=run).values("generation_id")
+    people = (Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=True, revealed=True, left_id__in=answers)
+              .exclude(outcome="").order_by("voted_at", "created_at", "id")
+              .values_list("left_id", "right_id", "outcome"))
+    return judges.rows(reliability.reliability(readings, people), names())
+
+
 def failures(run: SuiteRun) -> list[dict]:
     """Per contestant with any: the prompts whose latest answer failed, and why."""
     failed = _answers(run).filter(generation__status=Generation.Status.FAILED).order_by("prompt__position")
@@ -123,7 +138,7 @@ def page(run: SuiteRun) -> dict:
     cells = [cell for row in rows for cell in row["cells"]]
     return {"run": run, "results": run.results(), "contestants": run.contestants, "grid": rows,
             "failures": failures(run), "judged": judged, "agreement": judge_agreement(judged),
-            "seen": seen(cells, judged)}
+            "reliability": judge_reliability(run, judged), "judges": run.judges, "seen": seen(cells, judged)}
 
 
 def update(run: SuiteRun, shown: str, user) -> dict:

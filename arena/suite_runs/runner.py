@@ -3,15 +3,17 @@
 A step reads the run's answers, judgements and verdicts, asks arena.suite_runs.plan what to do
 next, and does it in one transaction: it creates the generations to start (ordinary
 `Generation`s with origin "suite", run by arena.generations' own task, followed, swept and
-stored like any other), records the verdicts of pairs both of whose judgements are in (a
-judged `Battle`: mode "suite", the judge, its template's version and both raw judgements),
-and the progress. A step holds no Celery thread while generations run: it queues the next
-step a couple of seconds later (`step_run`), and a chain of steps carries a token (`chain`)
-so only the newest chain goes on. If the chain dies with its Celery worker, a periodic job of
-the orchestrator's loop (arena/scheduler.py, as the generation sweeper) starts a new one for
-any running run that has not stepped for `STALLED_AFTER_S`: the run resumes where the
-database says it is, nothing that finished runs again, and a generation the killed worker
-was following is failed by the sweeper and tried again (at most plan.MAX_ATTEMPTS generations per answer).
+stored like any other), records the verdicts of pairs all of whose judgements are in (a
+judged `Battle`: mode "suite", the run's (first) judge, its template's version and every raw
+judgement: each judge's two, with the judge's slug and one-line reason; its outcome the jury's
+majority, arena.battles.judging), and the progress. A step holds no Celery thread while
+generations run: it queues the next step a couple of seconds later (`step_run`), and a chain of
+steps carries a token (`chain`) so only the newest chain goes on. If the chain dies with its
+Celery worker, a periodic job of the orchestrator's loop (arena/scheduler.py, as the generation
+sweeper) starts a new one for any running run that has not stepped for `STALLED_AFTER_S`: the
+run resumes where the database says it is, nothing that finished runs again, and a generation
+the killed worker was following is failed by the sweeper and tried again (at most
+plan.MAX_ATTEMPTS generations per answer).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from arena import streams
-from arena.battles.judging import judgement
+from arena.battles.judging import ORDERS, judgement
 from arena.battles.models import Battle
 from arena.generations import runs, services, tasks
 from arena.generations.models import Generation
@@ -90,16 +92,17 @@ def step(run: SuiteRun) -> plan.Plan:
     """One step of `run`: start what the plan says, record verdicts, note the progress."""
     prompts = {prompt.id: prompt for prompt in run.suite.ordered_prompts()}
     contestants = {model.id: model for model in run.contestants}
-    state, generations = load_state(run, list(prompts), list(contestants))
+    judges = run.judges
+    state, generations = load_state(run, list(prompts), list(contestants), judges)
     todo = plan.plan(state, settings.ARENA_SUITE_IN_FLIGHT)
     with transaction.atomic():
         for prompt_id, model_id in todo.start_answers:
             _start_answer(run, prompts[prompt_id], contestants[model_id])
-        for prompt_id, left, right, order in todo.start_judgements:
-            _start_judgement(run, prompts[prompt_id], (contestants[left], contestants[right]), order,
-                             generations)
+        for prompt_id, left, right, name in todo.start_judgements:
+            _start_judgement(run, prompts[prompt_id], (contestants[left], contestants[right]), name,
+                             generations, judges)
         for pair, outcome in todo.record:
-            _record(run, pair, outcome, generations)
+            _record(run, pair, outcome, generations, judges)
         run.done, run.total, run.stepped_at = todo.done, todo.total, timezone.now()
         fields = ["done", "total", "stepped_at"]  # not the state, unless it ends: a cancel meanwhile stands
         if todo.finished:
@@ -126,18 +129,25 @@ def _prewarm(run: SuiteRun, state: plan.RunState, contestants: dict, todo: plan.
         orch.request_lease(streams.client(), streams.keys(), f"prewarm:suite:{run.id}", [model.spec()], prewarm=True)
 
 
-def load_state(run: SuiteRun, prompts: list[int], contestants: list[int]) -> tuple[plan.RunState, dict]:
+def load_state(run: SuiteRun, prompts: list[int], contestants: list[int],
+               judges: list | None = None) -> tuple[plan.RunState, dict]:
     """The planner's view of `run`, and the generations it names: {("answer", prompt, model) or
-    ("judgement", prompt, left, right, order): Generation}."""
+    ("judgement", prompt, left, right, reading): Generation} (a reading: plan.reading)."""
+    judges = run.judges if judges is None else judges
+    number = {model.id: n for n, model in enumerate(judges, start=1)}
     generations: dict[tuple, Generation] = {}
     state = plan.RunState(prompts=prompts, contestants=contestants, format=run.format,
-                          judged=run.judge_id is not None, seed=run.seed, budget=run.budget)
+                          judged=run.judge_id is not None, seed=run.seed, budget=run.budget,
+                          judges=max(1, len(judges)))
     for answer in SuiteAnswer.objects.filter(run=run).select_related("generation"):
         answer_key = (answer.prompt_id, answer.contestant_id)
         generations[("answer", *answer_key)] = answer.generation
         state.answers[answer_key] = plan.Slot(_slot_state(answer.generation), answer.attempts)
     for row in SuiteJudgement.objects.filter(run=run).select_related("generation"):
-        judgement_key = (row.prompt_id, row.left_id, row.right_id, row.order)
+        judge_number = number.get(row.judge_id or run.judge_id)
+        if judge_number is None:
+            continue  # not a judge of this run (cannot happen: the run's judges never change)
+        judgement_key = (row.prompt_id, row.left_id, row.right_id, plan.reading(row.order, judge_number))
         gen = row.generation
         generations[("judgement", *judgement_key)] = gen
         slot_state = _slot_state(gen)
@@ -165,17 +175,27 @@ def _start_answer(run: SuiteRun, prompt: SuitePrompt, model) -> None:
         row.save(update_fields=["generation", "attempts"])
 
 
-def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, order: str, generations: dict) -> None:
+def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, name: str, generations: dict,
+                     judges: list) -> None:
     left, right = (generations[("answer", prompt.id, m.id)] for m in models)
+    order, number = plan.split_reading(name)
     first, second = (left, right) if order == "left_first" else (right, left)
     text = judge.render(run.judge_template, question=prompt.prompt, first=first.text, second=second.text,
                         reference=prompt.reference)
-    judge_model = run.judge
-    assert judge_model is not None, "only a judged run starts judgements"
+    assert judges, "only a judged run starts judgements"
+    judge_model = judges[number - 1]
     params = judge_model.params_with_defaults(judge.JUDGE_PARAMS).to_dict()
     gen = _generation(run, JUDGEMENT_KIND, judge_model, text, params)
+    # A row from before juries names no judge: it is the first judge's.
+    row = SuiteJudgement.objects.filter(run=run, prompt=prompt, left=models[0], right=models[1], order=order,
+                                        judge__isnull=True).first() if number == 1 else None
+    if row is not None:
+        row.judge, row.generation, row.attempts = judge_model, gen, row.attempts + 1
+        row.save(update_fields=["judge", "generation", "attempts"])
+        return
     row, created = SuiteJudgement.objects.get_or_create(run=run, prompt=prompt, left=models[0], right=models[1],
-                                                        order=order, defaults={"generation": gen})
+                                                        order=order, judge=judge_model,
+                                                        defaults={"generation": gen})
     if not created:
         row.generation, row.attempts = gen, row.attempts + 1
         row.save(update_fields=["generation", "attempts"])
@@ -190,14 +210,18 @@ def _generation(run: SuiteRun, kind: str, model, prompt: str, params: dict, syst
     return gen  # it joins the line when the step commits (`step`)
 
 
-def _record(run: SuiteRun, pair: plan.Pair, outcome: str, generations: dict) -> None:
-    """The judged verdict of a pair: a battle record of the two stored answers."""
+def _record(run: SuiteRun, pair: plan.Pair, outcome: str, generations: dict, judges: list) -> None:
+    """The judged verdict of a pair: a battle record of the two stored answers, with every
+    judge's readings (its slug, the order shown, its raw text, verdict and reason). A reading
+    that failed for good is stored as an empty text that says a tie."""
     prompt, left, right = pair
     readings = []
-    for order in ("left_first", "right_first"):
-        gen = generations.get(("judgement", prompt, left, right, order))
-        text = gen.text if gen is not None and gen.status == Generation.Status.DONE else ""
-        readings.append(judgement(order, text, judge.verdict_for(order, text) if text else "tie"))
+    for number, judge_model in enumerate(judges, start=1):
+        for order in ORDERS:
+            gen = generations.get(("judgement", prompt, left, right, plan.reading(order, number)))
+            text = gen.text if gen is not None and gen.status == Generation.Status.DONE else ""
+            readings.append(judgement(order, text, judge.verdict_for(order, text) if text else "tie",
+                                      judge=judge_model.slug, reason=judge.read_reason(text)))
     Battle.objects.create(owner=run.owner, mode=Battle.Mode.SUITE, left=generations[("answer", prompt, left)],
                           right=generations[("answer", prompt, right)], outcome=outcome, voted_at=timezone.now(),
                           tag=run.suite.tag, judge=run.judge,

@@ -6,20 +6,21 @@ import secrets
 
 from django.db import transaction
 
+from arena.battles.judging import MAX_JUDGES
 from arena.catalogue.models import ModelEntry
 from arena.generations import limits
 from arena.suites.models import Suite
 from inference.protocol import ParamError
 
 from . import judge, runner
-from .models import SuiteContestant, SuiteRun
+from .models import SuiteContestant, SuiteRun, SuiteRunJudge
 
 MAX_BUDGET = 1_000_000
 
 
 class RunError(Exception):
     """A run that cannot start; the message is fit for the user, `field` names what is wrong
-    (as the API's request calls it: budget, contestants, format, judge, judge_template, params, suite)."""
+    (as the API's request calls it: budget, contestants, format, judge, judges, judge_template, params, suite)."""
 
     def __init__(self, message: str, field: str = ""):
         super().__init__(message)
@@ -29,19 +30,27 @@ class RunError(Exception):
 @transaction.atomic
 def start_run(owner, *, suite: Suite, contestants: list[ModelEntry], format: str = SuiteRun.Format.ROUND_ROBIN,
               judge_model: ModelEntry | None = None, judge_template: str = "", params: dict | None = None,
-              budget: int | None = None) -> SuiteRun:
+              budget: int | None = None, judges: list[ModelEntry] | None = None) -> SuiteRun:
     """A run of `contestants` (in seed order) over `suite`, its first step queued; `budget`: an
-    adaptive run's judge calls at most (None: half a round robin's)."""
+    adaptive run's judge calls at most (None: half a round robin's). Its judge: `judge_model`,
+    or a jury of up to MAX_JUDGES, `judges` (the first is the run's judge), whose majority decides."""
     params = dict(params or {})
+    jury = list(judges) if judges else ([judge_model] if judge_model else [])
+    _check_jury(jury, judge_model)
+    judge_model = jury[0] if jury else None
     judge_template = judge_template or (judge.DEFAULT_TEMPLATE if judge_model else "")
     _check(suite, contestants, format, judge_model, judge_template, params)
-    _check_format(format, len(contestants), judge_model, budget)
+    for other in jury[1:]:
+        _check(suite, contestants, format, other, judge_template, params)
+    _check_format(format, len(contestants), judge_model, budget, len(jury))
     limits.check_start(owner, cost=0)  # the rate of requests; its generations keep to the run's window
     run = SuiteRun.objects.create(owner=owner, suite=suite, format=format, judge=judge_model,
                                   judge_template=judge_template, params=params, seed=secrets.randbelow(2**31),
                                   budget=budget)
     SuiteContestant.objects.bulk_create([SuiteContestant(run=run, model=m, position=i)
                                          for i, m in enumerate(contestants, start=1)])
+    SuiteRunJudge.objects.bulk_create([SuiteRunJudge(run=run, model=m, position=i)
+                                       for i, m in enumerate(jury[1:], start=2)])
     runner.start_chain(run)
     return run
 
@@ -70,9 +79,18 @@ def _check(suite: Suite, contestants: list[ModelEntry], format: str, judge_model
         _check_params([judge_model], [{}], judge.JUDGE_PARAMS, "judge")
 
 
-def _check_format(format: str, contestants: int, judge_model, budget: int | None) -> None:
+def _check_jury(jury: list[ModelEntry], judge_model: ModelEntry | None) -> None:
+    if len(jury) > MAX_JUDGES:
+        raise RunError(f"Name at most {MAX_JUDGES} judges, not {len(jury)}.", "judges")
+    if len({m.id for m in jury}) != len(jury):
+        raise RunError("Each judge may sit only once.", "judges")
+    if judge_model is not None and jury and jury[0] != judge_model:
+        raise RunError("Name the judge or the judges, not both.", "judges")
+
+
+def _check_format(format: str, contestants: int, judge_model, budget: int | None, judges: int = 1) -> None:
     """Adaptive and Swiss choose their pairs from a model judge's verdicts; Swiss needs 8 or more
-    contestants; only adaptive takes a budget, of at least one pair's two calls."""
+    contestants; only adaptive takes a budget, of at least one pair's calls (two a judge)."""
     chooses = format in (SuiteRun.Format.ADAPTIVE, SuiteRun.Format.SWISS)
     if chooses and judge_model is None:
         raise RunError(f"The {format} format chooses its pairs from a model judge's verdicts: name a judge.", "judge")
@@ -81,8 +99,10 @@ def _check_format(format: str, contestants: int, judge_model, budget: int | None
                        "use a round robin (or adaptive).", "format")
     if budget is not None and format != SuiteRun.Format.ADAPTIVE:
         raise RunError("Only an adaptive run takes a budget.", "budget")
-    if budget is not None and not 2 <= budget <= MAX_BUDGET:
-        raise RunError(f"The budget is 2 to {MAX_BUDGET} judge calls (each pair is read twice).", "budget")
+    least = 2 * max(1, judges)
+    if budget is not None and not least <= budget <= MAX_BUDGET:
+        raise RunError(f"The budget is {least} to {MAX_BUDGET} judge calls (each pair is read twice by each "
+                       "judge).", "budget")
 
 
 def _check_params(models: list[ModelEntry], constraints: list[dict], params: dict, field: str) -> None:

@@ -41,7 +41,7 @@ def run_new(request):
         data = form.cleaned_data
         try:
             run = start_run(request.user, suite=data["suite"], contestants=data["contestants"], format=data["format"],
-                            judge_model=data["judge"], judge_template=data["judge_template"], params=data["params"],
+                            judges=data["judges"], judge_template=data["judge_template"], params=data["params"],
                             budget=data["budget"])
         except RunError as exc:
             form.add_error(None, str(exc))

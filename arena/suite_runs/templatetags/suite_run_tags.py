@@ -2,7 +2,7 @@ from django import template
 from django.utils.safestring import SafeString
 
 from arena import markdown as md
-from arena.battles.judging import orders_agree
+from arena.battles.judging import by_judge, judge_verdict, orders_agree
 
 register = template.Library()
 
@@ -21,16 +21,43 @@ def _label(model) -> str:
     return getattr(model, "label", "") or model.name
 
 
+def _said(verdict: str, names: dict) -> str:
+    return f"{names[verdict]} is better" if verdict in names else SAID.get(verdict, "no verdict")
+
+
+def _reading(reading: dict, names: dict) -> dict:
+    order = reading.get("order", "")
+    first, second = ("right", "left") if order == "right_first" else ("left", "right")
+    return {"order": order, "first": names[first], "second": names[second],
+            "said": _said(reading.get("verdict", ""), names) if reading.get("raw") else "no reply (it failed)",
+            "reason": reading.get("reason", ""), "raw": reading.get("raw", "")}
+
+
 @register.filter
 def readings(battle) -> list[dict]:
-    """A model judge's two readings of a pair in words: which answer it was shown first, what it
-    said (naming the answer it preferred) and its raw text. A judged pair's names are not blind."""
+    """A model judge's readings of a pair in words: which answer it was shown first (as A), what
+    it said (naming the answer it preferred), its reason and its raw text. A judged pair's names
+    are not blind."""
     names = {"left": _label(battle.left.model), "right": _label(battle.right.model)}
-    return [{"order": reading.get("order", ""),
-             "first": names["right" if reading.get("order") == "right_first" else "left"],
-             "said": (f"{names[reading['verdict']]} is better" if reading.get("verdict") in names
-                      else SAID.get(reading.get("verdict"), "no verdict")),
-             "raw": reading.get("raw", "")} for reading in battle.judgements or ()]
+    return [_reading(reading, names) for reading in battle.judgements or ()]
+
+
+@register.simple_tag
+def jury_readings(battle, judges) -> list[dict]:
+    """Per judge of the pair (`judges`: the run's, in order), its label, its own verdict in words
+    (what its two readings agree on, else a tie) and its readings (`readings`)."""
+    names = {"left": _label(battle.left.model), "right": _label(battle.right.model)}
+    labels = {model.slug: _label(model) for model in judges}
+    default = battle.judge.slug if battle.judge_id else ""
+    out = []
+    for slug, by_order in by_judge(battle.judgements, default).items():
+        shown = list(by_order.values())
+        verdicts = [r.get("verdict", "") if r.get("raw") else "" for r in shown]
+        own = judge_verdict(*verdicts) if len(verdicts) == 2 else ""
+        out.append({"judge": slug, "label": labels.get(slug, slug),
+                    "verdict": _said(own, names) if own else "abstains (a reading failed)",
+                    "readings": [_reading(r, names) for r in shown]})
+    return out
 
 
 @register.filter

@@ -126,6 +126,8 @@ def names_real_models(body) -> bool:
     named = [body[f] for f in SLUG_FIELDS if body.get(f) is not None]  # a null judge: people judge
     if "contestants" in body:
         named += body["contestants"] if isinstance(body["contestants"], list) else [body["contestants"]]
+    if body.get("judges") is not None:  # a suite run's jury
+        named += body["judges"] if isinstance(body["judges"], list) else [body["judges"]]
     return all(name in SLUGS for name in named)
 
 
