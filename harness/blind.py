@@ -8,10 +8,17 @@ frame arrives and which side's text it carries. Meanwhile it polls, as that owne
 page a judge could read on the side: /healthz, the status page, GET /api/v1/workers and the
 worker admin; with every frame, none may name a contestant (slug or name) before the reveal.
 
+Meanwhile, from the battle's first text on, another user keeps a playground generation
+running on a third model (SmolLM2 on transformers, through the API), one after another, so
+the contestants' speeds change under the pacing as they do on a shared machine.
+
 Measured in one run:
 - paced_gap_ratio: the two sides' median gaps between frames that carry their text, larger
   over smaller (1.0: the same rhythm);
 - paced_rate_ratio: the two sides' words delivered per second, larger over smaller;
+- tail_gap_over_joint_gap: the longer answer's median gap between its text frames after the
+  shorter one's last, over its median gap while both were coming (1.0: its tail does not
+  show its own speed);
 - raw_speed_ratio: the two models' real decode speeds in that battle (tokens/s as their
   workers measured them, read from the database after the match: never shown to the judge);
 - leaks: pages or frames that named a contestant before the reveal.
@@ -42,6 +49,9 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 # (match 2, warmed while match 1 plays) are llama.cpp entries: quick to load beside it.
 CONTESTANTS = ["smollm2-135m-llamacpp", "gemma-3-270m-llamacpp", "smollm2-135m-llamacpp-spec", "gemma-3-270m"]
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
+# The other user's work on the machine: a model outside the tournament, decoding on the same cores.
+RIVAL_MODEL, RIVAL_PROMPT = "smollm2-135m", "Explain in detail how a steam engine works."
+MIN_TAIL_GAPS = 3
 SIDE_PAGES = ("healthz", "status/", "admin/workers/workerprocess/")
 APPEND = re.compile(r'<div id="(left|right)-output" hx-swap-oob="beforeend">(.*?)</div>', re.S)
 
@@ -99,6 +109,41 @@ def side_stats(frames: list[tuple[float, str]], side: str) -> tuple[float, float
     return statistics.median(gaps), len(text.split()) / (times[-1] - times[0]), len(times)
 
 
+def text_times(frames: list[tuple[float, str]], side: str) -> list[float]:
+    return [t for t, frame in frames if any(s == side for s, _html in APPEND.findall(frame))]
+
+
+def tail_stats(frames: list[tuple[float, str]]) -> dict:
+    """The longer answer's median gap between its text frames after the shorter one's last
+    text frame ("tail") and before it ("joint")."""
+    times = {side: text_times(frames, side) for side in ("left", "right")}
+    longer = max(times, key=lambda side: times[side][-1])
+    shorter_end = min(ts[-1] for ts in times.values())
+    joint = [b - a for a, b in itertools.pairwise(t for t in times[longer] if t <= shorter_end)]
+    tail = [b - a for a, b in itertools.pairwise(t for t in times[longer] if t >= shorter_end)]
+    if len(joint) < MIN_TAIL_GAPS or len(tail) < MIN_TAIL_GAPS:
+        raise TooFewFrames(f"answers too alike in length for a tail: {len(joint)} and {len(tail)} gaps")
+    return {"longer": longer, "joint_gap_s": statistics.median(joint), "tail_gap_s": statistics.median(tail),
+            "tail_frames": len(tail)}
+
+
+def compete(app: LiveApp, frames: list, stop: threading.Event, started: list[dict]) -> None:
+    """Another user's playground generations, one after another, from the battle's first
+    text frame until `stop` (the last one is waited for: nothing is left running)."""
+    token = app.token("rival")
+    while not stop.is_set() and not any(APPEND.search(frame) for _t, frame in list(frames)):
+        time.sleep(0.05)
+    while not stop.is_set():
+        response = app.api(token, "post", "/api/v1/generations", json={
+            "model": RIVAL_MODEL, "prompt": RIVAL_PROMPT, "params": {"temperature": 0.7, "max_new_tokens": 128}})
+        if response.status_code != 202:
+            started.append({"status": f"refused: {response.status_code} {response.text[:200]}"})
+            return
+        body = app.wait_generation(token, response.json()["id"], timeout=300)
+        started.append({"status": body["status"], "tokens": body["metrics"]["generated_tokens"],
+                        "tokens_per_s": body["metrics"]["tokens_per_s"]})
+
+
 def ratio(a: float, b: float) -> float:
     return round(max(a, b) / min(a, b), 3) if min(a, b) > 0 else float("inf")
 
@@ -128,7 +173,11 @@ def measure_once(app: LiveApp, max_new_tokens: int = 96, timeout: float = 600) -
     frames: list[tuple[float, str]] = []
     ws_url = app.url.replace("http", "ws", 1) + f"ws/battles/{battle_id}/"
     follower = threading.Thread(target=follow, args=(ws_url, app.ws_headers(session), frames, timeout))
+    rivals: list[dict] = []
+    stop_rival = threading.Event()
+    rival = threading.Thread(target=compete, args=(app, frames, stop_rival, rivals))
     follower.start()
+    rival.start()
     leaks, polls = [], 0
     while follower.is_alive():  # the judge's side channels, while the match plays
         pages = {path: session.get(app.url + path, timeout=30).text for path in SIDE_PAGES}
@@ -138,6 +187,8 @@ def measure_once(app: LiveApp, max_new_tokens: int = 96, timeout: float = 600) -
         polls += 1
         time.sleep(0.5)
     follower.join()
+    stop_rival.set()
+    rival.join()
     leaks += [f"frame: {m.group(0)!r}" for _t, f in frames if (m := secret.search(f))]
     stop = session.post(app.url + f"tournaments/{tournament['id']}/stop",
                         headers={"X-CSRFToken": session.cookies.get("csrftoken", ""), "Referer": app.url})
@@ -145,14 +196,16 @@ def measure_once(app: LiveApp, max_new_tokens: int = 96, timeout: float = 600) -
     gaps, rates, counts = {}, {}, {}
     for side in ("left", "right"):
         gaps[side], rates[side], counts[side] = side_stats(frames, side)
+    tail = tail_stats(frames)
     speeds = stored_speeds(app, battle_id)
     return {
         "paced_gap_ratio": ratio(gaps["left"], gaps["right"]),
         "paced_rate_ratio": ratio(rates["left"], rates["right"]),
+        "tail_gap_over_joint_gap": round(tail["tail_gap_s"] / tail["joint_gap_s"], 3),
         "raw_speed_ratio": ratio(speeds["left"] or 0.0, speeds["right"] or 0.0),
         "leaks": len(leaks),
         "detail": {"median_gap_s": gaps, "words_per_s": rates, "text_frames": counts, "decode_tokens_per_s": speeds,
-                   "side_channel_polls": polls, "leaked": leaks[:10]},
+                   "tail": tail, "rival_generations": rivals, "side_channel_polls": polls, "leaked": leaks[:10]},
     }
 
 
@@ -166,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"median gap between text frames (s): {detail['median_gap_s']}")
     print(f"words delivered per second:         {detail['words_per_s']}")
     print(f"real decode speeds (tokens/s):      {detail['decode_tokens_per_s']}")
+    print(f"longer answer's median gap, together and alone (s): {detail['tail']}")
+    print(f"the other user's generations meanwhile: {detail['rival_generations']}")
     print(f"side-channel polls: {detail['side_channel_polls']}, leaks: {detail['leaked'] or 'none'}")
     print(json.dumps(result))
     return 0 if result["leaks"] == 0 else 1
