@@ -60,7 +60,8 @@ def test_the_panel_gives_each_judges_figures_or_says_too_few_pairs(client, owner
     assert first["self-consistency"] == "0%" and first["position-bias"] == "100%"
     assert lone["self-consistency"] == "too few pairs" and lone["kappa-people"] == f"too few pairs (1 of {MIN_PAIRS})"
     # The two judges that met: one always names a winner, the other never does.
-    assert "agree: κ 0.00 (95%: 0.00 to 0.00) on 12 pairs" in html
+    met = f"<strong>{spec.label}</strong> with <strong>{awq.label}</strong>"
+    assert f"{met}: κ 0.00 (95%: 0.00 to 0.00) on 12 pairs" in html
     assert "no better than chance" in html
 
 

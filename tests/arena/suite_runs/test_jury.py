@@ -143,6 +143,7 @@ def test_the_page_shows_each_judges_readings_reasons_and_reliability(client, own
     page = html_lib.unescape(client.get(run.get_absolute_url()).content.decode())
     assert "judges: " + ", ".join(j.name for j in judges) + " (majority)" in page
     assert "the majority of 3 judges; no majority is a tie" in page
+    assert "The judges agreed with themselves on 2 of 3 readings of a pair (67 %)" in page
     for slug in (j.slug for j in judges):
         assert f'<p class="jury-seat" data-judge="{slug}">' in page
     seats = re.findall(r'<p class="jury-seat" data-judge="[^"]+">Judge <strong>[^<]+</strong>: ([^<]+)</p>', page)
