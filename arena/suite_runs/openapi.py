@@ -122,6 +122,9 @@ OPENAPI_PATHS = {
                 "type": "object",
                 "required": ["suite", "contestants"],
                 "additionalProperties": False,
+                # A budget (not null) is an adaptive run's only.
+                "if": {"required": ["budget"], "properties": {"budget": {"type": "integer"}}},
+                "then": {"required": ["format"], "properties": {"format": {"const": SuiteRun.Format.ADAPTIVE}}},
                 "properties": {
                     "suite": {"type": "string", "format": "uuid", "description": "One of your suites"},
                     "contestants": {"type": "array", "uniqueItems": True, "items": {"type": "string"},
