@@ -26,8 +26,11 @@ def test_a_fast_and_a_slow_contestant_arrive_at_one_pace_and_nothing_names_them(
     # before the first piece); the margin is for a loaded one, where the frames' own delivery jitters.
     assert result["paced_gap_ratio"] <= 1.3, detail
     assert result["paced_rate_ratio"] <= 1.3, detail
-    assert result["tail_gap_over_joint_gap"] <= 1.3, detail
-    assert 1 / result["tail_gap_over_joint_gap"] <= 1.3, detail
+    # The longer answer's tail keeps the joint pace, when a match had a tail (two answers cut at
+    # the same token limit end together: three matches may all do so; the rule itself is tested
+    # on a fake clock in tests/arena/battles/test_pacing_tail.py).
+    tail = result["tail_gap_over_joint_gap"]
+    assert tail is None or max(tail, 1 / tail) <= 1.3, detail
     assert detail["side_channel_polls"] >= 3
     assert detail["rival_generations"] and all(g["status"] == "done" for g in detail["rival_generations"]), detail
 
