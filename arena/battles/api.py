@@ -102,17 +102,25 @@ def vote(request, battle_id):
     battle = _get_battle_for_user(request, battle_id)
     if battle is None:
         return error(404, "No such comparison.")
+    outcome = _outcome(request)
+    if isinstance(outcome, JsonResponse):
+        return outcome
+    if not battle.vote(outcome):
+        return error(409, "Both answers must be complete before a vote.")
+    return JsonResponse(battle_json(battle))
+
+
+def _outcome(request, fields: set[str] | None = None) -> str | JsonResponse:
+    """The vote's `outcome` from the JSON body, or the 400 that says what is wrong with it."""
     try:
-        body = json_body(request)
+        body = json_body(request, fields)
     except ValueError as exc:
         return error(400, str(exc))
     outcome = body.get("outcome")
     if outcome not in Battle.Outcome.values:
         return error(400, f"outcome must be one of {', '.join(Battle.Outcome.values)}.",
                      {"outcome": "unknown outcome"})
-    if not battle.vote(outcome):
-        return error(409, "Both answers must be complete before a vote.")
-    return JsonResponse(battle_json(battle))
+    return outcome
 
 
 # --- anonymous battles (/api/v1/arena) ------------------------------------------------------
@@ -145,7 +153,7 @@ def create_anonymous(request):
     if not isinstance(body.get("prompt", ""), str) or not isinstance(body.get("tag", ""), str):
         return error(400, "prompt and tag must be strings.")
     n = body.get("max_new_tokens")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+    if "max_new_tokens" in body and (isinstance(n, bool) or not isinstance(n, int)):  # null included
         return error(400, "max_new_tokens must be a whole number.", {"max_new_tokens": "must be a whole number"})
     form = ArenaForm({"prompt": body.get("prompt", ""), "tag": body.get("tag", ""),
                       "max_new_tokens": "" if n is None else str(n)})
@@ -177,14 +185,9 @@ def anonymous_vote(request, battle_id):
     battle = _own_anonymous(request, battle_id)
     if battle is None:
         return error(404, "No such anonymous battle.")
-    try:
-        body = json_body(request, {"outcome"})
-    except ValueError as exc:
-        return error(400, str(exc))
-    outcome = body.get("outcome")
-    if outcome not in Battle.Outcome.values:
-        return error(400, f"outcome must be one of {', '.join(Battle.Outcome.values)}.",
-                     {"outcome": "unknown outcome"})
+    outcome = _outcome(request, {"outcome"})
+    if isinstance(outcome, JsonResponse):
+        return outcome
     if problem := anonymous.vote_problem(battle):
         return error(409, problem)
     if not battle.vote(outcome):

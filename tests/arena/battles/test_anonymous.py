@@ -157,6 +157,14 @@ def test_the_api_hides_the_pair_until_the_vote(client, token, only_pair):
     assert api(client, "get", "/api/v1/comparisons/" + str(battle.id), token).status_code == 404
 
 
+@pytest.mark.parametrize("value", [None, True, "8", 8.5])
+def test_the_api_refuses_a_length_that_is_not_a_whole_number(client, token, only_pair, value):
+    response = api(client, "post", "/api/v1/arena", token, {"prompt": "Name a colour.", "max_new_tokens": value})
+    assert response.status_code == 400 and response.json()["error"]["fields"] == {
+        "max_new_tokens": "must be a whole number"}
+    assert not Battle.objects.exists()
+
+
 def test_the_api_continues_an_unjudged_battle(client, token, owner, only_pair):
     body = api(client, "post", "/api/v1/arena", token, {"prompt": "Name a colour."}).json()
     early = api(client, "post", f"/api/v1/arena/{body['id']}/continue", token, {"prompt": "More?"})
