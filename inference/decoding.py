@@ -116,37 +116,55 @@ class StopText:
         return 0
 
 
+class StopSequences:
+    """A stream's chunks, fed one at a time, with their text cut at the first stop sequence.
+
+    Token chunks carry only what may be streamed; on a stop a Finish(FINISH_STOP_SEQUENCE) ends
+    the stream (`ended`: the caller stops its engine). Works for any engine (an endpoint's too: its
+    server is not sent the stop sequences, so the cut is seen here and reported as one).
+    """
+
+    def __init__(self, stop_text: StopText, prompt_tokens: int):
+        self.stop_text = stop_text
+        self.prompt_tokens = prompt_tokens
+        self.generated = 0
+        self.first_time: float | None = None
+        self.last_time: float | None = None
+        self.ended = False
+
+    def feed(self, chunk: Chunk) -> list[Chunk]:
+        if isinstance(chunk, Failure):
+            self.ended = True
+            return [chunk]
+        if isinstance(chunk, TokenChunk):
+            self.generated += 1
+            self.last_time = time.time()
+            self.first_time = self.first_time or self.last_time
+            out: list[Chunk] = [TokenChunk(chunk.token_id, self.stop_text.feed(chunk.text_delta))]
+            if self.stop_text.stopped:
+                self.ended = True
+                out.append(Finish(FINISH_STOP_SEQUENCE, self.generated, self.prompt_tokens,
+                                  self.first_time, self.last_time))
+            return out
+        self.ended = True
+        text = self.stop_text.feed(chunk.text_delta)
+        if self.stop_text.stopped and chunk.reason != FINISH_CANCELLED:
+            return [dataclasses.replace(chunk, text_delta=text, reason=FINISH_STOP_SEQUENCE)]
+        return [dataclasses.replace(chunk, text_delta=text + self.stop_text.flush())]
+
+
 def with_stop_sequences(
     chunks: Generator[Chunk, None, None], stop_text: StopText, prompt_tokens: int
 ) -> Generator[Chunk, None, None]:
-    """An engine's chunks with their text cut at the first stop sequence.
-
-    Token chunks carry only what may be streamed; on a stop the engine's generator
-    is closed and a Finish(FINISH_STOP_SEQUENCE) ends the stream. Works for any engine (an endpoint's
-    too: its server is not sent the stop sequences, so the cut is seen here and reported as one).
-    """
-    generated = 0
-    first_time: float | None = None
-    last_time: float | None = None
+    """An engine's chunks with their text cut at the first stop sequence (StopSequences); on a
+    stop the engine's generator is closed (an endpoint's stream with it, so its server stops)."""
+    cut = StopSequences(stop_text, prompt_tokens)
     for chunk in chunks:
-        if isinstance(chunk, Failure):
-            yield chunk
-            return
-        if isinstance(chunk, TokenChunk):
-            generated += 1
-            last_time = time.time()
-            first_time = first_time or last_time
-            yield TokenChunk(chunk.token_id, stop_text.feed(chunk.text_delta))
-            if stop_text.stopped:
-                chunks.close()
-                yield Finish(FINISH_STOP_SEQUENCE, generated, prompt_tokens, first_time, last_time)
-                return
-        else:
-            text = stop_text.feed(chunk.text_delta)
-            if stop_text.stopped and chunk.reason != FINISH_CANCELLED:
-                yield dataclasses.replace(chunk, text_delta=text, reason=FINISH_STOP_SEQUENCE)
-            else:
-                yield dataclasses.replace(chunk, text_delta=text + stop_text.flush())
+        out = cut.feed(chunk)
+        if cut.ended and isinstance(chunk, TokenChunk):
+            chunks.close()
+        yield from out
+        if cut.ended:
             return
 
 

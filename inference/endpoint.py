@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 
@@ -31,7 +31,7 @@ from inference import protocol
 from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Failure, Finish, TokenChunk
 from inference.decoding import StopText, with_stop_sequences
 from inference.protocol import SamplingParams, plain_text
-from inference.structured import REGEX_UNSUPPORTED, lark_regex_grammar
+from inference.structured import REGEX_UNSUPPORTED
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,6 @@ class EndpointEngine:
     api_key_env: str = ""  # where the key came from: named in messages about it, never the key
     base: bool = False  # a base model: the conversation as plain text to /completions, no chat template
     max_concurrency: int = 0  # requests streamed at once (0: the worker's batch size)
-    llamacpp: bool = False  # our own llama.cpp server: its native json_schema and llguidance grammars
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0  # silence this long, before or between tokens, fails the request
 
@@ -65,37 +64,16 @@ class EndpointEngine:
 
     def request(self, messages: list[dict[str, str]], params: SamplingParams) -> tuple[str, dict[str, Any]]:
         """The path and JSON body of one streamed request."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "max_tokens": params.max_new_tokens,
-            "temperature": params.temperature,
-            "top_p": params.top_p,
-        }
-        if params.seed is not None:
-            body["seed"] = params.seed
-        # No "stop": a server that stops at a stop sequence says only "stop", as at the end of an
-        # answer, and hides the sequence. Cut here instead (decoding.with_stop_sequences, which
-        # closes the stream, so the server stops too) and the Finish says it was a stop sequence.
-        body.update(self.constraint(params))
-        if self.base:
-            return "/completions", {**body, "prompt": plain_text(messages)}
-        return "/chat/completions", {**body, "messages": messages}
+        return completion_request(self.model, self.base, messages, params, self.constraint(params))
 
     def constraint(self, params: SamplingParams) -> dict[str, Any]:
-        """The request fields that constrain decoding: llama.cpp's own `json_schema`, or a regex as
-        a `%llguidance` grammar (its wheel is built with llguidance); elsewhere OpenAI's strict
-        `response_format`, which takes no regex (refused before the job: inference.structured)."""
+        """OpenAI's strict `response_format`, which takes no regex (refused before the job:
+        inference.structured; llama.cpp in the worker takes both: inference.llamacpp_decoder)."""
         if params.json_schema is not None:
-            if self.llamacpp:
-                return {"json_schema": params.json_schema}
             schema = {"name": "answer", "schema": params.json_schema, "strict": True}
             return {"response_format": {"type": "json_schema", "json_schema": schema}}
         if params.regex is not None:
-            if not self.llamacpp:
-                raise EndpointError(REGEX_UNSUPPORTED["openai"], protocol.BAD_JOB)
-            return {"grammar": lark_regex_grammar(params.regex)}
+            raise EndpointError(REGEX_UNSUPPORTED["openai"], protocol.BAD_JOB)
         return {}
 
     def headers(self) -> dict[str, str]:
@@ -115,6 +93,29 @@ class EndpointError(Exception):
         super().__init__(reason)
         self.failure = Failure(reason, code)
         self.retry_after_s = retry_after_s
+
+
+def completion_request(model: str, base: bool, messages: list[dict[str, str]], params: SamplingParams,
+                       constraint: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The path and OpenAI JSON body of one streamed completion: a chat, or for a base model the
+    conversation as plain text to continue."""
+    body: dict[str, Any] = {
+        "model": model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": params.max_new_tokens,
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        **constraint,
+    }
+    if params.seed is not None:
+        body["seed"] = params.seed
+    # No "stop": a server that stops at a stop sequence says only "stop", as at the end of an
+    # answer, and hides the sequence. Cut here instead (decoding.with_stop_sequences, which
+    # closes the stream, so the server stops too) and the Finish says it was a stop sequence.
+    if base:
+        return "/completions", {**body, "prompt": plain_text(messages)}
+    return "/chat/completions", {**body, "messages": messages}
 
 
 # ---------------------------------------------------------------- one request's stream
@@ -167,42 +168,27 @@ def _lines_until_cut(response: httpx.Response) -> Iterator[str]:
 
 def read_events(lines: Iterator[str], engine: EndpointEngine) -> Generator[Chunk, None, None]:
     """Server-sent events of a streamed completion as chunks (the stream's grammar checked)."""
-    state = _StreamState()
+    reader = StreamReader(hide=engine.api_key)
     for line in lines:
         if not line.startswith("data:"):
             continue  # blank separators, ": keep-alive" comments, "event:" names
-        data = line[5:].strip()
-        if data == "[DONE]":
-            yield state.finish()
+        yield from reader.feed(line[5:].strip())
+        if reader.ended:
             return
-        try:
-            event = json.loads(data)
-        except ValueError:
-            yield _malformed(f"a line that is not JSON ({_quote(data)})")
-            return
-        if not isinstance(event, dict):
-            yield _malformed(f"a line that is not a JSON object ({_quote(data)})")
-            return
-        if "error" in event:
-            said = _error_text(event["error"], hide=engine.api_key)
-            yield Failure(f"The endpoint failed while generating: {said}", protocol.ENGINE_ERROR)
-            return
-        try:
-            yield from state.read(event)
-        except (TypeError, KeyError, IndexError, AttributeError, ValueError):
-            yield _malformed(f"a chunk without the expected fields ({_quote(data)})")
-            return
-    if state.reason is not None:
-        yield state.finish()  # complete, only the closing [DONE] missing: the answer is whole
-    else:
-        yield Failure("The endpoint's stream stopped before the answer was finished (no [DONE]); "
-                      "the text so far is kept.", protocol.ENGINE_ERROR)
+    yield reader.close()
 
 
-class _StreamState:
-    """What a stream has said so far: token count, timings, finish reason, usage."""
+class StreamReader:
+    """One streamed completion, fed its payloads (OpenAI chunk JSON) one at a time, as chunks:
+    TokenChunks, then one Finish or Failure, after which `ended`. Fed from server-sent events
+    (read_events) or by llama.cpp's callback in the worker (inference.llamacpp_decoder)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hide: str = "", error_status: bool = False):
+        self.hide = hide  # the API key: never repeated in a reason
+        # llama.cpp called in-process refuses a request with its error body, whose code is the
+        # HTTP status it would have answered: read as http_error reads that status.
+        self.error_status = error_status
+        self.ended = False
         self.generated = 0
         self.first: float | None = None
         self.last: float | None = None
@@ -210,22 +196,29 @@ class _StreamState:
         self.usage: dict[str, Any] = {}
         self.timings: dict[str, Any] = {}
 
-    def read(self, event: dict[str, Any]) -> Iterator[TokenChunk]:
-        if isinstance(event.get("usage"), dict):
-            self.usage = event["usage"]
-        if isinstance(event.get("timings"), dict):
-            self.timings = event["timings"]
-        for choice in event.get("choices") or []:
-            text = choice["delta"].get("content") if "delta" in choice else choice.get("text")
-            if text:
-                if not isinstance(text, str):
-                    raise TypeError("text is not a string")
-                self.last = time.time()
-                self.first = self.first or self.last
-                self.generated += 1
-                yield TokenChunk(-1, text)
-            if choice.get("finish_reason"):
-                self.reason = FINISH_LENGTH if choice["finish_reason"] == "length" else FINISH_STOP
+    def feed(self, data: str) -> list[Chunk]:
+        """The chunks of one payload ("[DONE]" ends the stream)."""
+        if data == "[DONE]":
+            return [self._end(self.finish())]
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return [self._end(_malformed(f"a line that is not JSON ({_quote(data)})"))]
+        if not isinstance(event, dict):
+            return [self._end(_malformed(f"a line that is not a JSON object ({_quote(data)})"))]
+        if "error" in event:
+            return [self._end(self._error(event["error"]))]
+        try:
+            return self._read(event)
+        except (TypeError, KeyError, IndexError, AttributeError, ValueError):
+            return [self._end(_malformed(f"a chunk without the expected fields ({_quote(data)})"))]
+
+    def close(self) -> Chunk:
+        """The end of a stream that stopped without "[DONE]"."""
+        if self.reason is not None:
+            return self._end(self.finish())  # complete, only the closing [DONE] missing: the answer is whole
+        return self._end(Failure("The endpoint's stream stopped before the answer was finished (no [DONE]); "
+                                 "the text so far is kept.", protocol.ENGINE_ERROR))
 
     def finish(self) -> Finish:
         generated = _count(self.usage.get("completion_tokens"), self.generated)
@@ -236,6 +229,36 @@ class _StreamState:
             proposed_tokens=_count(self.timings.get("draft_n"), 0),
             accepted_tokens=_count(self.timings.get("draft_n_accepted"), 0),
         )
+
+    def _read(self, event: dict[str, Any]) -> list[Chunk]:
+        if isinstance(event.get("usage"), dict):
+            self.usage = event["usage"]
+        if isinstance(event.get("timings"), dict):
+            self.timings = event["timings"]
+        out: list[Chunk] = []
+        for choice in event.get("choices") or []:
+            text = choice["delta"].get("content") if "delta" in choice else choice.get("text")
+            if text:
+                if not isinstance(text, str):
+                    raise TypeError("text is not a string")
+                self.last = time.time()
+                self.first = self.first or self.last
+                self.generated += 1
+                out.append(TokenChunk(-1, text))
+            if choice.get("finish_reason"):
+                self.reason = FINISH_LENGTH if choice["finish_reason"] == "length" else FINISH_STOP
+        return out
+
+    def _error(self, error: Any) -> Failure:
+        said = _error_text(error, hide=self.hide)
+        status = error.get("code") if isinstance(error, dict) else None
+        if self.error_status and isinstance(status, int) and not isinstance(status, bool):
+            return status_error(status, f": {said}" if said else "").failure
+        return Failure(f"The endpoint failed while generating: {said}", protocol.ENGINE_ERROR)
+
+    def _end(self, chunk: Chunk) -> Chunk:
+        self.ended = True
+        return chunk
 
 
 def _count(value: Any, default: int) -> int:
@@ -261,7 +284,13 @@ def http_error(response: httpx.Response, engine: EndpointEngine) -> EndpointErro
         when = f"; it asks to retry in {wait:g} s" if wait is not None else ""
         return EndpointError(f"The endpoint is rate limiting requests (HTTP 429){when}{said}.",
                              protocol.BUSY, retry_after_s=wait)
-    if status == 400 and "context" in detail.lower():
+    return status_error(status, said)
+
+
+def status_error(status: int, said: str) -> EndpointError:
+    """A request refused with `status` (`said`: ": the server's message", or ""), past the refusals
+    that only a remote server gives (key, model, rate)."""
+    if status == 400 and "context" in said.lower():
         return EndpointError(f"The prompt does not fit this model's context (HTTP 400){said}.",
                              protocol.PROMPT_TOO_LONG)
     return EndpointError(f"The endpoint answered HTTP {status}{said}.")
@@ -328,32 +357,20 @@ def _transport_reason(exc: httpx.TransportError) -> str:
 # ---------------------------------------------------------------- the scheduler's decoder
 
 
-class EndpointRow:
-    """One request: its stream runs on a thread of its own, its chunks go to the decoder's inbox."""
+class ThreadedRow:
+    """One request whose chunks arrive on a thread of its own, into its decoder's inbox."""
 
-    def __init__(self, decoder: EndpointDecoder, messages: list[dict[str, str]], params: SamplingParams, tag: Any):
+    def __init__(self, inbox: queue.SimpleQueue[tuple[Any, Chunk]], tag: Any, name: str):
         self.tag = tag
         self.cancelled = threading.Event()
         self.generated = 0  # what the scheduler has been handed, for a cancelled row's Finish
         self.first: float | None = None
         self.last: float | None = None
-        chunks = stream_request(decoder.http, decoder.engine, messages, params, self.cancelled)
-        self._chunks = with_stop_sequences(chunks, StopText(params.stop), 0)
-        self._inbox = decoder.inbox
-        self.thread = threading.Thread(target=self._run, name="endpoint-request", daemon=True)
+        self._inbox = inbox
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def _run(self) -> None:
-        try:
-            for chunk in self._chunks:
-                if self.cancelled.is_set():
-                    break
-                self._inbox.put((self, chunk))
-        except Exception as exc:  # whatever else the stream raised fails this request alone
-            if not self.cancelled.is_set():
-                log.exception("Endpoint request failed")
-                self._inbox.put((self, Failure(f"The endpoint request failed: {exc}", protocol.ENGINE_ERROR)))
-        finally:
-            self._chunks.close()  # leaves the HTTP stream's `with`: the connection closes
+        raise NotImplementedError
 
     def note(self, chunk: Chunk) -> None:
         if isinstance(chunk, TokenChunk):
@@ -365,25 +382,27 @@ class EndpointRow:
         return Finish(FINISH_CANCELLED, self.generated, 0, self.first, self.last)
 
 
-class EndpointDecoder:
-    """Requests to one endpoint, each streaming on its own thread (see the module's docstring)."""
+RowT = TypeVar("RowT", bound=ThreadedRow)
 
-    def __init__(self, engine: EndpointEngine, connections: int = 64):
-        self.engine = engine
-        self.http = engine.client(connections)
-        self.inbox: queue.Queue[tuple[EndpointRow, Chunk]] = queue.Queue()
-        self.rows: set[EndpointRow] = set()
+
+class ThreadedDecoder(Generic[RowT]):
+    """The scheduler's decoder over rows that stream on threads of their own (`join` starts one):
+    `step` hands over whatever chunks have arrived, `cancel` sets a row's flag (its thread stops
+    its request) and gives its Finish at once."""
+
+    def __init__(self) -> None:
+        self.inbox: queue.SimpleQueue[tuple[RowT, Chunk]] = queue.SimpleQueue()
+        self.rows: set[RowT] = set()
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def join(self, messages: Sequence[Any], params: SamplingParams, tag: Any = None) -> tuple[EndpointRow, list[Chunk]]:
-        row = EndpointRow(self, list(messages), params, tag)
+    def start(self, row: RowT) -> tuple[RowT, list[Chunk]]:
         self.rows.add(row)
         row.thread.start()
         return row, []
 
-    def step(self) -> list[tuple[EndpointRow, Chunk]]:
+    def step(self) -> list[tuple[RowT, Chunk]]:
         """Every chunk that has arrived (waiting up to STEP_WAIT_S for the first)."""
         try:
             arrived = [self.inbox.get(timeout=STEP_WAIT_S)]
@@ -404,14 +423,48 @@ class EndpointDecoder:
             out.append((row, chunk))
         return out
 
-    def cancel(self, rows: Sequence[EndpointRow]) -> list[tuple[EndpointRow, Finish]]:
+    def cancel(self, rows: Sequence[RowT]) -> list[tuple[RowT, Finish]]:
         out = []
         for row in rows:
             if row in self.rows:
-                row.cancelled.set()  # the row's thread stops reading and closes its stream
+                row.cancelled.set()  # the row's thread stops its request
                 self.rows.discard(row)
                 out.append((row, row.cancelled_finish()))
         return out
 
     def reset(self) -> None:
         self.cancel(list(self.rows))
+
+
+class EndpointRow(ThreadedRow):
+    """One request to an endpoint: its HTTP stream, read on the row's thread."""
+
+    def __init__(self, decoder: EndpointDecoder, messages: list[dict[str, str]], params: SamplingParams, tag: Any):
+        super().__init__(decoder.inbox, tag, "endpoint-request")
+        chunks = stream_request(decoder.http, decoder.engine, messages, params, self.cancelled)
+        self._chunks = with_stop_sequences(chunks, StopText(params.stop), 0)
+
+    def _run(self) -> None:
+        try:
+            for chunk in self._chunks:
+                if self.cancelled.is_set():
+                    break
+                self._inbox.put((self, chunk))
+        except Exception as exc:  # whatever else the stream raised fails this request alone
+            if not self.cancelled.is_set():
+                log.exception("Endpoint request failed")
+                self._inbox.put((self, Failure(f"The endpoint request failed: {exc}", protocol.ENGINE_ERROR)))
+        finally:
+            self._chunks.close()  # leaves the HTTP stream's `with`: the connection closes
+
+
+class EndpointDecoder(ThreadedDecoder[EndpointRow]):
+    """Requests to one endpoint, each streaming on its own thread (see the module's docstring)."""
+
+    def __init__(self, engine: EndpointEngine, connections: int = 64):
+        super().__init__()
+        self.engine = engine
+        self.http = engine.client(connections)
+
+    def join(self, messages: Sequence[Any], params: SamplingParams, tag: Any = None) -> tuple[EndpointRow, list[Chunk]]:
+        return self.start(EndpointRow(self, list(messages), params, tag))

@@ -1,7 +1,7 @@
 """Which engine serves a catalogue entry: the one place that maps a spec to what runs it.
 
     transformers -> inference.engine.Engine or SpeculativeEngine over a model loaded here
-    llamacpp     -> llama.cpp's server in this process, read through inference.endpoint
+    llamacpp     -> llama.cpp called in this process (inference.llamacpp, inference.llamacpp_decoder)
     openai       -> an OpenAI-compatible endpoint elsewhere, read through inference.endpoint
     server       -> an OpenAI-compatible server started from the entry's command (inference.managed)
 
@@ -19,6 +19,7 @@ from inference import config
 from inference.decoding import WARM_UP_MESSAGES
 from inference.endpoint import EndpointEngine
 from inference.hardware import resident_mb, usable_cpus
+from inference.llamacpp_decoder import LlamaCppEngine
 from inference.protocol import ModelSpec
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class EngineConfigError(Exception):
 class Served:
     """An engine ready for jobs, and what the worker reports about it."""
 
-    engine: Engine | EndpointEngine
+    engine: Engine | EndpointEngine | LlamaCppEngine
     load_s: float
     context_length: int  # 0: the server's own, not known here
     weight_bytes: int

@@ -1,11 +1,15 @@
-"""The llamacpp engine: a GGUF file served by llama.cpp's own server, inside the worker.
+"""The llamacpp engine: a GGUF file served by llama.cpp inside the worker, called in-process.
 
-xllamacpp runs llama.cpp's HTTP server in this process on a free 127.0.0.1 port,
-reading the GGUF as shipped (no conversion, no dequantisation), with continuous
-batching over `parallel` slots sharing one KV cache. The worker then serves it like
-any OpenAI-compatible server (`inference.endpoint`), so cancelling a request closes
-its stream and llama.cpp drops that slot alone. A random API key keeps other local
-processes off the port.
+xllamacpp runs llama.cpp's server context in this process, reading the GGUF as shipped
+(no conversion, no dequantisation), with continuous batching over `parallel` slots
+sharing one KV cache. The worker calls it directly (`inference.llamacpp_decoder`: each
+request's chunks come from llama.cpp's callback, no HTTP and no server-sent events), so
+cancelling a request ends its call and llama.cpp frees that slot alone. xllamacpp always
+opens llama.cpp's HTTP listener too; the worker binds it to 127.0.0.1 on a free port with
+a random API key and one HTTP thread, and nothing reads it.
+
+`python -m inference.llamacpp` is llama.cpp's HTTP server on its own (the `server` engine's
+managed servers and their tests start it).
 
 Speculative kind: a draft GGUF of the same tokenizer when the entry names one, else
 llama.cpp's n-gram lookup over the prompt and the answer so far (its counterpart of
@@ -18,19 +22,16 @@ import logging
 import os
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-import httpx
 
 from inference import config
 from inference.decoding import WARM_UP_MESSAGES
-from inference.endpoint import EndpointEngine
+from inference.llamacpp_decoder import LlamaCppEngine
 from inference.protocol import ModelSpec, SamplingParams
 from inference.sources import resolve_source
 
 log = logging.getLogger(__name__)
-WARM_UP_TIMEOUT_S = 60.0
 
 DEFAULT_CONTEXT = 8192  # tokens of KV cache shared by all slots, unless the entry sets its own
 # llama.cpp's CPU build runs its threads under OpenMP, whose threads spin while they wait. Two
@@ -48,14 +49,15 @@ class LlamaCppError(Exception):
 @dataclass
 class LlamaCppServer:
     server: Any  # xllamacpp.Server: stops when the last reference goes
-    engine: EndpointEngine
+    engine: LlamaCppEngine
     context_length: int
     load_s: float
     weight_bytes: int
+    listener_key: str = field(default="", repr=False)  # of the HTTP listener nothing here reads (tests do)
 
 
 def start(spec: ModelSpec, *, parallel: int, threads: int) -> LlamaCppServer:
-    """llama.cpp serving `spec` on 127.0.0.1, ready for requests."""
+    """llama.cpp serving `spec` in this process, warmed up and ready for requests."""
     wait_passively()
     import xllamacpp
 
@@ -65,19 +67,17 @@ def start(spec: ModelSpec, *, parallel: int, threads: int) -> LlamaCppServer:
         raise LlamaCppError(f"The llamacpp engine serves GGUF files; '{spec.source}' is not one.")
     key = secrets.token_urlsafe(24)
     params = server_params(xllamacpp, spec, str(path), parallel=parallel, threads=threads, api_key=key)
+    params.n_threads_http = 1  # the listener xllamacpp always opens: nothing here reads it
     try:
         server = xllamacpp.Server(params)
     except Exception as exc:  # a file llama.cpp cannot read, an unknown architecture, no memory
         raise LlamaCppError(f"llama.cpp could not load {path.name}: {exc}") from exc
-    address = server.listening_address
-    if not address:
+    if not server.listening_address:
         raise LlamaCppError(f"llama.cpp could not load {path.name} (see the worker's log).")
-    context = params.n_ctx
-    engine = EndpointEngine(base_url=f"{address}/v1", model=path.name, api_key=key, base=spec.base,
-                            max_concurrency=parallel, llamacpp=True)
+    engine = LlamaCppEngine(server, model=path.name, base=spec.base, max_concurrency=parallel)
     warm_up(engine)
     weight_bytes = path.stat().st_size + (_draft_size(spec) or 0)
-    return LlamaCppServer(server, engine, context, time.perf_counter() - started, weight_bytes)
+    return LlamaCppServer(server, engine, params.n_ctx, time.perf_counter() - started, weight_bytes, key)
 
 
 def server_params(xllamacpp: Any, spec: ModelSpec, path: str, *, parallel: int, threads: int, api_key: str) -> Any:
@@ -100,19 +100,17 @@ def server_params(xllamacpp: Any, spec: ModelSpec, path: str, *, parallel: int, 
     return params
 
 
-def warm_up(engine: EndpointEngine) -> None:
+def warm_up(engine: LlamaCppEngine) -> None:
     """One one-token answer before the worker says it is ready (decoding.WARM_UP_MESSAGES): llama.cpp's
     first request's one-time costs would otherwise land on the first user's time to first token, and a
     cold start's first match look slow even with the load counted apart."""
-    path, body = engine.request(WARM_UP_MESSAGES,
-                                SamplingParams(temperature=0.0, max_new_tokens=1))  # as a job's, chat template and all
+    route, body = engine.request(WARM_UP_MESSAGES,
+                                 SamplingParams(temperature=0.0, max_new_tokens=1))  # as a job's, chat template and all
     body = {**body, "stream": False}
     body.pop("stream_options", None)
-    try:
-        with engine.client(1) as client:
-            client.post(path, json=body, timeout=WARM_UP_TIMEOUT_S).raise_for_status()
-    except httpx.HTTPError as exc:  # only a head start: the first request pays it instead
-        log.warning("llama.cpp's warm-up request failed: %s", exc)
+    answer = engine.handler(route)(body)
+    if "error" in answer:  # only a head start: the first request pays it instead
+        log.warning("llama.cpp's warm-up request failed: %s", answer["error"])
 
 
 def wait_passively() -> None:

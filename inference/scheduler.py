@@ -8,7 +8,9 @@ step, so batched and one-at-a-time serving cannot disagree on how a job ends.
 
 - an engine that batches: a `BatchedDecoder`, up to max_batch jobs side by side and
   max_queue waiting; a job beyond that is refused at once as BUSY;
-- an OpenAI-compatible server (llama.cpp, a managed server, a remote endpoint): an
+- llama.cpp in this process: a `LlamaCppDecoder`, each job on llama.cpp's callback, up to
+  its slots;
+- an OpenAI-compatible server (a managed server, a remote endpoint): an
   `EndpointDecoder`, each job on its own HTTP stream, up to the engine's concurrency;
 - any other engine (speculative decoding): a `StreamDecoder`, one job at a time;
   the next waits in the worker's Redis list, where the orchestrator counts it, until
@@ -31,6 +33,7 @@ from inference.chunks import Chunk
 from inference.decoding import Decoder, StreamDecoder
 from inference.endpoint import EndpointDecoder, EndpointEngine
 from inference.lifecycle import JobRun
+from inference.llamacpp_decoder import LlamaCppDecoder, LlamaCppEngine
 from inference.protocol import Job, Keys
 from inference.transport import GenerationEvents, WorkerStatus
 
@@ -61,7 +64,7 @@ def busy_reason(waiting: int) -> str:
 
 
 def build_scheduler(
-    engine: Engine | EndpointEngine,
+    engine: Engine | EndpointEngine | LlamaCppEngine,
     client: redis.Redis,
     keys: Keys,
     status: WorkerStatus,
@@ -71,6 +74,11 @@ def build_scheduler(
     max_queue: int = 32,
 ) -> JobScheduler:
     """A continuous batch when the engine can batch; otherwise one job at a time."""
+    if isinstance(engine, LlamaCppEngine):
+        concurrency = engine.max_concurrency or max_batch
+        log.info("llama.cpp in this process: up to %d requests at once, %d queued", concurrency, max_queue)
+        return JobScheduler(LlamaCppDecoder(engine), client, keys, status, stopping,
+                            max_batch=concurrency, max_queue=max_queue)
     if isinstance(engine, EndpointEngine):
         concurrency = engine.max_concurrency or max_batch
         log.info("Streaming from %s: up to %d requests at once, %d queued", engine.base_url, concurrency, max_queue)

@@ -1,7 +1,7 @@
 """`inference.endpoint`: streaming from OpenAI-compatible servers, and every way they fail.
 
-Real servers on 127.0.0.1, no mock of an endpoint: llama.cpp's own server (xllamacpp,
-started by `inference.llamacpp` in this process) on the packaged SmolLM2 Q4_1 GGUF,
+Real servers on 127.0.0.1, no mock of an endpoint: llama.cpp's own HTTP server (xllamacpp
+in this process, as `python -m inference.llamacpp` serves it) on the packaged SmolLM2 Q4_1 GGUF,
 and tests/inference/faulty_endpoint.py, an HTTP server written to fail one way per
 model name (wrong key, 429, a cut stream, garbage). The app's own /v1 as an endpoint
 is tested end to end in tests/live/test_engines.py.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -28,7 +29,7 @@ from inference.chunks import (
 from inference.decoding import StopText, with_stop_sequences
 from inference.endpoint import EndpointDecoder, EndpointEngine, plain_text, retry_after, stream_request
 from inference.protocol import ModelSpec, SamplingParams
-from inference.sources import PACKAGED_SMOLLM2
+from inference.sources import PACKAGED_SMOLLM2, resolve_source
 
 from .faulty_endpoint import ECHOED_KEY_PREFIX, FaultyServer
 
@@ -40,12 +41,17 @@ HELLO = [{"role": "user", "content": "Name three colours."}]
 
 @pytest.fixture(scope="module")
 def llama():
-    """llama.cpp serving SmolLM2's Q4_1 file, 4 slots, 2 threads."""
-    spec = ModelSpec(slug="smollm2-llamacpp", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1],
-                     engine="llamacpp")
-    server = llamacpp.start(spec, parallel=4, threads=2)
-    yield server
-    del server.server
+    """llama.cpp's HTTP server on SmolLM2's Q4_1 file, 4 slots, 2 threads, and the engine reading it."""
+    import xllamacpp
+
+    llamacpp.wait_passively()
+    path = resolve_source(*PACKAGED_SMOLLM2)
+    spec = ModelSpec(slug="smollm2-llamacpp", source=str(path), engine="llamacpp")
+    key = "llama-test-key"
+    server = xllamacpp.Server(llamacpp.server_params(xllamacpp, spec, str(path), parallel=4, threads=2, api_key=key))
+    yield SimpleNamespace(server=server, engine=EndpointEngine(base_url=f"{server.listening_address}/v1",
+                                                               model=path.name, api_key=key))
+    del server
 
 
 @pytest.fixture(scope="module")
@@ -148,44 +154,11 @@ def slots(llama) -> list[dict]:
     return httpx.get(llama.engine.base_url.removesuffix("/v1") + "/slots", headers=llama.engine.headers()).json()
 
 
-def test_llamacpp_has_answered_a_warm_up_before_it_is_ready():
-    """A user-sized prompt went through its one slot during the load: the first user's time to first token
-    does not pay llama.cpp's first-request costs (arena/generations: the load is counted apart)."""
-    spec = ModelSpec(slug="smollm2-llamacpp-1", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1],
-                     engine="llamacpp")
-    server = llamacpp.start(spec, parallel=1, threads=2)
-    try:
-        (slot,) = slots(server)
-        assert slot["n_prompt_tokens"] > 20 and not slot["is_processing"]
-    finally:
-        del server.server
-
-
 def test_a_wrong_key_is_refused_by_llamacpp(llama):
     wrong = EndpointEngine(**{**llama.engine.__dict__, "api_key": "not-the-key", "api_key_env": "LLAMA_KEY"})
     _, _, failure = collect(wrong)
     assert isinstance(failure, Failure)
     assert "refused the API key in the environment variable LLAMA_KEY (HTTP 401)" in failure.reason
-
-
-def test_llamacpp_params_follow_the_spec():
-    import xllamacpp
-
-    spec = ModelSpec(slug="s", source="x", engine="llamacpp", kind="speculative", context_length=4096)
-    params = llamacpp.server_params(xllamacpp, spec, "/m.gguf", parallel=8, threads=3, api_key="k")
-    assert (params.n_parallel, params.n_ctx, params.cpuparams.n_threads) == (8, 4096, 3)
-    assert params.hostnames == ["127.0.0.1"]
-    assert params.speculative.types == [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
-    assert params.api_keys == ["k"] and params.kv_unified and params.cont_batching
-
-
-def test_llamacpp_refuses_what_is_not_gguf(tiny_model_dir):
-    with pytest.raises(llamacpp.LlamaCppError, match="serves GGUF files"):
-        llamacpp.start(ModelSpec(slug="t", source=str(tiny_model_dir), engine="llamacpp"), parallel=1, threads=1)
-
-
-def test_the_cpu_build_has_avx2():
-    assert "AVX2 = 1" in llamacpp.system_info()
 
 
 # ---------------------------------------------------------------- a server that fails on purpose

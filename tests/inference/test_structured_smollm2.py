@@ -1,12 +1,11 @@
 """Structured output on real models: the packaged SmolLM2-135M-Instruct through our transformers
-engine (alone, in a batch, and through a speculative entry) and through llama.cpp's server.
+engine (alone, in a batch, and through a speculative entry) and through llama.cpp in-process.
 
 Every constrained answer must follow its schema or regex, greedy and sampled; the same prompts
 unconstrained are judged too and their rate printed beside it (a 135M model asked for JSON mostly
 wraps it in a Markdown fence or runs out of tokens). Slow: a few minutes on 2 cores.
 """
 
-import threading
 import time
 
 import pytest
@@ -14,10 +13,10 @@ import torch
 
 from inference import llamacpp
 from inference.batched_decoder import BatchedDecoder
-from inference.chunks import FINISH_STOP, Finish, TokenChunk
+from inference.chunks import FINISH_STOP, Failure, Finish, TokenChunk
 from inference.constrained import mask_logits
-from inference.endpoint import stream_request
 from inference.engine import Engine
+from inference.llamacpp_decoder import LlamaCppDecoder
 from inference.loading import load
 from inference.protocol import ModelSpec, SamplingParams
 from inference.sources import PACKAGED_SMOLLM2
@@ -169,13 +168,15 @@ def llama():
 
 def test_llamacpp_constrains_to_the_schema_and_the_regex(llama):
     valid = 0
-    with llama.engine.client(2) as client:
-        for prompt, constraint in CASES:
-            for setting in SETTINGS:
-                chunks = list(stream_request(client, llama.engine, [{"role": "user", "content": prompt}],
-                                             params(constraint, setting), threading.Event()))
-                assert isinstance(chunks[-1], Finish), chunks[-1]
-                text = "".join(c.text_delta for c in chunks)
-                assert answer_valid(text, **constraint), (prompt, setting, text)
-                valid += 1
+    for prompt, constraint in CASES:
+        for setting in SETTINGS:
+            decoder = LlamaCppDecoder(llama.engine)
+            decoder.join([{"role": "user", "content": prompt}], params(constraint, setting))
+            chunks = []
+            while not chunks or not isinstance(chunks[-1], (Finish, Failure)):
+                chunks += [chunk for _, chunk in decoder.step()]
+            assert isinstance(chunks[-1], Finish), chunks[-1]
+            text = "".join(c.text_delta for c in chunks)
+            assert answer_valid(text, **constraint), (prompt, setting, text)
+            valid += 1
     print(f"\nllama.cpp: {valid}/{len(CASES) * 2} constrained answers valid")
