@@ -25,10 +25,23 @@ variants of the packaged SmolLM2 (each variant its own worker process) and:
   timed (a cluster starts once); the Ray actor's start is;
 - ray_failover_s: that variant serving on node A of the cluster, node A removed
   (its raylet and every process on it stopped), node B there: the seconds from the
-  removal to the first token of a new lease, served on node B.
+  removal to the first token of a new lease, served on node B;
+- cold_ttft_s / warm_ttft_s (`--only coldstart` runs just these): per engine and kind
+  (transformers full from the converted cache, AWQ from its quantised cache,
+  transformers prompt-lookup speculative, llama.cpp, llama.cpp n-gram speculative: the
+  catalogue's SmolLM2 entries), the seconds from asking for a lease on the cold variant
+  to its first token, and the same for a second lease on the running worker; the
+  median of `--cold-rounds` rounds, each with a fresh orchestrator. Measured without
+  spare workers and with them (the local backend's processes started ahead with the
+  engine's libraries imported: orchestration/backends/local.py), the two interleaved in
+  each round; the spare is started and waited for before the lease (it is started ahead
+  in use too). Each cold start's worker log says where its seconds went ("Startup: ...").
+  The AWQ entry's quantised cache is used when present; else a tiny random model is
+  quantised first (not timed) and its cached load measured instead (said in the table).
 
 Prints a table, then one JSON object as its last line.
-Usage: python bench/orchestration.py [--awq-model smollm2|tiny] [--skip-awq] [--only ray] [--ray-rounds N]
+Usage: python bench/orchestration.py [--awq-model smollm2|tiny] [--skip-awq] [--only ray|coldstart]
+                                     [--ray-rounds N] [--cold-rounds N]
 """
 
 from __future__ import annotations
@@ -75,6 +88,23 @@ LLAMACPP = ModelSpec(slug="smollm2-135m-llamacpp", source=PACKAGED_SMOLLM2[0], g
 # Both backends' workers run this many threads (on Ray a worker would run as many as its CPUs;
 # the local backend would pin it to a share of the cores): the comparison is of the backends.
 WORKER_THREADS = "2"
+# The catalogue's SmolLM2 entries of each engine and kind (arena/catalogue/defaults.py), by the name
+# the figures carry.
+COLD_VARIANTS = {
+    "transformers": ModelSpec(slug="smollm2-135m", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1],
+                              memory_mb=900.0),
+    "awq": ModelSpec(slug="smollm2-135m-awq", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1],
+                     kind="awq", memory_mb=600.0),
+    "speculative": ModelSpec(slug="smollm2-135m-spec", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1],
+                             kind="speculative", memory_mb=900.0),
+    "llamacpp": LLAMACPP,
+    "llamacpp_speculative": ModelSpec(slug="smollm2-135m-llamacpp-spec", source=PACKAGED_SMOLLM2[0],
+                                      gguf_file=PACKAGED_SMOLLM2[1], engine="llamacpp", kind="speculative",
+                                      memory_mb=400.0, cpus=2.0),
+}
+SPARES = ("transformers", "llamacpp")  # the engines the local backend keeps spares of, when it does
+COLD_BUDGET_MB = 4000.0
+SPARE_READY_S = 300.0  # a spare's imports take seconds; minutes on a loaded machine
 RAY_NODE_MB = 4000.0  # each Ray node's declared memory: room for the variant, not for two
 FAILED_WITHIN_S = 120.0  # a lost node's worker must be seen failed by then
 
@@ -92,8 +122,10 @@ class Timeline:
 class Harness:
     """An orchestrator running in a thread under a private prefix; everything cleaned up on exit."""
 
-    def __init__(self, budget_mb: float, env: dict[str, str] | None = None, on_ray: bool = False):
-        """On the local backend, or (`on_ray`) on the Ray cluster this process has joined (`RayCluster`)."""
+    def __init__(self, budget_mb: float, env: dict[str, str] | None = None, on_ray: bool = False,
+                 spares: tuple[str, ...] = ()):
+        """On the local backend (keeping `spares`), or (`on_ray`) on the Ray cluster this process has joined
+        (`RayCluster`)."""
         self.prefix = f"bench-orch-{uuid.uuid4().hex[:8]}"
         self.keys = Keys(self.prefix)
         self.redis = redis.Redis.from_url(REDIS_URL)
@@ -103,7 +135,9 @@ class Harness:
 
             backend = RayBackend(self.prefix)  # the nodes' own environment names Redis and the threads
         else:
-            backend = LocalBackend(REDIS_URL, self.prefix, Path(self.logs), env=env, budget_mb=budget_mb)
+            backend = LocalBackend(REDIS_URL, self.prefix, Path(self.logs), env=env, budget_mb=budget_mb,
+                                   spares=spares)
+        self.backend = backend
         self.timeline = Timeline()
         self.orchestrator = Orchestrator(backend, self.redis, self.keys, Config(keep_alive_s=600),
                                          recorder=self.timeline)
@@ -407,13 +441,108 @@ def ray_figures(rounds: int) -> dict:
             "rounds": rounds, "local_runs": local, "ray_runs": ray}
 
 
+def awq_variant() -> tuple[ModelSpec, dict[str, str], str]:
+    """The AWQ entry, with the environment its workers need and what it is: the packaged SmolLM2's
+    quantised cache when present; else a tiny random model quantised now into a private cache."""
+    from inference.awq import needs_quantising, prepare
+
+    spec = COLD_VARIANTS["awq"]
+    if not needs_quantising(spec):
+        return spec, {}, "SmolLM2 AWQ, cached"
+    print("# the SmolLM2 AWQ cache is absent (quantising takes minutes to tens of minutes on 2 cores): "
+          "a tiny random model's quantised cache is measured instead", flush=True)
+    cache = tempfile.mkdtemp(prefix="bench-awq-cache-")
+    tiny = ModelSpec(slug="tiny-awq", source=_tiny_awq_model(Path(cache)), kind="awq", memory_mb=600.0)
+    os.environ["ARENA_MODEL_CACHE"] = cache  # prepare() and the workers use the private cache
+    try:
+        prepare(tiny, lambda line: None)
+    finally:
+        os.environ.pop("ARENA_MODEL_CACHE")
+    return tiny, {"ARENA_MODEL_CACHE": cache}, "tiny random model AWQ, cached (SmolLM2's cache absent)"
+
+
+def cold_and_warm(spec: ModelSpec, env: dict[str, str], spares: bool) -> dict:
+    """One fresh orchestrator: a cold lease on `spec` to its first token (with where it went, and the
+    worker's own account), then a second lease on the running worker to its first token."""
+    with Harness(budget_mb=COLD_BUDGET_MB, env={"ARENA_WORKER_THREADS": WORKER_THREADS, **env},
+                 spares=SPARES if spares else ()) as h:
+        if spares:
+            wait_for_spare(h, spec.engine)
+        worker_id, cold = lease_to_first_token(h, "cold", spec)
+        h.release("cold")
+        asked = time.time()
+        h.acquire("warm", [spec])
+        cold["warm_s"] = h.generate(worker_id) - asked
+        h.release("warm")
+        cold["startup"] = startup_line(Path(h.logs) / f"worker-{worker_id}.log")
+    return cold
+
+
+def wait_for_spare(h: Harness, engine: str) -> None:
+    """Until the spare of `engine` has done its imports (its log says so)."""
+    deadline = time.time() + SPARE_READY_S
+    while time.time() < deadline:
+        if any("imported in" in path.read_text(errors="replace")
+               for path in Path(h.logs).glob(f"spare-{engine}-*.log")):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"no {engine} spare ready within {SPARE_READY_S:.0f} s")
+
+
+def startup_line(log_path: Path) -> str:
+    lines = [line for line in log_path.read_text(errors="replace").splitlines() if "Startup:" in line]
+    return lines[-1].split("Startup:", 1)[1].strip() if lines else ""
+
+
+def cold_start_figures(rounds: int) -> dict:
+    """cold and warm time to first token per engine and kind, without and with spares (interleaved)."""
+    smollm2_folder()  # the converted model is cached (the transformers entries' cold start loads it)
+    resolve_source(*PACKAGED_SMOLLM2).read_bytes()  # no run pays the file's first read from disk
+    awq_spec, awq_env, awq_what = awq_variant()
+    cases = {**COLD_VARIANTS, "awq": awq_spec}
+    runs: dict[str, dict[str, list[dict]]] = {"without": {}, "with": {}}
+    for round_no in range(rounds):
+        for name, spec in cases.items():
+            for mode in ("without", "with"):
+                run = cold_and_warm(spec, awq_env if name == "awq" else {}, spares=mode == "with")
+                runs[mode].setdefault(name, []).append(run)
+                print(f"# round {round_no + 1}, {name}, {mode} spares: {json.dumps(run)}", flush=True)
+    median = lambda mode, key: {name: round(statistics.median(r[key] for r in rs), 2)  # noqa: E731
+                                for name, rs in runs[mode].items()}
+    return {"cold_ttft_s": median("with", "s"), "warm_ttft_s": median("with", "warm_s"),
+            "cold_ttft_s_without_spares": median("without", "s"),
+            "warm_ttft_s_without_spares": median("without", "warm_s"),
+            "start_to_ready_s": median("with", "start_to_ready"),
+            "start_to_ready_s_without_spares": median("without", "start_to_ready"),
+            "awq_variant": awq_what, "rounds": rounds, "load_average": os.getloadavg(), "runs": runs}
+
+
+def print_cold_starts(figures: dict) -> None:
+    """The table per engine and kind, then the JSON object."""
+    header = ("engine / kind", "cold, no spare", "cold, spare", "warm, no spare", "warm, spare", "start->ready no/with")
+    print("lease to first token (s), median of {rounds} rounds; AWQ: {awq_variant}".format(**figures))
+    print("  ".join(f"{h:>22}" for h in header))
+    for name in figures["cold_ttft_s"]:
+        row = (name, figures["cold_ttft_s_without_spares"][name], figures["cold_ttft_s"][name],
+               figures["warm_ttft_s_without_spares"][name], figures["warm_ttft_s"][name],
+               f"{figures['start_to_ready_s_without_spares'][name]:.2f} / {figures['start_to_ready_s'][name]:.2f}")
+        print("  ".join(f"{cell:>22}" for cell in row))
+    print("load average (1, 5, 15 min) at the end: {:.2f} {:.2f} {:.2f}".format(*figures["load_average"]))
+    print(json.dumps({key: value for key, value in figures.items() if key != "runs"}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--awq-model", choices=["smollm2", "tiny"], default="smollm2")
     parser.add_argument("--skip-awq", action="store_true")
-    parser.add_argument("--only", choices=["ray"], help="only the Ray figures (the others print as null)")
+    parser.add_argument("--only", choices=["ray", "coldstart"],
+                        help="only the Ray figures (the others print as null), or only the cold starts")
     parser.add_argument("--ray-rounds", type=int, default=1, help="cold starts on each backend, interleaved")
+    parser.add_argument("--cold-rounds", type=int, default=1, help="cold starts of each variant, each way")
     args = parser.parse_args()
+    if args.only == "coldstart":
+        print_cold_starts(cold_start_figures(args.cold_rounds))
+        return
     if args.only == "ray":
         print_figures(None, None, None, None, ray_figures(args.ray_rounds), args.awq_model)
         return

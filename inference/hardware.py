@@ -68,6 +68,14 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def _threads() -> list[int]:
+    """This process's threads (0, the calling one, where /proc cannot tell)."""
+    try:
+        return [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
+
+
 def keep_to_cpus() -> None:
     """Pin this process to the cores its orchestrator gave it (ARENA_WORKER_CPUS, "0,1"), before
     any thread starts: threads started later (OpenMP's, torch's, llama.cpp's) inherit the mask."""
@@ -75,7 +83,9 @@ def keep_to_cpus() -> None:
     if not raw or not hasattr(os, "sched_setaffinity"):
         return
     try:
-        os.sched_setaffinity(0, {int(c) for c in raw.split(",")})
+        cpus = {int(c) for c in raw.split(",")}
+        for thread in _threads():  # a spare worker imported torch first: any thread it started too
+            os.sched_setaffinity(thread, cpus)
     except (ValueError, OSError):  # a core this machine lacks: run unpinned rather than not at all
         logging.getLogger(__name__).warning("Could not pin the worker to cores %s", raw)
 

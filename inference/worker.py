@@ -1,6 +1,7 @@
 """An inference worker: one OS process serving one loaded model variant.
 
     python -m inference.worker --worker-id ID --spec JSON --prefix P   (REDIS_URL in the environment)
+    python -m inference.worker --spare ENGINE   (a spare: its assignment comes on stdin)
 
 It reports itself in its Redis hash and heartbeat, loads the model, then takes jobs
 from its own list until SIGTERM/SIGINT. Exit codes: 0 stopped, 3 the model failed
@@ -12,18 +13,26 @@ jobs into a queue of at most ARENA_WORKER_MAX_QUEUE (default 32; a job beyond it
 fails at once with code "busy") while the scheduler runs up to
 ARENA_WORKER_MAX_BATCH (default 16) of them side by side. Other engines run one job
 at a time, the main thread taking the next only when the last has ended.
+
+A spare (`--spare ENGINE`, the local backend's: orchestration/backends/local.py) is a worker
+started ahead: it imports ENGINE's libraries (torch and transformers take seconds), then
+waits on stdin for one JSON line, {"argv": [...], "env": {...}}, and from there runs as the
+worker those arguments and that environment describe. A cold variant then pays only its
+model's load. Its log says where a start's seconds went ("Startup: ...").
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import importlib
 import json
 import logging
 import os
 import signal
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING, cast
 
 import redis
@@ -49,6 +58,12 @@ JOB_WAIT_S = 1  # BLPOP timeout: how often the loop notices a stop request
 # time goes on into the fresh Redis instead of failing on its first write.
 REDIS_RETRIES = 20
 _PR_SET_PDEATHSIG = 1
+# What a worker of each engine imports before it can load a model: a spare imports them ahead.
+ENGINE_MODULES = {
+    "transformers": ("torch", "transformers", "inference.loading", "inference.engine", "inference.speculative",
+                     "inference.batched_decoder", "inference.scheduler"),
+    "llamacpp": ("inference.llamacpp", "inference.scheduler"),
+}
 
 
 class _StopRequested(BaseException):
@@ -56,8 +71,9 @@ class _StopRequested(BaseException):
 
 
 class Worker:
-    def __init__(self, worker_id: str, spec_json: str, redis_url: str, keys: Keys):
+    def __init__(self, worker_id: str, spec_json: str, redis_url: str, keys: Keys, startup: Startup | None = None):
         self.worker_id = worker_id
+        self.startup = startup or Startup(began=time.time())
         self.spec_json = spec_json
         self.client = redis_client(redis_url, decode_responses=True)
         # Jobs arrive as bytes: a client may push anything, and bytes that are not
@@ -101,12 +117,15 @@ class Worker:
         settings = config.current()
         max_batch = settings.worker_max_batch
         try:
+            spec = ModelSpec.from_json(self.spec_json)
             # Imported here so the hash says "starting" and heartbeats flow during the
-            # seconds that importing torch and transformers takes.
+            # seconds that importing torch and transformers takes (a spare did it ahead).
+            self.startup.imports_s += import_engine(spec.engine)
             from inference.engines import serve
 
-            self._served = serve(ModelSpec.from_json(self.spec_json), max_batch=max_batch,
-                                 progress=self.status.progress)
+            loading_from = time.time()
+            self._served = serve(spec, max_batch=max_batch, progress=self.status.progress)
+            self.startup.load_s = time.time() - loading_from
         except Exception as exc:  # ModelLoadError, a malformed spec, a broken install: all reported
             log.exception("Model failed to load")
             self.status.failed(f"Model failed to load: {exc}")
@@ -115,6 +134,7 @@ class Worker:
             self._loading = False
         served = self._served
         log.info("Serving with %s after %.1f s", type(served.engine).__name__, served.load_s)
+        log.info("Startup: %s", self.startup.describe())
         self.status.ready(load_s=served.load_s, context_length=served.context_length,
                           weight_bytes=served.weight_bytes, memory_mb=served.memory_mb)
         from inference.scheduler import build_scheduler
@@ -168,6 +188,62 @@ class Worker:
         signal.signal(signal.SIGINT, on_signal)
 
 
+class Startup:
+    """Where a worker's start went, for its log: the seconds before `main` ran (the process's start:
+    the interpreter and this module's imports), importing the engine's libraries, loading the
+    model (its warm-up answer included)."""
+
+    def __init__(self, began: float, interpreter_s: float | None = None, imports_s: float = 0.0,
+                 spare: bool = False):
+        self.began = began  # this worker's start: its process's, or a spare's assignment
+        self.interpreter_s = interpreter_s
+        self.imports_s = imports_s
+        self.spare = spare
+        self.load_s: float | None = None
+
+    def describe(self) -> str:
+        parts = ["assigned to a spare" if self.spare else f"process start {_seconds(self.interpreter_s)}",
+                 f"imports {self.imports_s:.2f} s", f"load and warm-up {_seconds(self.load_s)}",
+                 f"ready {time.time() - self.began:.2f} s after its start"]
+        return ", ".join(parts)
+
+
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:.2f} s"
+
+
+def import_engine(engine: str) -> float:
+    """Import what a worker of `engine` needs before it loads (ENGINE_MODULES); the seconds it took."""
+    started = time.perf_counter()
+    for name in ENGINE_MODULES.get(engine, ()):
+        importlib.import_module(name)
+    return time.perf_counter() - started
+
+
+def process_age_s() -> float | None:
+    """Seconds since this process started (from /proc: Linux only, to 10 ms)."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            started_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+            return float(uptime.read().split()[0]) - started_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def wait_as_spare(engine: str) -> tuple[list[str], Startup]:
+    """A spare's life before its assignment: import `engine`'s libraries, then wait on stdin for
+    {"argv": [...], "env": {...}}; the worker's arguments, its environment applied. Nothing here
+    starts a thread or touches Redis: the worker is pinned to its cores only once assigned."""
+    imports_s = import_engine(engine)
+    print(f"Spare for {engine}: imported in {imports_s:.2f} s; waiting for a model", file=sys.stderr, flush=True)
+    line = sys.stdin.readline()
+    if not line:  # the backend closed the pipe: nothing to serve
+        raise SystemExit(EXIT_STOPPED)
+    assignment = json.loads(line)
+    os.environ.update({str(k): str(v) for k, v in assignment.get("env", {}).items()})
+    return [str(arg) for arg in assignment["argv"]], Startup(began=time.time(), imports_s=0.0, spare=True)
+
+
 def redis_client(url: str, *, decode_responses: bool) -> redis.Redis:
     """A client that reconnects by itself (see REDIS_RETRIES) and notices dead connections."""
     return redis_connect.connect(
@@ -213,30 +289,40 @@ def die_with_parent() -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m inference.worker", description=__doc__.splitlines()[0])
-    parser.add_argument("--worker-id", required=True)
-    parser.add_argument("--spec", required=True, help="ModelSpec as JSON")
+    parser.add_argument("--spare", metavar="ENGINE", choices=sorted(ENGINE_MODULES),
+                        help="start as a spare: import ENGINE's libraries, then read the worker's arguments from stdin")
+    parser.add_argument("--worker-id", required=False)
+    parser.add_argument("--spec", required=False, help="ModelSpec as JSON")
     # The environment's REDIS_URL by default: a password on the command line is shown by `ps` to every user.
     parser.add_argument("--redis-url", default=config.current().redis_url,
                         help="default: $REDIS_URL (TLS files: ARENA_REDIS_TLS_CA/CERT/KEY, inference/redis_connect.py)")
     parser.add_argument("--prefix", default="arena", help="Redis key prefix")
     args = parser.parse_args(argv)
+    if args.spare:
+        return args
+    if not args.worker_id or not args.spec:
+        parser.error("--worker-id and --spec are required")
     if not args.redis_url:
         parser.error("set REDIS_URL in the environment (or pass --redis-url)")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
+    startup = Startup(began=time.time() - (process_age_s() or 0.0), interpreter_s=process_age_s())
     args = parse_args(argv)
     die_with_parent()
-    keep_to_cpus()  # before any thread starts (orchestration/cpus.py)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported (a spare imports it first)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    if args.spare:
+        argv, startup = wait_as_spare(args.spare)
+        args = parse_args(argv)
+    keep_to_cpus()  # before any thread starts (orchestration/cpus.py); a spare's few are pinned too
     logging.basicConfig(
         level=config.current().worker_log_level,
         format=f"%(asctime)s worker {args.worker_id} %(levelname)s %(message)s",
     )
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-    return Worker(args.worker_id, args.spec, args.redis_url, Keys(args.prefix)).run()
+    return Worker(args.worker_id, args.spec, args.redis_url, Keys(args.prefix), startup).run()
 
 
 if __name__ == "__main__":

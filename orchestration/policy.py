@@ -79,6 +79,17 @@ class Node:
 
 
 @dataclass(frozen=True)
+class Spare:
+    """A worker process started ahead with one engine's libraries imported (the local backend's), idle
+    until a variant of that engine starts on its node and takes it over. It holds memory like a
+    worker and is the first thing to go when a model needs that memory."""
+
+    engine: str
+    memory_mb: float
+    node_id: str = LOCAL_NODE
+
+
+@dataclass(frozen=True)
 class Request:
     """Variants one caller needs at the same time: both models of a battle, or a generation's one.
 
@@ -117,6 +128,11 @@ class Cluster:
     # The cluster can grow (nodes join; an autoscaler adds them): a request no node can hold waits
     # with its reason (`Unplaceable`) instead of being refused.
     elastic: bool = False
+    spares: tuple[Spare, ...] = ()  # the spare processes alive now
+    # engine -> the memory one spare of it holds: the engines whose spares the backend keeps, one per
+    # node where memory nobody waits for allows (empty: none).
+    spare_sizes: dict[str, float] = field(default_factory=dict)
+    engines: dict[str, str] = field(default_factory=dict)  # slug -> its engine (which spare it takes)
 
     def reservation(self, worker: WorkerView) -> float:
         if worker.memory_mb is not None and not self.reserve_requested:
@@ -147,6 +163,21 @@ class Fail:
 
 
 @dataclass(frozen=True)
+class StartSpare:
+    engine: str
+    node_id: str = LOCAL_NODE
+
+
+@dataclass(frozen=True)
+class DropSpare:
+    """Stop a spare at once (it holds nothing but imported libraries): its memory is wanted."""
+
+    engine: str
+    node_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Grant:
     """Every variant of the request is ready: slug -> worker, in the request's order."""
 
@@ -170,7 +201,7 @@ class Unplaceable:
     reason: str
 
 
-Action = Spawn | Stop | Fail | Grant | Refuse | Unplaceable
+Action = Spawn | Stop | Fail | Grant | Refuse | Unplaceable | StartSpare | DropSpare
 
 
 def describe_exit(code: int) -> str:
@@ -216,6 +247,10 @@ def plan(cluster: Cluster, now: float, config: Config) -> list[Action]:
        that cannot fit blocks every later one from taking memory (strict order:
        no starvation, no deadlock); a variant that keeps failing waits out its back-off.
     3. Stop workers idle past the keep-alive that nobody waits for.
+    4. Keep a spare of each engine the backend keeps spares for on every quiet node (no worker
+       loading or serving) where memory nobody waits for holds it. A variant started on a node
+       takes its engine's spare there; a spare other variants need the room of is dropped first,
+       before any worker is evicted.
     """
     actions: list[Action] = []
     healthy: list[WorkerView] = []
@@ -240,6 +275,7 @@ def plan(cluster: Cluster, now: float, config: Config) -> list[Action]:
     actions += _restore_budgets(ledger, cluster)
     actions += _serve_requests(cluster, ledger, now, config, failing)
     actions += _stop_idle(ledger, cluster, now, config)
+    actions += _keep_spares(ledger, cluster, actions)
     return actions
 
 
@@ -267,6 +303,11 @@ class Ledger:
                 if worker.state == STOPPING:
                     self.freeing[worker.node_id] += cluster.reservation(worker)
                     self.gpus_freeing[worker.node_id] += cluster.gpus.get(worker.slug, 0.0)
+        self.spares: dict[tuple[str, str], float] = {}  # (node, engine) -> memory held by a spare there
+        for spare in cluster.spares:
+            if spare.node_id in self.reserved:
+                self.spares[(spare.node_id, spare.engine)] = spare.memory_mb
+                self.reserved[spare.node_id] += spare.memory_mb
         self.evicted: set[str] = set()
         self.spawned: list[tuple[str, str]] = []  # (slug, node) started this tick
         self.claimed: set[str] = set()  # slugs waiting this tick for evicted workers to exit
@@ -297,8 +338,21 @@ class Ledger:
         """Whether `slug` can start on the node now: in what is free and not claimed by a variant
         waiting there for evicted workers to exit (a claim beyond what they free eats into it)."""
         memory, gpus = self.cluster.need(slug)
-        return (self.free(node_id) + min(0.0, self.freeing[node_id]) >= memory
+        return (self.free(node_id) + self.spare_for(slug, node_id) + min(0.0, self.freeing[node_id]) >= memory
                 and self.gpus_free(node_id) + min(0.0, self.gpus_freeing[node_id]) >= gpus)
+
+    def spare_for(self, slug: str, node_id: str) -> float:
+        """The memory of the spare `slug` would take over on the node (0: none there)."""
+        return self.spares.get((node_id, self.cluster.engines.get(slug, "")), 0.0)
+
+    def drop_spares(self, node_id: str | None, reason: str, keep_for: str = "") -> list[DropSpare]:
+        """Drop the spares on a node (every node: None) but the one `keep_for` would take over; their memory is free
+        at once (the backend stops them before it goes on)."""
+        kept = self.cluster.engines.get(keep_for, "") if keep_for else ""
+        dropped = [key for key in self.spares if key[0] == (node_id or key[0]) and key[1] != kept]
+        for key in dropped:
+            self.reserved[key[0]] -= self.spares.pop(key)
+        return [DropSpare(engine, node, reason) for node, engine in sorted(dropped)]
 
     def free_soon(self, node_id: str) -> float:
         """Free once the stopping workers have exited (minus what waiting variants claimed)."""
@@ -315,10 +369,11 @@ class Ledger:
 
     def snapshot(self):
         return (dict(self.reserved), dict(self.freeing), set(self.evicted), list(self.spawned), set(self.claimed),
-                dict(self.gpus_held), dict(self.gpus_freeing))
+                dict(self.gpus_held), dict(self.gpus_freeing), dict(self.spares))
 
     def restore(self, snapshot) -> None:
-        reserved, freeing, evicted, spawned, claimed, gpus_held, gpus_freeing = snapshot
+        reserved, freeing, evicted, spawned, claimed, gpus_held, gpus_freeing, spares = snapshot
+        self.spares = dict(spares)
         self.reserved, self.freeing, self.evicted = dict(reserved), dict(freeing), set(evicted)
         self.spawned, self.claimed = list(spawned), set(claimed)
         self.gpus_held, self.gpus_freeing = dict(gpus_held), dict(gpus_freeing)
@@ -329,7 +384,10 @@ class Ledger:
         self.gpus_freeing[worker.node_id] += self.cluster.gpus.get(worker.slug, 0.0)
 
     def place(self, slug: str, node_id: str) -> None:
+        """Start `slug` on the node, taking over its engine's spare there (its memory becomes the worker's)."""
         self.spawned.append((slug, node_id))
+        if self.spare_for(slug, node_id):
+            self.reserved[node_id] -= self.spares.pop((node_id, self.cluster.engines[slug]))
         memory, gpus = self.cluster.need(slug)
         self.reserved[node_id] += memory
         self.gpus_held[node_id] += gpus
@@ -515,6 +573,9 @@ def _place_one(ledger: Ledger, slug: str, protected: set[str], allow_eviction: b
         ledger.evict(victims[0])
         actions.append(Stop(victims[0].worker_id, f"evicted: at most {config.max_workers} loaded models"))
     fitting = [n for n in ledger.nodes if ledger.fits(n, slug)]
+    if not fitting and ledger.spares:  # spares are the first to make room (no warm model is lost)
+        actions += ledger.drop_spares(None, f"its memory is needed for {slug}", keep_for=slug)
+        fitting = [n for n in ledger.nodes if ledger.fits(n, slug)]
     if fitting:
         node_id = min(fitting, key=lambda n: (ledger.free(n), n))  # the fullest node it fits on: best fit
         ledger.place(slug, node_id)
@@ -536,7 +597,8 @@ def _cheapest_eviction(ledger: Ledger, slug: str, protected: set[str]) -> tuple[
     need, gpus_needed = ledger.cluster.need(slug)
     best: tuple[str | None, list[WorkerView]] = (None, [])
     for node_id in sorted(ledger.nodes):
-        freed, gpus, victims = ledger.free_soon(node_id), ledger.gpus_free_soon(node_id), []
+        freed = ledger.free_soon(node_id) + ledger.spare_for(slug, node_id)  # the spare it would take over
+        gpus, victims = ledger.gpus_free_soon(node_id), []
         for candidate in ledger.evictable(node_id, protected):
             if freed >= need and gpus >= gpus_needed:
                 break
@@ -553,6 +615,8 @@ def _restore_budgets(ledger: Ledger, cluster: Cluster) -> list[Action]:
     wanted = {slug for request in cluster.requests for slug in request.slugs}
     actions: list[Action] = []
     for node_id in sorted(ledger.nodes):
+        if ledger.free_soon(node_id) < 0:
+            actions += ledger.drop_spares(node_id, "the node is over its memory budget")
         for victim in ledger.evictable(node_id, wanted):
             if ledger.free_soon(node_id) >= 0:
                 break
@@ -571,3 +635,23 @@ def _stop_idle(ledger: Ledger, cluster: Cluster, now: float, config: Config) -> 
         if worker.slug not in wanted and idle_for > config.keep_alive_s:
             actions.append(Stop(worker.worker_id, f"idle for {idle_for:.0f} s"))
     return actions
+
+
+def _keep_spares(ledger: Ledger, cluster: Cluster, actions: list[Action]) -> list[Action]:
+    """A spare of each engine in `spare_sizes` (smallest first) on every node that is quiet (no worker
+    starting, stopping or serving there: a spare's imports take seconds of CPU beside them) and has
+    the memory free, while no request waits (what it waits for comes first)."""
+    granted = {a.request_id for a in actions if isinstance(a, Grant)}
+    if not cluster.spare_sizes or any(r.request_id not in granted for r in cluster.requests):
+        return []
+    busy = {n for _, n in ledger.spawned} | {
+        w.node_id for w in ledger.workers.values()
+        if w.state != READY or not (w.in_flight == 0 and w.queued == 0) or w.worker_id in ledger.evicted}
+    started: list[Action] = []
+    for node_id in sorted(set(ledger.nodes) - busy):
+        for engine, memory in sorted(cluster.spare_sizes.items(), key=lambda item: (item[1], item[0])):
+            if (node_id, engine) not in ledger.spares and ledger.free(node_id) >= memory:
+                ledger.spares[(node_id, engine)] = memory
+                ledger.reserved[node_id] += memory
+                started.append(StartSpare(engine, node_id))
+    return started

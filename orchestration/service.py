@@ -177,7 +177,9 @@ class Orchestrator:
         gpus = {slug: float(spec.gpus) for slug, spec in self.specs.items() if spec.gpus}
         return Cluster(workers=tuple(views), requests=requests, nodes=self.nodes, estimates_mb=estimates,
                        failures=self.failures, gpus=gpus, reserve_requested=self.backend.reserves_requested,
-                       elastic=self.backend.elastic)
+                       elastic=self.backend.elastic, spares=tuple(self.backend.spares()),
+                       spare_sizes=self.backend.spare_sizes(),
+                       engines={slug: spec.engine for slug, spec in self.specs.items()})
 
     def _observe(self, worker_id: str, now: float) -> WorkerView:
         info = self.workers[worker_id]
@@ -251,6 +253,11 @@ class Orchestrator:
                 previous = self.failures.get(info["slug"])
                 self.failures[info["slug"]] = Failures((previous.count if previous else 0) + 1, now)
             self._set_state(action.worker_id, info["slug"], policy.FAILED, now, reason=reason)
+        elif isinstance(action, policy.StartSpare):
+            self.backend.start_spare(action.engine, action.node_id)
+        elif isinstance(action, policy.DropSpare):
+            log.info("Dropping the %s spare on node %s: %s", action.engine, action.node_id, action.reason)
+            self.backend.drop_spare(action.engine, action.node_id)
         elif isinstance(action, Stop):
             info = self.workers[action.worker_id]
             log.info("Stopping worker %s for %s: %s", action.worker_id, info["slug"], action.reason)
@@ -344,12 +351,16 @@ class Orchestrator:
     def _node_status(node: dict, views: list[WorkerView], cluster: Cluster) -> dict:
         """A node as its backend describes it ({"node", "name", "alive", "reason", "budget_mb",
         "resources": {"cpus", "gpus", "memory_mb"}, "in_use": the same as its cluster reports, or
-        None}) with what this orchestrator reserved there."""
+        None}) with what this orchestrator reserved there, its spares' memory included, and those
+        spares ({"engine", "memory_mb"}: processes started ahead, no model in them)."""
         budget = node.get("budget_mb")
+        spares = [{"engine": s.engine, "memory_mb": round(s.memory_mb)} for s in cluster.spares
+                  if s.node_id == node["node"]]
         reserved = sum(cluster.reservation(w) for w in views
                        if w.state in policy.HOLDS_MEMORY and w.node_id == node["node"])
         return {**node, "budget_mb": budget if budget is not None and math.isfinite(budget) else None,
-                "reserved_mb": reserved}
+                "reserved_mb": reserved + sum(s.memory_mb for s in cluster.spares if s.node_id == node["node"]),
+                "spares": spares}
 
     def _worker_status(self, view: WorkerView, cluster: Cluster) -> dict:
         info = self.workers[view.worker_id]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from inference.protocol import ModelSpec
-from orchestration.policy import Node
+from orchestration.policy import Node, Spare
 
 
 class Backend(Protocol):
@@ -57,3 +57,15 @@ class Backend(Protocol):
 
     def stop_orphan(self, pid: int, node_id: str) -> str:
         """Stop a worker process an earlier orchestrator left on `node_id`; say how it went."""
+
+    def spare_sizes(self) -> dict[str, float]:
+        """engine -> the memory one spare worker of it holds, for the engines it keeps spares of ({}: none)."""
+
+    def spares(self) -> list[Spare]:
+        """The spare workers alive now (started ahead, no model yet), with the memory each holds."""
+
+    def start_spare(self, engine: str, node_id: str) -> None:
+        """Start a spare of `engine` on the node; the next worker of that engine started there takes it over."""
+
+    def drop_spare(self, engine: str, node_id: str) -> None:
+        """Stop that spare and wait for it: its memory is free when this returns."""

@@ -290,6 +290,19 @@ class RayBackend:
         """An earlier orchestrator's worker: Ray ended its actors when that orchestrator went."""
         return "Ray ended it with the orchestrator that started it"
 
+    def spare_sizes(self) -> dict[str, float]:
+        """No spares: a spare is the local backend's (Ray starts a process per actor anyway)."""
+        return {}
+
+    def spares(self) -> list:
+        return []
+
+    def start_spare(self, engine: str, node_id: str) -> None:
+        raise NotImplementedError("the Ray backend keeps no spares")
+
+    def drop_spare(self, engine: str, node_id: str) -> None:
+        raise NotImplementedError("the Ray backend keeps no spares")
+
     def demand(self, specs: list[ModelSpec]) -> None:
         """Ask Ray's autoscaler for room for these workers together (only when what is asked changes)."""
         bundles = [bundle(spec) for spec in specs]
