@@ -53,6 +53,17 @@ def redis_answers(url: str) -> bool:
         return False
 
 
+def asgi_command(server: str, bind: list[str], env: dict[str, str]) -> list[str]:
+    """ARENA_ASGI_SERVER's command serving arena.asgi on `bind` (--host/--port, or --fd): for measuring
+    daphne against uvicorn (ARENA_UVICORN_ARGS: its WebSocket options) with bench/load.py --servers."""
+    if server == "daphne":
+        bind = ["-b", "127.0.0.1", "-p", bind[-1]] if bind[0] == "--host" else bind
+        return [PY, "-m", "daphne", *bind, "arena.asgi:application"]
+    return [PY, "-m", "uvicorn", *bind, "--loop", "uvloop", "--http", "httptools",
+            "--lifespan", "off", "--no-access-log", "--no-proxy-headers", "--timeout-graceful-shutdown", "10",
+            *env.get("ARENA_UVICORN_ARGS", "--ws websockets-sansio").split(), "arena.asgi:application"]
+
+
 def celery_threads(env: dict[str, str]) -> str:
     """ARENA_CELERY_CONCURRENCY, or enough threads for every run the fair line may admit at once
     (each holds one while it runs: arena/generations/admission.py) and the short tasks beside them."""
@@ -154,12 +165,13 @@ class Launcher:
         return f"http://127.0.0.1:{port}/"
 
     def start_asgi(self, port: str) -> None:
-        """One daphne, or ARENA_ASGI_PROCESSES of them accepting from one listening socket that this
-        launcher opens (the kernel hands each connection to one of them). Each process has its own
-        stream hub (arena/streams.py), so a generation watched from several is read once by each."""
+        """One ASGI server process, or ARENA_ASGI_PROCESSES of them accepting from one listening socket
+        that this launcher opens (the kernel hands each connection to one of them). Each process has its
+        own stream hub (arena/streams.py), so a generation watched from several is read once by each."""
         processes = int(self.env.get("ARENA_ASGI_PROCESSES", "1"))
+        server = self.env.get("ARENA_ASGI_SERVER", "daphne")
         if processes <= 1:
-            self.spawn("daphne", [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "arena.asgi:application"])
+            self.spawn(server, asgi_command(server, ["--host", "127.0.0.1", "--port", port], self.env))
             return
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -167,8 +179,7 @@ class Launcher:
         self.listener.listen(1024)
         fd = self.listener.fileno()
         for i in range(processes):
-            self.spawn(f"daphne-{i + 1}", [PY, "-m", "daphne", "--fd", str(fd), "arena.asgi:application"],
-                       pass_fds=(fd,))
+            self.spawn(f"{server}-{i + 1}", asgi_command(server, ["--fd", str(fd)], self.env), pass_fds=(fd,))
 
     def start_preparer(self) -> None:
         """AWQ entries not quantised yet are quantised now, in the background (arena/catalogue/preparation.py)."""

@@ -4,7 +4,10 @@ Starts the whole application (as `make run` does) with the packaged SmolLM2, sta
 `--generations` generations at once through the JSON API (spread over `--users` users,
 greedy, `--max-new-tokens` each, one batched worker decoding them all together) and
 attaches `--viewers` WebSocket clients to them, logged in with session cookies as a
-browser is and reading the same HTML fragments htmx gets, all from one asyncio process.
+browser is and reading the same HTML fragments htmx gets. The clients run in `--clients`
+processes (default 2), each starting and watching its share of the generations on its own
+event loop: one process alone woke late by up to ~100-160 ms at p99 under this load, which
+counted as server latency.
 About a third of the viewers join late: once their generation has streamed a random
 number of tokens, or after it ended, so they get part or all of it from the replay.
 
@@ -16,15 +19,15 @@ Measured in one run:
 - extra latency from worker to browser, p50 and p99: for every token a viewer received
   live (not replayed), its receive time minus the time the worker wrote the token event
   (the event's own timestamp, read back from the Redis Stream); same machine, same clock.
-  It includes the clients' own delay: all viewers share one process, whose event loop's
-  lateness is reported beside it (client_loop_lag_p50_ms / _p99_ms);
+  It includes the clients' own delay: their event loops' lateness is reported beside it
+  (client_loop_lag_p50_ms / _p99_ms, over all client processes);
 - errors: failed generations, refused requests, socket errors, early closes or timeouts,
   error notices, and tokens missing, repeated or out of order. It must be 0 below the
   configured limits (the bench raises the application's limits to fit its own load).
 
 Prints the figures, then one JSON object as its last line; exits 1 when a token was lost or
 repeated or anything failed.
-Usage: python bench/load.py [--viewers 200] [--generations 32] [--max-new-tokens 48] [--quick]
+Usage: python bench/load.py [--viewers 200] [--generations 32] [--max-new-tokens 48] [--clients 2] [--quick]
 """
 
 from __future__ import annotations
@@ -34,18 +37,24 @@ import asyncio
 import html
 import json
 import math
+import multiprocessing
+import os
 import random
 import re
+import statistics
 import sys
 import tempfile
 import time
 import uuid
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
 import websockets
+from redis import Redis
 
 from harness.app import LiveApp, running_app
 from inference import protocol as p
@@ -255,8 +264,10 @@ async def watch(app: LiveApp, view: View, join_after_tokens: int) -> View:
 
 
 async def load(app: LiveApp, accounts: list[Account], viewers: int, generations: int, max_new_tokens: int,
-               seed: int, timeout_s: float, lag: list[float]) -> tuple[list[Run], list[View], list[str], float]:
-    rng = random.Random(seed)
+               seed: int, timeout_s: float, lag: list[float], part: int = 0,
+               parts: int = 1) -> tuple[list[Run], list[View], list[str], float]:
+    """Start generation g for every g % parts == part, with its viewers, and follow them to the end."""
+    rng = random.Random(seed + part)
     keys = Keys(app.prefix)
     redis = aioredis.Redis.from_url(REDIS_URL)
     runs: list[Run] = []
@@ -267,7 +278,7 @@ async def load(app: LiveApp, accounts: list[Account], viewers: int, generations:
     monitor = asyncio.create_task(loop_lag(lag))
     try:
         async with asyncio.timeout(timeout_s):
-            for g in range(generations):
+            for g in range(part, generations, parts):
                 account = accounts[g % len(accounts)]
                 prompt = PROMPTS[g % len(PROMPTS)]
                 try:
@@ -305,15 +316,41 @@ async def load(app: LiveApp, accounts: list[Account], viewers: int, generations:
     return runs, views, problems, wall_s
 
 
+def load_part(url: str, prefix: str, accounts: list[Account], part: int, parts: int, viewers: int, generations: int,
+              max_new_tokens: int, seed: int, timeout_s: float) -> tuple:
+    """One client process's share of the load (run in a process of its own)."""
+    app = LiveApp(url, {}, Path(), prefix, Redis.from_url(REDIS_URL), "")  # the client's view of the app
+    lag: list[float] = []
+    runs, views, problems, wall_s = asyncio.run(
+        load(app, accounts, viewers, generations, max_new_tokens, seed, timeout_s, lag, part, parts))
+    app.redis.close()
+    return runs, views, problems, wall_s, lag
+
+
+def load_in_processes(app: LiveApp, accounts: list[Account], clients: int, viewers: int, generations: int,
+                      max_new_tokens: int, seed: int,
+                      timeout_s: float) -> tuple[list[Run], list[View], list[str], float, list[float]]:
+    """The load split over `clients` processes by generation (each with all its viewers), merged.
+    Spawned, not forked: the caller may have threads (a test's fixtures)."""
+    parts = min(clients, generations)
+    with ProcessPoolExecutor(parts, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(load_part, app.url, app.prefix, accounts, part, parts, viewers, generations,
+                               max_new_tokens, seed, timeout_s) for part in range(parts)]
+        results = [future.result() for future in futures]
+    runs = [run for result in results for run in result[0]]
+    views = [view for result in results for view in result[1]]
+    problems = [problem for result in results for problem in result[2]]
+    lag = sorted(sample for result in results for sample in result[4])
+    return runs, views, problems, max(result[3] for result in results), lag
+
+
 def run_load(app: LiveApp, *, viewers: int, generations: int, max_new_tokens: int, users: int,
-             seed: int = 7, timeout_s: float = 1800) -> dict:
+             seed: int = 7, timeout_s: float = 1800, clients: int = 2) -> dict:
     """The whole measurement against a running application; the figures as one dict."""
     accounts = create_accounts(app, min(users, generations))
     warm_up(app, accounts[0])
-    lag: list[float] = []
-    runs, views, problems, wall_s = asyncio.run(
-        load(app, accounts, viewers, generations, max_new_tokens, seed, timeout_s, lag))
-    lag.sort()
+    runs, views, problems, wall_s, lag = load_in_processes(
+        app, accounts, clients, viewers, generations, max_new_tokens, seed, timeout_s)
     for run in runs:
         try:
             run.stored = app.wait_generation(run.account.token, run.gen_id, timeout=60)
@@ -352,6 +389,7 @@ def run_load(app: LiveApp, *, viewers: int, generations: int, max_new_tokens: in
         "client_loop_lag_p99_ms": round(percentile(lag, 0.99), 1),
         "errors": len(problems),
         "viewers": len(views),
+        "client_processes": clients,
         "generations": len(runs),
         "users": len(accounts),
         "late_viewers": sum(view.late for view in views),
@@ -411,13 +449,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--users", type=int, default=8, help="generations are spread over this many users")
     parser.add_argument("--seed", type=int, default=7, help="when the late viewers join")
+    parser.add_argument("--clients", type=int, default=2, help="client processes the viewers are split over")
+    parser.add_argument("--rounds", type=int, default=1, help="loads one after another; the medians at the end")
+    parser.add_argument("--servers", default="uvicorn",
+                        help=f"ASGI servers, comma-separated, each an application of its own, their loads "
+                             f"interleaved: {', '.join(SERVERS)}")
     parser.add_argument("--quick", action="store_true", help="a small run: 20 viewers, 4 generations, 8 tokens")
     args = parser.parse_args(argv)
     if args.quick:
         args.viewers, args.generations, args.max_new_tokens, args.users = 20, 4, 8, 2
-    if min(args.viewers, args.generations, args.max_new_tokens, args.users) < 1:
-        parser.error("--viewers, --generations, --max-new-tokens and --users must be at least 1")
+    if min(args.viewers, args.generations, args.max_new_tokens, args.users, args.clients, args.rounds) < 1:
+        parser.error("--viewers, --generations, --max-new-tokens, --users, --clients and --rounds must be at least 1")
+    args.servers = args.servers.split(",")
+    if unknown := set(args.servers) - set(SERVERS):
+        parser.error(f"unknown servers: {', '.join(sorted(unknown))}")
     return args
+
+
+# The ASGI servers the launcher can start (ARENA_ASGI_SERVER, and uvicorn's WebSocket options).
+SERVERS = {
+    "daphne": {"ARENA_ASGI_SERVER": "daphne"},
+    "uvicorn": {"ARENA_ASGI_SERVER": "uvicorn", "ARENA_UVICORN_ARGS": "--ws websockets-sansio"},
+    "uvicorn-legacy": {"ARENA_ASGI_SERVER": "uvicorn", "ARENA_UVICORN_ARGS": "--ws websockets"},
+    "uvicorn-wsproto": {"ARENA_ASGI_SERVER": "uvicorn", "ARENA_UVICORN_ARGS": "--ws wsproto"},
+    "uvicorn-nodeflate": {"ARENA_ASGI_SERVER": "uvicorn",
+                          "ARENA_UVICORN_ARGS": "--ws websockets-sansio --ws-per-message-deflate false"},
+}
 
 
 def app_env(generations: int, users: int) -> dict[str, str]:
@@ -436,12 +493,39 @@ def app_env(generations: int, users: int) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    data_dir = Path(tempfile.mkdtemp(prefix="bench-load-"))
-    with running_app(REDIS_URL, data_dir, **app_env(args.generations, args.users)) as app:
-        result = run_load(app, viewers=args.viewers, generations=args.generations,
-                          max_new_tokens=args.max_new_tokens, users=args.users, seed=args.seed)
-    report(result)
-    return 0 if result["errors"] == 0 and result["delivered_over_generated"] == 1.0 else 1
+    results: dict[str, list[dict]] = {server: [] for server in args.servers}
+    with ExitStack() as stack:
+        apps = {server: stack.enter_context(running_app(
+                    REDIS_URL, Path(tempfile.mkdtemp(prefix="bench-load-")),
+                    **app_env(args.generations, args.users), **SERVERS[server]))
+                for server in args.servers}
+        for round_ in range(args.rounds):
+            order = list(apps) if round_ % 2 == 0 else list(apps)[::-1]  # no server always goes first
+            for server in order:
+                result = run_load(apps[server], viewers=args.viewers, generations=args.generations,
+                                  max_new_tokens=args.max_new_tokens, users=args.users, seed=args.seed,
+                                  clients=args.clients)
+                result["server"], result["load_average_1m"] = server, round(os.getloadavg()[0], 1)
+                print(f"--- {server}, round {round_ + 1} of {args.rounds}")
+                report(result)
+                results[server].append(result)
+    if args.rounds > 1 or len(args.servers) > 1:
+        summarise(results)
+    every = [result for runs in results.values() for result in runs]
+    return 0 if all(r["errors"] == 0 and r["delivered_over_generated"] == 1.0 for r in every) else 1
+
+
+def summarise(results: dict[str, list[dict]]) -> None:
+    """Each server's medians over its runs, one line each, then all of them as one JSON object."""
+    keys = ("extra_latency_p50_ms", "extra_latency_p99_ms", "client_loop_lag_p99_ms", "load_average_1m")
+    summary = {}
+    for server, runs in results.items():
+        summary[server] = {f"median_{key}": round(statistics.median(r[key] for r in runs), 1) for key in keys}
+        summary[server] |= {"runs": len(runs), "errors": sum(r["errors"] for r in runs),
+                            "delivered_over_generated": min(r["delivered_over_generated"] for r in runs),
+                            "p99_each_run": [r["extra_latency_p99_ms"] for r in runs]}
+        print(f"{server}: " + ", ".join(f"{key} {value}" for key, value in summary[server].items()))
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
