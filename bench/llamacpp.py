@@ -3,8 +3,9 @@
 On the packaged SmolLM2 Q4_1 file, greedy, the same prompts, the same thread count for every
 engine (printed):
 - single: one stream's decode tokens/s through our worker (a real `inference.worker` process
-  with engine=llamacpp, read from its Redis stream as the app reads it) and through
-  xllamacpp's Server in this process (handle_chat_completions with a streaming callback);
+  with engine=llamacpp, which calls llama.cpp in-process through inference.llamacpp_decoder,
+  read from its Redis stream as the app reads it) and through xllamacpp's Server in this
+  process (handle_chat_completions with a streaming callback, nothing else per token);
 - batch16: aggregate tokens/s of 16 concurrent requests, each way (16 slots both);
 - adapter: one stream's decode tokens/s through a worker with engine=openai reading an
   xllamacpp HTTP server, over the same server read directly with the `openai` client.
@@ -62,7 +63,7 @@ def user(prompt: str) -> list[dict[str, str]]:
 
 def raw_server(threads: int, parallel: int):
     """xllamacpp's Server on the same file, as our worker configures it, with no key (OpenMP's
-    wait policy is set once, by main)."""
+    wait policy is set once, by main). Its HTTP listener serves the adapter comparison."""
     import xllamacpp
 
     params = llamacpp.server_params(xllamacpp, SPEC, str(llamacpp.resolve_source(*PACKAGED_SMOLLM2)),

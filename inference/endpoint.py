@@ -1,4 +1,4 @@
-"""Serving from an OpenAI-compatible server: llama.cpp's, a managed server's, or a remote endpoint.
+"""Serving from an OpenAI-compatible server: a managed server's, or a remote endpoint.
 
 `EndpointEngine` says how to reach the server; `EndpointDecoder` is the scheduler's
 decoder for it (`inference.decoding.Decoder`): each request streams its chat
@@ -7,6 +7,10 @@ and `step` hands the scheduler whatever chunks have arrived, so the server's own
 batching serves concurrent requests while the scheduler writes events, cancels and
 ends jobs exactly as for a local model. Cancelling closes the request's HTTP stream
 (llama.cpp and vLLM stop generating when their client goes).
+
+`StreamReader` reads a completion's OpenAI chunks, here from server-sent events and for the
+llamacpp engine from llama.cpp's callback (`inference.llamacpp_decoder`, which shares
+`ThreadedDecoder` too).
 
 Every way a request can fail becomes a `Failure` chunk with a reason a user can
 read: the key refused, an unknown model, rate limiting (a short Retry-After is
