@@ -467,7 +467,8 @@ def cold_and_warm(spec: ModelSpec, env: dict[str, str], spares: bool) -> dict:
     with Harness(budget_mb=COLD_BUDGET_MB, env={"ARENA_WORKER_THREADS": WORKER_THREADS, **env},
                  spares=SPARES if spares else ()) as h:
         if spares:
-            wait_for_spare(h, spec.engine)
+            for engine in SPARES:  # all of them: one still importing would slow the cold start beside it
+                wait_for_spare(h, engine)
         worker_id, cold = lease_to_first_token(h, "cold", spec)
         h.release("cold")
         asked = time.time()

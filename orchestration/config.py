@@ -26,6 +26,10 @@ class Config:
     ray_address: str = ""
     """RAY_ADDRESS (Ray's own variable): the Ray cluster of ARENA_ORCHESTRATOR_BACKEND=ray, as
     "host:port" of its head or "ray://host:port" (Ray Client)."""
+    spare_workers: tuple[str, ...] = ("transformers", "llamacpp")
+    """ARENA_SPARE_WORKERS: the engines the local backend keeps a spare worker of (a process started
+    ahead with the engine's libraries imported, which the next cold variant of it starts in;
+    orchestration/backends/local.py), comma-separated; empty: none."""
 
 
 def current(env: Mapping[str, str] | None = None) -> Config:
@@ -36,7 +40,13 @@ def current(env: Mapping[str, str] | None = None) -> Config:
     env = os.environ if env is None else env
     return Config(cpu_shares=_cpu_shares(env.get("ARENA_CPU_SHARES", "")),
                   node_memory_mb=_node_memory_mb(env.get("ARENA_NODE_MEMORY_MB", "")),
-                  ray_address=env.get("RAY_ADDRESS", "").strip())
+                  ray_address=env.get("RAY_ADDRESS", "").strip(),
+                  spare_workers=_names(env["ARENA_SPARE_WORKERS"]) if "ARENA_SPARE_WORKERS" in env
+                  else Config.spare_workers)
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in raw.split(",") if name.strip())
 
 
 def _cpu_shares(raw: str) -> int:

@@ -45,6 +45,14 @@ OPENAPI_PATHS = {
                                            "available; null on the local backend, and while the caller has "
                                            "blind matches not yet revealed"},
                                 "used_pct": {"type": ["integer", "null"]},
+                                "spares": {"type": ["array", "null"], "description": "Spare workers on the "
+                                           "node (the local backend's: started ahead with an engine's "
+                                           "libraries imported, no model yet; their memory is in "
+                                           "reserved_mb); null while the caller has blind matches not yet "
+                                           "revealed",
+                                           "items": {"type": "object", "required": ["engine", "memory_mb"],
+                                                     "properties": {"engine": {"type": "string"},
+                                                                    "memory_mb": {"type": "number"}}}},
                             },
                         }},
                         "workers": {"type": "array", "items": {"type": "object", "properties": {

@@ -13,7 +13,8 @@ own unrevealed blind tournaments). Their workers are taken out of every list (wo
 cold starts, recent failures, preparations) and summed up in one `hidden` aggregate without
 a slug, a worker id, a state, a time or a memory figure. Such a viewer gets no node use
 either (a node's reserved memory, or what Ray says is in use, less the shown workers' would
-be the hidden ones' size): only the budgets, the nodes' totals and whether they are alive.
+be the hidden ones' size), nor its spare workers (kept only while the node is quiet): only the
+budgets, the nodes' totals and whether they are alive.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 
-from django.db.models import Avg, Count, F
+from django.db.models import Avg, Count, F, OuterRef, Subquery
 
 from arena import streams
 from arena.battles.secrecy import HIDDEN_LABEL, redact, secret_slugs
@@ -32,7 +33,7 @@ from .models import WorkerProcess
 
 STALE_AFTER_S = 5.0  # an older snapshot means the orchestrator is not running
 # Only totals: never which worker holds them (contract: the orchestrator's status snapshot).
-NODE_FIELDS = ("node", "name", "alive", "reason", "budget_mb", "reserved_mb", "resources", "in_use")
+NODE_FIELDS = ("node", "name", "alive", "reason", "budget_mb", "reserved_mb", "resources", "in_use", "spares")
 RESOURCE_FIELDS = ("cpus", "gpus", "memory_mb")
 FAILURES_SHOWN = 10
 
@@ -86,6 +87,9 @@ def shown_node(published: dict, *, hidden_use: bool = False) -> dict:
     node["name"] = node["name"] or node["node"]
     node["alive"] = published.get("alive", True) is not False  # older snapshots listed live nodes only
     node["reason"] = node["reason"] or ""
+    # [{"engine", "memory_mb"}]: processes started ahead, no model in them. Withheld like the node's use:
+    # a node keeps them only while no worker loads or serves there.
+    node["spares"] = None if hidden_use else node["spares"] or []
     node["resources"] = _resources(node["resources"])
     node["in_use"] = None if hidden_use else _resources(node["in_use"])
     if hidden_use:
@@ -149,13 +153,17 @@ def hidden_aggregate(workers: list[dict]) -> dict | None:
 
 
 def cold_start_history(*, hide: frozenset[str] = frozenset()) -> dict[str, dict]:
-    """Per variant: how many workers became ready and their mean cold start, in seconds."""
-    rows = (
-        WorkerProcess.objects.filter(cold_start_s__isnull=False).exclude(slug__in=hide)
-        .values("slug")
-        .annotate(starts=Count("id"), mean_s=Avg("cold_start_s"))
-    )
-    return {row["slug"]: {"starts": row["starts"], "mean_s": round(row["mean_s"], 1)} for row in rows}
+    """Per variant: how many workers became ready, their mean cold start and the last one, in seconds,
+    with when the last became ready. A cold start is what the orchestrator records: from its starting
+    the worker to the worker ready (the model loaded and warmed up); the wait in line before it and
+    the first answer's time to its first token after it are not in it."""
+    started = WorkerProcess.objects.filter(cold_start_s__isnull=False).exclude(slug__in=hide)
+    last = started.filter(slug=OuterRef("slug")).order_by("-ready_at", "-id")
+    rows = started.values("slug").annotate(
+        starts=Count("id"), mean_s=Avg("cold_start_s"),
+        last_s=Subquery(last.values("cold_start_s")[:1]), last_at=Subquery(last.values("ready_at")[:1]))
+    return {row["slug"]: {"starts": row["starts"], "mean_s": round(row["mean_s"], 1),
+                          "last_s": round(row["last_s"], 1), "last_at": row["last_at"]} for row in rows}
 
 
 def preparations(*, hide: frozenset[str] = frozenset()) -> list[tuple]:

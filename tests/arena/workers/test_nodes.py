@@ -125,7 +125,7 @@ def test_the_api_gives_the_new_node_fields_and_each_workers_node_name(client, ca
     head, lost = body["nodes"]
     assert head == {"node": HEAD, "name": "10.0.0.7:41235", "alive": True, "reason": "", "budget_mb": 30000.0,
                     "reserved_mb": 1500.0, "resources": {"cpus": 16.0, "gpus": 1.0, "memory_mb": 61440.0},
-                    "in_use": {"cpus": 6.5, "gpus": 0.5, "memory_mb": 9216.0}, "used_pct": 5}
+                    "in_use": {"cpus": 6.5, "gpus": 0.5, "memory_mb": 9216.0}, "used_pct": 5, "spares": []}
     assert (lost["alive"], lost["reason"], lost["name"]) == (False, "received SIGTERM", "10.0.0.8:40411")
     assert [(w["node"], w["node_name"]) for w in body["workers"]] == [
         (HEAD, "10.0.0.7:41235"), (HEAD, "10.0.0.7:41235"), (GONE, GONE)]
@@ -136,7 +136,8 @@ def test_the_api_reads_an_old_snapshot_with_nulls_where_it_says_nothing(client, 
     body = api(client, "get", "/api/v1/workers", ApiToken.issue(staff)).json()
     assert_conforms(body, "/api/v1/workers")
     assert body["nodes"] == [{"node": "local", "name": "local", "alive": True, "reason": "", "budget_mb": None,
-                              "reserved_mb": 0, "resources": None, "in_use": None, "used_pct": None}]
+                              "reserved_mb": 0, "resources": None, "in_use": None, "used_pct": None,
+                              "spares": []}]
 
 
 # --- recent failures: what happened ----------------------------------------------------------

@@ -159,10 +159,10 @@ def test_the_workers_api_hides_the_owners_contestants(client, admin_user, judge,
     assert body["hidden"] == {"label": HIDDEN_LABEL, "workers": 2, "in_flight": 3}
     local = {"node": "local", "name": "local", "alive": True, "reason": "", "budget_mb": 4000,
              "resources": None, "in_use": None}
-    assert body["nodes"] == [{**local, "reserved_mb": None, "used_pct": None}]
+    assert body["nodes"] == [{**local, "reserved_mb": None, "used_pct": None, "spares": None}]
     other = api(client, "get", "/api/v1/workers", ApiToken.issue(admin_user)).json()
     assert len(other["workers"]) == 3 and other["hidden"] is None
-    assert other["nodes"] == [{**local, "reserved_mb": 1500, "used_pct": 38}]
+    assert other["nodes"] == [{**local, "reserved_mb": 1500, "used_pct": 38, "spares": []}]
     play_through(tournament)
     body = api(client, "get", "/api/v1/workers", ApiToken.issue(judge)).json()
     assert len(body["workers"]) == 3 and body["hidden"] is None

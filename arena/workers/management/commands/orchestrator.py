@@ -16,10 +16,11 @@ def build_backend():
     the Ray cluster at RAY_ADDRESS)."""
     name = settings.ARENA_ORCHESTRATOR_BACKEND
     if name == "local":
+        from orchestration import config
         from orchestration.backends.local import LocalBackend
 
         return LocalBackend(settings.REDIS_URL, settings.ARENA_REDIS_PREFIX, settings.ARENA_WORKER_LOG_DIR,
-                            secrets_key=settings.ARENA_SECRETS_KEY)
+                            secrets_key=settings.ARENA_SECRETS_KEY, spares=config.current().spare_workers)
     if name == "ray":
         from orchestration import config
         from orchestration.backends import ray_cluster
