@@ -1,7 +1,7 @@
 """`make run`: start the whole application with embedded defaults, stop it all on Ctrl-C.
 
 Processes: a Redis (an existing one, or a private redis-server for this session),
-daphne (HTTP + WebSocket; ARENA_ASGI_PROCESSES of them on one listening socket, default 1),
+uvicorn (HTTP + WebSocket; ARENA_ASGI_PROCESSES of them on one listening socket, default 1),
 a Celery worker (arena tasks), the orchestrator
 (which starts model workers), and once per start the model preparer (which
 quantises AWQ entries not cached yet in the background, then exits). Every
@@ -32,6 +32,8 @@ from inference import redis_connect
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 STOP_GRACE_S = 15
+WEB_GRACE_S = 10  # the web server's own grace for open requests on SIGTERM: within STOP_GRACE_S
+WS_MAX_BYTES = 1024 * 1024  # above the consumers' limit (MAX_FRAME_CHARS, 4 bytes each at most)
 RESTART_LIMIT = 5
 RESTART_WINDOW_S = 60.0
 
@@ -53,15 +55,16 @@ def redis_answers(url: str) -> bool:
         return False
 
 
-def asgi_command(server: str, bind: list[str], env: dict[str, str]) -> list[str]:
-    """ARENA_ASGI_SERVER's command serving arena.asgi on `bind` (--host/--port, or --fd): for measuring
-    daphne against uvicorn (ARENA_UVICORN_ARGS: its WebSocket options) with bench/load.py --servers."""
-    if server == "daphne":
-        bind = ["-b", "127.0.0.1", "-p", bind[-1]] if bind[0] == "--host" else bind
-        return [PY, "-m", "daphne", *bind, "arena.asgi:application"]
-    return [PY, "-m", "uvicorn", *bind, "--loop", "uvloop", "--http", "httptools",
-            "--lifespan", "off", "--no-access-log", "--no-proxy-headers", "--timeout-graceful-shutdown", "10",
-            *env.get("ARENA_UVICORN_ARGS", "--ws websockets-sansio").split(), "arena.asgi:application"]
+def asgi_command(bind: list[str]) -> list[str]:
+    """uvicorn serving arena.asgi on `bind` (--host/--port, or --fd of a listening socket), chosen over
+    daphne by measurement (docs/performance.md, "The ASGI server"): uvloop, httptools and the websockets
+    library's sans-I/O protocol. No lifespan (Django's ASGI application has none); no access log; no
+    proxy headers (Django reads X-Forwarded-* itself, and only with ARENA_BEHIND_PROXY); frames over
+    WS_MAX_BYTES closed by the server (the consumers close their own limit's with 1009 first). On
+    SIGTERM it closes open sockets (1012) and gives requests WEB_GRACE_S to finish."""
+    return [PY, "-m", "uvicorn", *bind, "--loop", "uvloop", "--http", "httptools", "--ws", "websockets-sansio",
+            "--ws-max-size", str(WS_MAX_BYTES), "--lifespan", "off", "--no-access-log", "--no-proxy-headers",
+            "--timeout-graceful-shutdown", str(WEB_GRACE_S), "arena.asgi:application"]
 
 
 def celery_threads(env: dict[str, str]) -> str:
@@ -165,13 +168,12 @@ class Launcher:
         return f"http://127.0.0.1:{port}/"
 
     def start_asgi(self, port: str) -> None:
-        """One ASGI server process, or ARENA_ASGI_PROCESSES of them accepting from one listening socket
-        that this launcher opens (the kernel hands each connection to one of them). Each process has its
-        own stream hub (arena/streams.py), so a generation watched from several is read once by each."""
+        """One uvicorn, or ARENA_ASGI_PROCESSES of them accepting from one listening socket that this
+        launcher opens (the kernel hands each connection to one of them). Each process has its own
+        stream hub (arena/streams.py), so a generation watched from several is read once by each."""
         processes = int(self.env.get("ARENA_ASGI_PROCESSES", "1"))
-        server = self.env.get("ARENA_ASGI_SERVER", "daphne")
         if processes <= 1:
-            self.spawn(server, asgi_command(server, ["--host", "127.0.0.1", "--port", port], self.env))
+            self.spawn("web", asgi_command(["--host", "127.0.0.1", "--port", port]))
             return
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -179,7 +181,7 @@ class Launcher:
         self.listener.listen(1024)
         fd = self.listener.fileno()
         for i in range(processes):
-            self.spawn(f"{server}-{i + 1}", asgi_command(server, ["--fd", str(fd)], self.env), pass_fds=(fd,))
+            self.spawn(f"web-{i + 1}", asgi_command(["--fd", str(fd)]), pass_fds=(fd,))
 
     def start_preparer(self) -> None:
         """AWQ entries not quantised yet are quantised now, in the background (arena/catalogue/preparation.py)."""

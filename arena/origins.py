@@ -93,7 +93,7 @@ def _header(scope, name: bytes) -> str | None:
 
 class OriginValidator:
     """ASGI middleware for the WebSocket router: a handshake whose Origin is not one of the
-    site's origins is closed before any consumer runs (a plain close; daphne answers 403)."""
+    site's origins is closed before any consumer runs (a plain close; the server answers 403)."""
 
     def __init__(self, application, allowed_origins: Iterable[str] | None = None, production: bool | None = None):
         from django.conf import settings

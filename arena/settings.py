@@ -80,7 +80,6 @@ ARENA_SECRETS_KEY = _private_key("ARENA_SECRETS_KEY", "secrets_key",
                                  lambda: base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -286,7 +285,7 @@ ARENA_WS_FRAME_INTERVAL_MS = float(os.environ.get("ARENA_WS_FRAME_INTERVAL_MS", 
 # a killed process lapses within the TTL (arena/accounts/socket_cap.py).
 ARENA_MAX_SOCKETS_PER_USER = int(os.environ.get("ARENA_MAX_SOCKETS_PER_USER", 20))
 ARENA_WS_SLOT_TTL_S = float(os.environ.get("ARENA_WS_SLOT_TTL_S", 60))
-# The port the site is served on (the launcher's daphne): WebSocket handshakes from the site's
+# The port the site is served on (the launcher's uvicorn): WebSocket handshakes from the site's
 # own pages carry it in their Origin (arena/origins.py).
 PORT = os.environ.get("PORT", "8000")
 

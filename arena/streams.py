@@ -96,7 +96,7 @@ async def viewer_left(redis_client: aioredis.Redis, generation_id: str) -> None:
 # --- what the stream followers of a server process share ------------------------------------------
 # Every socket (and every OpenAI-compatible completion) used to open its own asyncio client and
 # follow its stream(s) with its own blocking XREAD: 200 viewers meant 200 connections, and each
-# token was read, parsed and woken for 200 times. Now one event loop (in daphne: the process) has
+# token was read, parsed and woken for 200 times. Now one event loop (in uvicorn: the process) has
 # one bounded connection pool, and one `StreamHub` that follows every watched stream with one
 # XREAD loop and hands each new entry, parsed once, to each `Subscription` on that stream.
 # asyncio pools are bound to the loop they run in, hence one `SocketRedis` per loop (tests
@@ -149,7 +149,7 @@ class SocketRedis:
     """One loop's bounded connection pool (a follower waits for a free connection rather than
     opening one), the client over it and the hub. Sockets `acquire` it on opening and
     `release` it on closing (a completion: `following`); when the last one leaves, the hub
-    stops and the idle connections are closed (in daphne the next follower opens them again)."""
+    stops and the idle connections are closed (the next follower opens them again)."""
 
     def __init__(self):
         self.client_name = f"arena-sockets-{os.getpid()}-{next(_pool_numbers)}"  # CLIENT LIST tells ours apart

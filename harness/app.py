@@ -1,5 +1,5 @@
 """The whole application, started as `make run` starts it (arena.launcher), for the
-live tests and the benchmarks: daphne, a Celery worker, the orchestrator and real model workers, on
+live tests and the benchmarks: uvicorn, a Celery worker, the orchestrator and real model workers, on
 real Redis, with a data directory and a Redis prefix of its own. It stops by itself."""
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ Measured in one run:
 
 Prints the figures, then one JSON object as its last line; exits 1 when a token was lost or
 repeated or anything failed.
-Usage: python bench/load.py [--viewers 200] [--generations 32] [--max-new-tokens 48] [--clients 2] [--quick]
+Usage: python bench/load.py [--viewers 200] [--generations 32] [--max-new-tokens 48] [--clients 2]
+                          [--rounds 1] [--quick]
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -451,30 +451,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7, help="when the late viewers join")
     parser.add_argument("--clients", type=int, default=2, help="client processes the viewers are split over")
     parser.add_argument("--rounds", type=int, default=1, help="loads one after another; the medians at the end")
-    parser.add_argument("--servers", default="uvicorn",
-                        help=f"ASGI servers, comma-separated, each an application of its own, their loads "
-                             f"interleaved: {', '.join(SERVERS)}")
     parser.add_argument("--quick", action="store_true", help="a small run: 20 viewers, 4 generations, 8 tokens")
     args = parser.parse_args(argv)
     if args.quick:
         args.viewers, args.generations, args.max_new_tokens, args.users = 20, 4, 8, 2
     if min(args.viewers, args.generations, args.max_new_tokens, args.users, args.clients, args.rounds) < 1:
         parser.error("--viewers, --generations, --max-new-tokens, --users, --clients and --rounds must be at least 1")
-    args.servers = args.servers.split(",")
-    if unknown := set(args.servers) - set(SERVERS):
-        parser.error(f"unknown servers: {', '.join(sorted(unknown))}")
     return args
-
-
-# The ASGI servers the launcher can start (ARENA_ASGI_SERVER, and uvicorn's WebSocket options).
-SERVERS = {
-    "daphne": {"ARENA_ASGI_SERVER": "daphne"},
-    "uvicorn": {"ARENA_ASGI_SERVER": "uvicorn", "ARENA_UVICORN_ARGS": "--ws websockets-sansio"},
-    "uvicorn-legacy": {"ARENA_ASGI_SERVER": "uvicorn", "ARENA_UVICORN_ARGS": "--ws websockets"},
-    "uvicorn-wsproto": {"ARENA_ASGI_SERVER": "uvicorn", "ARENA_UVICORN_ARGS": "--ws wsproto"},
-    "uvicorn-nodeflate": {"ARENA_ASGI_SERVER": "uvicorn",
-                          "ARENA_UVICORN_ARGS": "--ws websockets-sansio --ws-per-message-deflate false"},
-}
 
 
 def app_env(generations: int, users: int) -> dict[str, str]:
@@ -493,38 +476,31 @@ def app_env(generations: int, users: int) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    results: dict[str, list[dict]] = {server: [] for server in args.servers}
-    with ExitStack() as stack:
-        apps = {server: stack.enter_context(running_app(
-                    REDIS_URL, Path(tempfile.mkdtemp(prefix="bench-load-")),
-                    **app_env(args.generations, args.users), **SERVERS[server]))
-                for server in args.servers}
+    results = []
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-load-"))
+    with running_app(REDIS_URL, data_dir, **app_env(args.generations, args.users)) as app:
         for round_ in range(args.rounds):
-            order = list(apps) if round_ % 2 == 0 else list(apps)[::-1]  # no server always goes first
-            for server in order:
-                result = run_load(apps[server], viewers=args.viewers, generations=args.generations,
-                                  max_new_tokens=args.max_new_tokens, users=args.users, seed=args.seed,
-                                  clients=args.clients)
-                result["server"], result["load_average_1m"] = server, round(os.getloadavg()[0], 1)
-                print(f"--- {server}, round {round_ + 1} of {args.rounds}")
-                report(result)
-                results[server].append(result)
-    if args.rounds > 1 or len(args.servers) > 1:
+            result = run_load(app, viewers=args.viewers, generations=args.generations,
+                              max_new_tokens=args.max_new_tokens, users=args.users, seed=args.seed,
+                              clients=args.clients)
+            result["load_average_1m"] = round(os.getloadavg()[0], 1)  # how busy the machine was meanwhile
+            if args.rounds > 1:
+                print(f"--- round {round_ + 1} of {args.rounds}")
+            report(result)
+            results.append(result)
+    if args.rounds > 1:
         summarise(results)
-    every = [result for runs in results.values() for result in runs]
-    return 0 if all(r["errors"] == 0 and r["delivered_over_generated"] == 1.0 for r in every) else 1
+    return 0 if all(r["errors"] == 0 and r["delivered_over_generated"] == 1.0 for r in results) else 1
 
 
-def summarise(results: dict[str, list[dict]]) -> None:
-    """Each server's medians over its runs, one line each, then all of them as one JSON object."""
+def summarise(results: list[dict]) -> None:
+    """The medians over the rounds (a busy machine's figures vary a lot from one load to the next)."""
     keys = ("extra_latency_p50_ms", "extra_latency_p99_ms", "client_loop_lag_p99_ms", "load_average_1m")
-    summary = {}
-    for server, runs in results.items():
-        summary[server] = {f"median_{key}": round(statistics.median(r[key] for r in runs), 1) for key in keys}
-        summary[server] |= {"runs": len(runs), "errors": sum(r["errors"] for r in runs),
-                            "delivered_over_generated": min(r["delivered_over_generated"] for r in runs),
-                            "p99_each_run": [r["extra_latency_p99_ms"] for r in runs]}
-        print(f"{server}: " + ", ".join(f"{key} {value}" for key, value in summary[server].items()))
+    summary: dict = {f"median_{key}": round(statistics.median(r[key] for r in results), 1) for key in keys}
+    summary |= {"rounds": len(results), "errors": sum(r["errors"] for r in results),
+                "delivered_over_generated": min(r["delivered_over_generated"] for r in results),
+                "p99_each_round": [r["extra_latency_p99_ms"] for r in results]}
+    print("medians: " + ", ".join(f"{key} {value}" for key, value in summary.items()))
     print(json.dumps(summary))
 
 

@@ -1,6 +1,6 @@
 """Soak: a bounded mixed load on the whole application for N minutes while faults are injected.
 
-Starts the application as `make run` does (arena.launcher: daphne, a Celery worker, the
+Starts the application as `make run` does (arena.launcher: uvicorn, a Celery worker, the
 orchestrator, real model workers) on a private redis-server of its own (harness/private_redis.py:
 restarting it harms nobody), creates `--users` users, then for `--minutes` minutes keeps
 `--clients` client threads busy, each one request at a time for a user drawn at random:
@@ -46,7 +46,7 @@ as both have ended). Counted, per generation (a battle's side is one):
   socket's QUEUED event, a comparison side's "in line" status): with `--capacity` small, the
   line is soaked through the faults too;
 - errors_5xx: HTTP responses (and WebSocket handshakes) with a 5xx status the clients got;
-- rss_growth_pct: the summed RSS of the launcher's long-running children (daphne, Celery,
+- rss_growth_pct: the summed RSS of the launcher's long-running children (uvicorn, Celery,
   orchestrator; model workers are left out: they load and unload on demand), sampled every
   SAMPLE_EVERY_S: 100 × (mean over the last quarter of the run − mean over the middle tenth,
   45-55 % of the run) / that middle mean. A Celery worker killed late restarts smaller, which
@@ -469,7 +469,7 @@ def fault_loop(soak: Soak, run_s: float, count: int) -> None:
 def sample_loop(soak: Soak, started: float) -> None:
     while not soak.stop.wait(SAMPLE_EVERY_S):
         rss = 0.0
-        for part in ("daphne", "celery", "orchestrator"):
+        for part in ("arena.asgi", "celery", "orchestrator"):
             proc = launcher_child(soak.app, part)
             with contextlib.suppress(psutil.Error):
                 rss += proc.memory_info().rss / 2**20 if proc else 0.0

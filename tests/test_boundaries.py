@@ -53,7 +53,7 @@ print(" ".join(sorted({m.split(".")[0] for m in sys.modules} & {"torch", "transf
 
 @pytest.mark.timeout(180)
 def test_the_web_side_starts_without_the_model_stack():
-    """daphne, Celery and every manage.py command start without torch or transformers (seconds
+    """uvicorn, Celery and every manage.py command start without torch or transformers (seconds
     each): only inference workers load models. A web page that needs a model fact asks a worker
     or reads a file, it never imports the model stack."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "arena.settings"}

@@ -2,7 +2,7 @@
 
 Each socket is a denial of service in waiting: it holds a file descriptor and a share of its
 process's Redis pool, and a few thousand of them once took Redis from Celery, the orchestrator
-and the workers. The app may run several daphne processes (ARENA_ASGI_PROCESSES), so the count
+and the workers. The app may run several web server processes (ARENA_ASGI_PROCESSES), so the count
 lives in Redis: one sorted set per user (`Keys.socket_slots`), one member per live socket,
 scored by when its slot lapses. A Lua script drops the lapsed members, counts and adds in one
 step, so racing handshakes cannot both take the last slot. Each event loop renews its sockets'

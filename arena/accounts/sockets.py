@@ -13,7 +13,7 @@ digest published on the same channel, and every socket of the user closes (4401)
 process. A deactivated user's session no longer authenticates, so none opens again.
 
 There is no Channels layer (arena/settings.py says why), hence Redis pub/sub: one
-subscription per event loop (per daphne process), opened with its first socket and closed
+subscription per event loop (per web server process), opened with its first socket and closed
 with its last. Logging out never fails because Redis is down; the sockets then stay open
 until they close by themselves, as before."""
 

@@ -120,7 +120,7 @@ def download(request, chunks: Iterator[str], fmt: str, name: str) -> StreamingHt
 
 
 async def _async(chunks: Iterator[str], batch: int = 64):
-    """Under ASGI (daphne) Django would read a synchronous iterator to the end before
+    """Under ASGI (uvicorn) Django would read a synchronous iterator to the end before
     sending anything; this hands the rows over a batch at a time instead, reading the
     database in the request's own thread (thread_sensitive), where its connection lives."""
     iterator = iter(chunks)

@@ -1,6 +1,6 @@
 """The OpenAI-compatible endpoints: GET /v1/models, GET /v1/models/<slug>, POST /v1/chat/completions.
 
-Thin async views (daphne serves them on its event loop): translation lives in
+Thin async views (uvicorn serves them on its event loop): translation lives in
 `translate.py` (request -> generation) and `chunks.py` (events -> response shapes). A
 completion is an ordinary arena generation (origin API: it shows in the owner's history,
 and `id` = "chatcmpl-<generation id>"), run by the same Celery task as every other, which

@@ -1,12 +1,17 @@
-"""ARENA_ASGI_PROCESSES: the launcher opens one listening socket and starts that many daphne
-processes accepting from it; one that dies is started again on the same socket. Real daphne
-processes (serving the test settings), no Celery, orchestrator or model."""
+"""The launcher's ASGI server (uvicorn): one process on the port, or ARENA_ASGI_PROCESSES of them
+accepting from one listening socket that the launcher opens; one that dies is started again on the
+same socket. Real uvicorn processes (serving the test settings), no Celery, orchestrator or model."""
 
 import os
+import signal
 import time
+import uuid
 
 import psutil
+import pytest
 import requests
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 from arena import launcher
 
@@ -28,14 +33,18 @@ def wait_until(check, timeout: float = 60) -> bool:
     return False
 
 
-def test_two_daphne_processes_serve_one_port_and_one_that_dies_comes_back_on_it():
-    env = {**os.environ, "ARENA_ASGI_PROCESSES": "2", "DJANGO_SETTINGS_MODULE": "tests.settings"}
-    starter = launcher.Launcher(env)
+def asgi_launcher(processes: int) -> launcher.Launcher:
+    env = {**os.environ, "ARENA_ASGI_PROCESSES": str(processes), "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    return launcher.Launcher(env)
+
+
+def test_two_processes_serve_one_port_and_one_that_dies_comes_back_on_it():
+    starter = asgi_launcher(2)
     port = launcher.free_port()
     url = f"http://127.0.0.1:{port}/static/missing.css"
     try:
         starter.start_asgi(str(port))
-        assert [name for name, _ in starter.procs] == ["daphne-1", "daphne-2"]
+        assert [name for name, _ in starter.procs] == ["web-1", "web-2"]
         assert wait_until(lambda: answers(url))
         first = starter.procs[0][1]
         psutil.Process(first.pid).kill()
@@ -50,3 +59,30 @@ def test_two_daphne_processes_serve_one_port_and_one_that_dies_comes_back_on_it(
     finally:
         starter.stop()
     assert all(proc.poll() is not None for _name, proc in starter.procs)
+
+
+def test_one_process_on_loopback_refuses_a_foreign_origin_and_stops_on_sigterm_with_a_connection_open():
+    """A handshake the origin check closes gets 403 from the server itself; SIGTERM (the launcher's
+    stop) ends the server by itself, well within the launcher's grace, though a client still holds
+    a keep-alive connection."""
+    starter = asgi_launcher(1)
+    port = launcher.free_port()
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        starter.start_asgi(str(port))
+        (name, server), = starter.procs
+        assert name == "web" and wait_until(lambda: answers(base + "static/missing.css"))
+        listening = [c.laddr for c in psutil.Process(server.pid).net_connections() if c.status == "LISTEN"]
+        assert [address.ip for address in listening] == ["127.0.0.1"]
+        with pytest.raises(InvalidStatus) as refused:
+            connect(f"ws://127.0.0.1:{port}/ws/generations/{uuid.uuid4()}/",
+                    additional_headers={"Origin": "http://evil.example"}, open_timeout=10)
+        assert refused.value.response.status_code == 403
+        with requests.Session() as client:
+            client.get(base + "static/missing.css", timeout=5)  # the connection stays open
+            started = time.monotonic()
+            starter.stop()
+            assert time.monotonic() - started < launcher.STOP_GRACE_S
+        assert server.returncode == -signal.SIGTERM  # uvicorn ends with the signal it got, not killed (-9)
+    finally:
+        starter.stop()

@@ -43,13 +43,13 @@ def test_a_killed_process_is_started_again_with_the_same_command():
 def test_a_process_that_keeps_dying_stops_everything(monkeypatch):
     monkeypatch.setattr(launcher, "RESTART_LIMIT", 3)
     starter = launcher.Launcher({"PATH": "/usr/bin:/bin"})
-    steady = starter.spawn("daphne", SLEEPER)
+    steady = starter.spawn("web", SLEEPER)
     starter.spawn("orchestrator", CRASHER)
     thread, result = watch_in_thread(starter)
     thread.join(timeout=30)
     try:
         assert result.get("code") == 1
-        assert len(starter.restarts["orchestrator"]) == 3 and "daphne" not in starter.restarts
+        assert len(starter.restarts["orchestrator"]) == 3 and "web" not in starter.restarts
     finally:
         starter.stop()
     assert steady.poll() is not None  # stop() ended the healthy one too

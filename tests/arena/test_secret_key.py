@@ -1,5 +1,5 @@
 """The generated secret key: Django processes that start at once on a fresh data directory (the
-web, Celery and orchestrator run as separate services started together, or several daphne
+web, Celery and orchestrator run as separate services started together, or several uvicorn
 processes) must all come up, sharing one key kept in a private file."""
 
 import os

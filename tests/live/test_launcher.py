@@ -21,7 +21,7 @@ def test_sigterm_leaves_nothing_behind(redis_url, tmp_path):
         launcher_proc = _launcher_process(app)
         family = launcher_proc.children(recursive=True)
         names = " ".join(" ".join(p.cmdline()) for p in family)
-        for part in ("daphne", "celery", "orchestrator", "inference.worker"):
+        for part in ("arena.asgi", "celery", "orchestrator", "inference.worker"):
             assert part in names
     # running_app sent SIGTERM and waited for the launcher; its whole family is gone too.
     _gone, alive = psutil.wait_procs(family, timeout=5)

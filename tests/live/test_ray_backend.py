@@ -1,4 +1,4 @@
-"""The whole application as `make run` starts it (arena.launcher: daphne, Celery, the orchestrator),
+"""The whole application as `make run` starts it (arena.launcher: uvicorn, Celery, the orchestrator),
 with ARENA_ORCHESTRATOR_BACKEND=ray and RAY_ADDRESS naming a real Ray cluster this module starts
 (harness/ray_cluster.py: raylets on 127.0.0.1, token authentication on): a user compares two
 packaged llama.cpp models in a headless Chromium, both answers reach the browser over its

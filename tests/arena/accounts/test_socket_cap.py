@@ -81,7 +81,7 @@ async def test_the_socket_over_the_cap_gets_4429_and_closing_one_frees_a_slot(st
     assert streams.client().zcard(streams.keys().socket_slots(boss.pk)) == 0
 
 
-# A server process of its own: it takes `count` slots for one user and renews them, as daphne
+# A server process of its own: it takes `count` slots for one user and renews them, as a web server
 # would for its sockets, until it is SIGKILLed.
 HOLDER = textwrap.dedent("""
     import asyncio, sys

@@ -465,7 +465,7 @@ def test_a_huge_json_body_is_a_413_not_parsed(client, token, catalogue, path):
 
 
 def asgi_post(path, headers, chunks):
-    """POST through the application daphne runs (arena.asgi), sending the body in `chunks`;
+    """POST through the application uvicorn runs (arena.asgi), sending the body in `chunks`;
     the response's status, headers and body, and how many chunks were sent before it came."""
     from arena.asgi import application
 

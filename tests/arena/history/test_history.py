@@ -470,7 +470,7 @@ def test_api_export_with_a_token(client, owner, outsider, token, catalogue):
 
 @pytest.mark.django_db(transaction=True)
 async def test_under_asgi_the_export_streams_through_an_async_iterator(async_client, owner, catalogue):
-    """daphne serves ASGI: a synchronous iterator would be read whole before sending."""
+    """uvicorn serves ASGI: a synchronous iterator would be read whole before sending."""
     from asgiref.sync import sync_to_async
 
     gens = await sync_to_async(lambda: [generation(owner, catalogue[0], f"p{i}", text=f"t{i}", ago=i)

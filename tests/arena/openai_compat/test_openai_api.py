@@ -396,7 +396,7 @@ def asgi_scope(token, method="POST", path=CHAT):
 
 
 async def asgi_request(token, body: dict) -> ApplicationCommunicator:
-    """The request as daphne hands it to Django."""
+    """The request as the ASGI server hands it to Django."""
     comm = ApplicationCommunicator(get_asgi_application(), asgi_scope(token))
     await comm.send_input({"type": "http.request", "body": json.dumps(body).encode(), "more_body": False})
     return comm
@@ -504,7 +504,7 @@ async def test_a_streaming_client_that_disconnects_cancels_its_generation(owner,
     assert b'"content":"Once"' in raw
     cancel_key = streams.keys().cancel(str(gen.id))
     assert not streams.client().exists(cancel_key)
-    await comm.send_input({"type": "http.disconnect"})  # as daphne says the socket closed
+    await comm.send_input({"type": "http.disconnect"})  # as the server says the socket closed
     await comm.wait(timeout=5)
     assert streams.client().get(cancel_key) == b"client"  # the worker's cue to stop
     streams.client().delete(cancel_key)
