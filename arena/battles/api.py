@@ -153,7 +153,7 @@ def create_anonymous(request):
     if not isinstance(body.get("prompt", ""), str) or not isinstance(body.get("tag", ""), str):
         return error(400, "prompt and tag must be strings.")
     n = body.get("max_new_tokens")
-    if "max_new_tokens" in body and (isinstance(n, bool) or not isinstance(n, int)):  # null included
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):  # null: each entry's default
         return error(400, "max_new_tokens must be a whole number.", {"max_new_tokens": "must be a whole number"})
     form = ArenaForm({"prompt": body.get("prompt", ""), "tag": body.get("tag", ""),
                       "max_new_tokens": "" if n is None else str(n)})

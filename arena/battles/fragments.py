@@ -77,7 +77,9 @@ def metrics(view: Side) -> str:
     """Time to first token, live tokens/s, token count and a chart of tokens over time; none of it while blind."""
     if view.blind:
         return playground.metrics({}, f"{view.name}-metrics", hidden=True)
-    return playground.metrics(view.values(), f"{view.name}-metrics", chart=chart(view.points))
+    # A side read back from the database has no token times: no chart rather than an empty box.
+    drawn = chart(view.points) if view.points or not view.finished else ""
+    return playground.metrics(view.values(), f"{view.name}-metrics", chart=drawn)
 
 
 def chart(points: list[tuple[float, int]]) -> str:

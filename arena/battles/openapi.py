@@ -141,7 +141,7 @@ ARENA_PATHS: dict[str, Any] = {  # the anonymous battles' endpoints
                 "type": "object", "required": ["prompt"], "additionalProperties": False,
                 "properties": {
                     "prompt": PROMPT,
-                    "max_new_tokens": {"type": "integer", "minimum": 1},
+                    "max_new_tokens": PARAMS["properties"]["max_new_tokens"],  # null: each entry's default
                     "tag": TAG,
                 },
             })},

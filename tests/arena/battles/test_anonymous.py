@@ -15,6 +15,7 @@ from arena.battles import anonymous
 from arena.battles.models import ArenaExclusion, Battle
 from arena.battles.secrecy import secret_slugs
 from arena.catalogue.models import ModelEntry
+from inference.protocol import SamplingParams
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
 from tests.arena.factories import finish_battle, identifiers, leaderboard_order, verdict
@@ -157,12 +158,20 @@ def test_the_api_hides_the_pair_until_the_vote(client, token, only_pair):
     assert api(client, "get", "/api/v1/comparisons/" + str(battle.id), token).status_code == 404
 
 
-@pytest.mark.parametrize("value", [None, True, "8", 8.5])
+@pytest.mark.parametrize("value", [True, "8", 8.5])
 def test_the_api_refuses_a_length_that_is_not_a_whole_number(client, token, only_pair, value):
     response = api(client, "post", "/api/v1/arena", token, {"prompt": "Name a colour.", "max_new_tokens": value})
     assert response.status_code == 400 and response.json()["error"]["fields"] == {
         "max_new_tokens": "must be a whole number"}
     assert not Battle.objects.exists()
+
+
+def test_the_api_reads_a_null_length_as_each_entrys_default_and_refuses_one_over_the_limit(client, token, only_pair):
+    """As every other endpoint's params (and the OpenAPI schema, shared with them) say."""
+    assert api(client, "post", "/api/v1/arena", token, {"prompt": "Hi.", "max_new_tokens": None}).status_code == 202
+    limit = int(SamplingParams.LIMITS["max_new_tokens"][1])
+    over = api(client, "post", "/api/v1/arena", token, {"prompt": "Hi.", "max_new_tokens": limit + 1})
+    assert over.status_code == 400 and "max_new_tokens" in over.json()["error"]["fields"]
 
 
 def test_the_api_continues_an_unjudged_battle(client, token, owner, only_pair):

@@ -74,6 +74,14 @@ def test_the_permalink_shows_both_sides_with_names_and_a_socket(client, owner, b
     assert "disabled" in html  # no vote before both answers are in
 
 
+def test_a_running_side_keeps_a_place_for_its_chart_and_a_stored_one_shows_no_empty_chart(client, owner, battle):
+    """A page read back from the database has no token times to draw: an empty chart box said nothing."""
+    client.force_login(owner)
+    assert client.get(battle.get_absolute_url()).content.decode().count('<svg class="chart"') == 2
+    finish_battle(battle)
+    assert '<svg class="chart"' not in client.get(battle.get_absolute_url()).content.decode()
+
+
 def test_vote_needs_both_answers_then_records_the_verdict(client, owner, battle):
     client.force_login(owner)
     url = reverse("battle-vote", args=[battle.id])
