@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass
 
 from django import forms
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from arena.battles.models import Battle
 from arena.generations import tags
@@ -98,7 +98,8 @@ def tournaments(user, filters: Filters = Filters()) -> QuerySet:
 
 
 def suite_runs(user, filters: Filters = Filters()) -> QuerySet:
-    qs = SuiteRun.objects.filter(owner=user).select_related("suite", "judge")
+    qs = (SuiteRun.objects.filter(owner=user).select_related("suite", "judge")
+          .annotate(other_judges=Count("jury", distinct=True)))  # a jury's seats beside its first judge
     return filters.apply(qs, SUITE_RUN_TEXT, tag_field="suite__tag").order_by("-created_at")
 
 

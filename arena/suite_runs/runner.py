@@ -124,9 +124,10 @@ def _prewarm(run: SuiteRun, state: plan.RunState, contestants: dict, todo: plan.
     for key in todo.start_answers:  # what this step started is under way too
         state.answers[key] = plan.Slot(plan.LIVE, state.answer(key).attempts + 1)
     following = plan.upcoming(state)
-    model = run.judge if following == plan.JUDGE else contestants.get(following)
-    if model is not None:
-        orch.request_lease(streams.client(), streams.keys(), f"prewarm:suite:{run.id}", [model.spec()], prewarm=True)
+    models = run.judges if following == plan.JUDGE else [contestants.get(following)]  # a jury: every judge
+    specs = [model.spec() for model in models if model is not None]
+    if specs:
+        orch.request_lease(streams.client(), streams.keys(), f"prewarm:suite:{run.id}", specs, prewarm=True)
 
 
 def load_state(run: SuiteRun, prompts: list[int], contestants: list[int],

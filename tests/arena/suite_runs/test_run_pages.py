@@ -183,3 +183,14 @@ def test_answers_and_judgements_are_shown_inert(mine, owner, three):
     for url in (run.get_absolute_url(), f"/s/{link.token}/"):
         html = mine.get(url).content.decode()
         assert "alert(1)" in html and "<script>alert" not in html and "<img src=x" not in html, url
+
+
+def test_the_history_list_and_the_shared_page_name_a_whole_jury(mine, owner, catalogue):
+    jury = catalogue[2:5]
+    run = start_run(owner, suite=suite(owner, "One?"), contestants=catalogue[:2], judges=jury)
+    listed = mine.get("/history/suite-runs/").content.decode()
+    assert f"judges: {jury[0].label or jury[0].name} and 2 more" in listed
+    from arena.history.models import ShareLink
+
+    shared = mine.get(f"/s/{ShareLink.share(owner, run).token}/").content.decode()
+    assert "judges: " + ", ".join(model.name for model in jury) in shared

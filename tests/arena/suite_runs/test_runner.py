@@ -200,6 +200,23 @@ def test_the_next_contestants_model_is_warmed_while_the_first_answers(owner, thr
     streams.client().delete(inbox)
 
 
+def test_once_the_last_answers_run_every_judge_of_a_jury_is_warmed(owner, catalogue, settings):
+    import json
+
+    from arena import streams
+
+    settings.ARENA_SUITE_IN_FLIGHT = 2
+    inbox = streams.keys().orchestrator_inbox()
+    streams.client().delete(inbox)
+    jury = catalogue[2:5]
+    run = start_run(owner, suite=suite(owner, "One?"), contestants=catalogue[:2], judges=jury)
+    runner.step(run)
+    messages = [json.loads(m) for m in streams.client().lrange(inbox, 0, -1)]
+    assert [(m["prewarm"], [s["slug"] for s in m["specs"]]) for m in messages] == [
+        (True, [model.slug for model in jury])]
+    streams.client().delete(inbox)
+
+
 def test_a_cancel_landing_during_a_step_reaches_what_the_step_started(owner, three, monkeypatch):
     from arena import streams
 
