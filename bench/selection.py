@@ -11,8 +11,10 @@ formats meet exactly the same judge on the readings they share. The two readings
 a run (arena.battles.judging: they must agree, else a tie).
 
 Both formats are driven by the planner itself (arena.suite_runs.plan: the runner's loop with every
-generation ending at once, `--window` live at a time, as ARENA_SUITE_IN_FLIGHT) with the
-adaptive format's default budget (half of round robin's calls); each run's ranking is the
+generation ending at once, `--window` live at a time, as ARENA_SUITE_IN_FLIGHT; round robin's
+pairs do not depend on the verdicts, so it runs with every generation live at once, the same
+calls and verdicts in far fewer steps) with the adaptive format's default budget (half of round
+robin's calls); each run's ranking is the
 Bradley–Terry fit of its verdicts (arena.suite_runs.adaptive.fit), scored by Kendall's tau
 against the true order. `--reps` repetitions, each with its own wobble, judge and run seed.
 
@@ -67,8 +69,9 @@ def run(fmt: str, args, rep: int, judge: Judge) -> tuple[int, list[int], str]:
     contestants = list(range(args.contestants))
     state = plan.RunState(prompts=list(range(1, args.prompts + 1)), contestants=contestants, format=fmt,
                           seed=rep)
+    window = args.window if fmt in plan.DECIDED else 1_000_000
     for _ in range(1_000_000):
-        step = plan.plan(state, args.window)
+        step = plan.plan(state, window)
         if step.finished:
             break
         for key in step.start_answers:

@@ -374,9 +374,9 @@ def _adaptive(state: RunState, room: int, out: Plan) -> None:
     both its orders fit, a failed reading is tried again only while a call is left (else it is
     given up, and its pair is a tie, as after MAX_ATTEMPTS). The pairs under way finish first;
     with their verdicts, `adaptive.fit` rates the contestants, and while room is left (a pair
-    for every two free places, the last pair's second order waiting for a place) the next pairs
-    are those whose verdicts would most resolve the adjacent pairs (by rating) not yet separated
-    (`adaptive.pick`: weighted by each one's chance of being in the wrong order), among the
+    for every two free places, the last pair's second order waiting for a place) the next pairs,
+    while some adjacent pair (by rating) is not yet separated, are those whose verdicts are
+    expected to remove the most errors from the ranking (`adaptive.pick`), among the
     pairs not under way with a prompt not yet judged for them and both answers. A pair's prompt
     is the first such in an order the run's seed shuffles for that pair. It stops (`Plan.stopped`) when no pair is under
     way and none can be taken: every adjacent pair separated, the budget spent, or no prompt left
@@ -419,7 +419,7 @@ def _adaptive(state: RunState, room: int, out: Plan) -> None:
         if (a, b) not in under_way and (prompt := _next_prompt(state, a, b, used)) is not None:
             prompts[(a, b)] = prompt
     affordable = max(0, min((room + per_pair - 1) // per_pair, (budget - committed) // per_pair))
-    for left, right in adaptive.pick(fit, list(prompts), targets, affordable) if targets else []:
+    for left, right in adaptive.pick(fit, list(prompts), affordable) if targets else []:
         committed += per_pair
         under_way.add((left, right))
         for name in names:
