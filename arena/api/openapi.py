@@ -49,7 +49,8 @@ PARAMS: Schema = {
             "type": ["object", "null"],
             "description": "Structured output: decoding is constrained to JSON valid for this JSON Schema, and the "
                            "answer is checked against it (`output_valid`). Refused (400) when it is not a valid "
-                           "schema or one the constrained decoder cannot enforce. Not with `regex`.",
+                           "schema or one the constrained decoder cannot enforce, or when a key or string in it holds "
+                           "a NUL character (as anywhere in a body). Not with `regex`.",
         },
         "regex": {
             "type": ["string", "null"], "minLength": 1, "maxLength": MAX_REGEX_CHARS,

@@ -153,6 +153,8 @@ def create_anonymous(request):
     if not isinstance(body.get("prompt", ""), str) or not isinstance(body.get("tag", ""), str):
         return error(400, "prompt and tag must be strings.")
     n = body.get("max_new_tokens")
+    if isinstance(n, float) and n.is_integer():  # 64.0 is a whole number to JSON Schema too
+        n = int(n)
     if n is not None and (isinstance(n, bool) or not isinstance(n, int)):  # null: each entry's default
         return error(400, "max_new_tokens must be a whole number.", {"max_new_tokens": "must be a whole number"})
     form = ArenaForm({"prompt": body.get("prompt", ""), "tag": body.get("tag", ""),

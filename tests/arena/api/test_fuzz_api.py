@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from arena import streams
+from arena import jsonbody, streams
 from arena.accounts.models import TOKEN_PREFIX, ApiToken
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
@@ -160,6 +160,12 @@ def usable_constraints(body) -> bool:
     return all(constraint_problem(p.get("json_schema"), p.get("regex")) is None for p in sides)
 
 
+def storable_text(body) -> bool:
+    """Whether no key or string holds what no body may (a NUL, a lone surrogate): the schema's patterns
+    say so for every string field, but not for a json_schema's own keys and values, which are free-form."""
+    return jsonbody.unstorable_text(body) == ""
+
+
 @schema.hook
 def flatmap_case(context, case):
     """Half the time: real models in a schema-valid body, a real object's id in the path, a
@@ -201,7 +207,7 @@ def test_api_conforms(case, fuzz_world):
     if case.headers:
         case.headers = {name: value for name, value in case.headers.items() if name.lower() != "host"}
     acceptable = all(usable(case.body) for usable in (names_real_models, usable_suite_prompts, usable_constraints,
-                                                     usable_judge_template))
+                                                     usable_judge_template, storable_text))
     excluded = [] if acceptable else [positive_data_acceptance]
     case.call_and_validate(excluded_checks=excluded)
 

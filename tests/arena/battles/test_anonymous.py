@@ -169,6 +169,8 @@ def test_the_api_refuses_a_length_that_is_not_a_whole_number(client, token, only
 def test_the_api_reads_a_null_length_as_each_entrys_default_and_refuses_one_over_the_limit(client, token, only_pair):
     """As every other endpoint's params (and the OpenAPI schema, shared with them) say."""
     assert api(client, "post", "/api/v1/arena", token, {"prompt": "Hi.", "max_new_tokens": None}).status_code == 202
+    whole = api(client, "post", "/api/v1/arena", token, {"prompt": "Hi.", "max_new_tokens": 16.0})
+    assert whole.status_code == 202 and Battle.objects.get(id=whole.json()["id"]).left.params["max_new_tokens"] == 16
     limit = int(SamplingParams.LIMITS["max_new_tokens"][1])
     over = api(client, "post", "/api/v1/arena", token, {"prompt": "Hi.", "max_new_tokens": limit + 1})
     assert over.status_code == 400 and "max_new_tokens" in over.json()["error"]["fields"]
