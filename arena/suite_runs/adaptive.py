@@ -160,14 +160,15 @@ def _fall(d: float, var: float, resolved: float) -> float:
     chance of the wrong order: the estimate becomes X = |d| + N(0, resolved), its variance
     left = var − resolved. As E Φ(−X/√left) = Φ(−|d|/√var) exactly (the probability is a
     martingale), the fall is E[Φ(−X/√left) − Φ(−|X|/√left)] = E[erf(−X/√(2·left)); X < 0]: only
-    an estimate that crosses 0 lowers it, and it is never negative."""
+    an estimate that crosses 0 lowers it, and it is never negative. Nor is it more than the
+    chance itself, where the rule is coarsest (nearly all the variance resolved, erf a step)."""
     left, sd = max(var - resolved, 1e-12 * var), math.sqrt(resolved)
     fall = 0.0
     for z, weight in HERMITE:
         x = abs(d) + z * sd
         if x < 0:
             fall += weight * math.erf(-x / math.sqrt(2 * left))
-    return fall
+    return min(fall, _wrong(d, var))
 
 
 def tally(results: Iterable[tuple[int, int, float]]) -> dict[tuple[int, int], tuple[float, int]]:
