@@ -519,7 +519,7 @@ def cold_start_figures(rounds: int) -> dict:
 
 
 def print_cold_starts(figures: dict) -> None:
-    """The table per engine and kind, then the JSON object."""
+    """The table per engine and kind."""
     header = ("engine / kind", "cold, no spare", "cold, spare", "warm, no spare", "warm, spare", "start->ready no/with")
     print("lease to first token (s), median of {rounds} rounds; AWQ: {awq_variant}".format(**figures))
     print("  ".join(f"{h:>22}" for h in header))
@@ -529,7 +529,13 @@ def print_cold_starts(figures: dict) -> None:
                f"{figures['start_to_ready_s_without_spares'][name]:.2f} / {figures['start_to_ready_s'][name]:.2f}")
         print("  ".join(f"{cell:>22}" for cell in row))
     print("load average (1, 5, 15 min) at the end: {:.2f} {:.2f} {:.2f}".format(*figures["load_average"]))
-    print(json.dumps({key: value for key, value in figures.items() if key != "runs"}))
+
+
+def cold_start_json(figures: dict | None) -> dict:
+    """The cold-start figures of the JSON object (null when not measured)."""
+    keys = ("cold_ttft_s", "warm_ttft_s", "cold_ttft_s_without_spares", "warm_ttft_s_without_spares",
+            "start_to_ready_s", "start_to_ready_s_without_spares", "awq_variant", "rounds", "load_average")
+    return {("cold_rounds" if key == "rounds" else key): figures[key] if figures else None for key in keys}
 
 
 def main() -> None:
@@ -542,10 +548,12 @@ def main() -> None:
     parser.add_argument("--cold-rounds", type=int, default=1, help="cold starts of each variant, each way")
     args = parser.parse_args()
     if args.only == "coldstart":
-        print_cold_starts(cold_start_figures(args.cold_rounds))
+        cold = cold_start_figures(args.cold_rounds)
+        print_cold_starts(cold)
+        print(json.dumps(cold_start_json(cold)))
         return
     if args.only == "ray":
-        print_figures(None, None, None, None, ray_figures(args.ray_rounds), args.awq_model)
+        print_figures(None, None, None, None, ray_figures(args.ray_rounds), args.awq_model, None)
         return
     folder = smollm2_folder()
     without = switch_time(folder, prewarm=False)
@@ -559,11 +567,13 @@ def main() -> None:
     awq = None if args.skip_awq else awq_cold_starts(args.awq_model)
     print(f"# awq cold starts ({args.awq_model}): {json.dumps(awq)}", flush=True)
     on_ray = ray_figures(args.ray_rounds)
-    print_figures((without, with_prewarm), shared, knockout, awq, on_ray, args.awq_model)
+    cold = cold_start_figures(args.cold_rounds)
+    print_cold_starts(cold)
+    print_figures((without, with_prewarm), shared, knockout, awq, on_ray, args.awq_model, cold)
 
 
 def print_figures(switch: tuple[float, float] | None, shared: dict | None, knockout: dict | None, awq: dict | None,
-                  on_ray: dict, awq_model: str) -> None:
+                  on_ray: dict, awq_model: str, cold: dict | None) -> None:
     """The table, then the JSON object (the figures not measured in this run are null)."""
     rows = []
     if switch:
@@ -605,6 +615,7 @@ def print_figures(switch: tuple[float, float] | None, shared: dict | None, knock
         "local_cold_start_s": round(on_ray["local_cold_start_s"], 2),
         "ray_failover_s": round(on_ray["failover_s"], 2),
         "ray_rounds": on_ray["rounds"],
+        **cold_start_json(cold),
     }))
 
 
