@@ -7,6 +7,8 @@ checks, after every tick, that:
 - no node's reservations exceed its budget, in memory and in GPUs (some variants ask for a
   whole or half a GPU; a world counts either measured memory or, as on Ray, the requested);
 - no busy, leased, loading or pinned worker is ever stopped;
+- with spare workers (processes started ahead, one per engine per node, that a spawn of their
+  engine takes over), their memory counts in those reservations too;
 and, once the random events end and every lease is released, that every request
 (prewarm ones aside: they only use free memory and lapse when unrenewed) ends granted
 or refused: nothing waits forever (no deadlock, no starvation).
@@ -25,13 +27,15 @@ from orchestration.policy import Cluster, Config, Failures, Node, Request, Worke
 
 SIZES = {"a": 300.0, "b": 450.0, "c": 600.0, "d": 700.0}
 GPUS = {"c": 0.5, "d": 1.0}
+ENGINES = {"a": "e1", "b": "e1", "c": "e2", "d": "e2"}
+SPARE_SIZES = {"e1": 100.0, "e2": 250.0}
 CONFIG = Config(keep_alive_s=30, start_timeout_s=60, heartbeat_grace_s=5, max_queue=6)
 LOAD_TICKS = 2
 
 
 class World:
     def __init__(self, budgets: list[float], max_workers: int | None, gpus: list[float] = (),
-                 reserve_requested: bool = False):
+                 reserve_requested: bool = False, spares: bool = False):
         gpus = [*gpus, *[0.0] * len(budgets)]
         self.nodes = tuple(Node(f"n{i}", budget, gpus=gpus[i]) for i, budget in enumerate(budgets))
         self.reserve_requested = reserve_requested
@@ -43,6 +47,8 @@ class World:
         self.failures: dict[str, Failures] = {}
         self.ended: set[str] = set()
         self._ids = 0
+        self.spare_sizes = SPARE_SIZES if spares else {}
+        self.spares: dict[tuple[str, str], float] = {}  # (node, engine) -> memory
 
     # --- events ---------------------------------------------------------------------
     def request(self, slugs: tuple[str, ...], prewarm: bool) -> None:
@@ -80,6 +86,9 @@ class World:
             failures=dict(self.failures),
             gpus=GPUS,
             reserve_requested=self.reserve_requested,
+            spares=tuple(policy.Spare(engine, mb, node) for (node, engine), mb in self.spares.items()),
+            spare_sizes=self.spare_sizes,
+            engines=ENGINES,
         )
         for action in policy.plan(cluster, self.now, self.config):
             self._apply(action)
@@ -90,6 +99,12 @@ class World:
             worker_id = self._new_id(f"w-{action.slug}")
             self.workers[worker_id] = WorkerView(worker_id, action.slug, "starting", started_at=self.now,
                                                  last_used=self.now, node_id=action.node_id)
+            self.spares.pop((action.node_id, ENGINES[action.slug]), None)  # it starts in its engine's spare
+        elif isinstance(action, policy.StartSpare):
+            assert (action.node_id, action.engine) not in self.spares, f"a second spare: {action}"
+            self.spares[(action.node_id, action.engine)] = self.spare_sizes[action.engine]
+        elif isinstance(action, policy.DropSpare):
+            del self.spares[(action.node_id, action.engine)]
         elif isinstance(action, policy.Stop):
             worker = self.workers[action.worker_id]
             assert worker.state == "ready", f"stopped a {worker.state} worker: {action}"
@@ -131,6 +146,7 @@ class World:
             holding = [w for w in self.workers.values() if w.node_id == node.node_id and w.state in policy.HOLDS_MEMORY]
             held = sum(SIZES[w.slug] if w.memory_mb is None or self.reserve_requested else w.memory_mb
                        for w in holding)
+            held += sum(mb for (node_id, _), mb in self.spares.items() if node_id == node.node_id)
             assert held <= node.budget_mb, f"{node.node_id}: {held} MB reserved of {node.budget_mb}"
             gpus = sum(GPUS.get(w.slug, 0.0) for w in holding)
             assert gpus <= node.gpus, f"{node.node_id}: {gpus} GPUs held of {node.gpus}"
@@ -163,10 +179,11 @@ events = st.lists(
     script=events,
     gpus=st.lists(st.sampled_from([0.0, 1.0, 2.0]), max_size=2),
     reserve_requested=st.booleans(),
+    spares=st.booleans(),
 )
 def test_budgets_hold_busy_workers_survive_and_every_request_ends(budgets, max_workers, script, gpus,
-                                                                   reserve_requested):
-    world = World(budgets, max_workers, gpus, reserve_requested)
+                                                                   reserve_requested, spares):
+    world = World(budgets, max_workers, gpus, reserve_requested, spares)
     for event in script:
         if event[0] == "request":
             world.request(event[1], prewarm=event[2])
