@@ -72,6 +72,7 @@ def test_the_permalink_shows_both_sides_with_names_and_a_socket(client, owner, b
     assert "SmolLM2 135M Instruct" in html and "Gemma 3 270M" in html
     assert 'id="left-output"' in html and 'id="right-output"' in html
     assert "disabled" in html  # no vote before both answers are in
+    assert "{#" not in html and "{%" not in html  # every template comment and tag rendered (a {# #} spans one line)
 
 
 def test_a_running_side_keeps_a_place_for_its_chart_and_a_stored_one_shows_no_empty_chart(client, owner, battle):
