@@ -43,8 +43,11 @@ def redis_server():
 
 @pytest.fixture(scope="module")
 def app(redis_server, tmp_path_factory):
+    # No spare workers: these tests count the app's worker processes by their command line and
+    # parent, and a spare (started ahead, no model yet) would be one more (tests/orchestration/
+    # test_spares.py tests spares with real processes).
     with running_app(redis_server.url, tmp_path_factory.mktemp("reliability-app"),
-                     ARENA_WATCH_TTL_S=str(WATCH_TTL_S), PYTHONFAULTHANDLER="1") as app:
+                     ARENA_WATCH_TTL_S=str(WATCH_TTL_S), PYTHONFAULTHANDLER="1", ARENA_SPARE_WORKERS="") as app:
         app.redis = redis_client(redis_server.url, decode_responses=False)  # rides the restarts out
         yield app
 
