@@ -58,13 +58,14 @@ def redis_answers(url: str) -> bool:
 def asgi_command(bind: list[str]) -> list[str]:
     """uvicorn serving arena.asgi on `bind` (--host/--port, or --fd of a listening socket), chosen over
     daphne by measurement (docs/performance.md, "The ASGI server"): uvloop, httptools and the websockets
-    library's sans-I/O protocol. No lifespan (Django's ASGI application has none); no access log; no
+    library's sans-I/O protocol. No lifespan (Django's ASGI application has none); no access log (nor
+    a line per WebSocket opened and closed: warnings and errors only); no
     proxy headers (Django reads X-Forwarded-* itself, and only with ARENA_BEHIND_PROXY); frames over
     WS_MAX_BYTES closed by the server (the consumers close their own limit's with 1009 first). On
     SIGTERM it closes open sockets (1012) and gives requests WEB_GRACE_S to finish."""
     return [PY, "-m", "uvicorn", *bind, "--loop", "uvloop", "--http", "httptools", "--ws", "websockets-sansio",
-            "--ws-max-size", str(WS_MAX_BYTES), "--lifespan", "off", "--no-access-log", "--no-proxy-headers",
-            "--timeout-graceful-shutdown", str(WEB_GRACE_S), "arena.asgi:application"]
+            "--ws-max-size", str(WS_MAX_BYTES), "--lifespan", "off", "--no-access-log", "--log-level", "warning",
+            "--no-proxy-headers", "--timeout-graceful-shutdown", str(WEB_GRACE_S), "arena.asgi:application"]
 
 
 def celery_threads(env: dict[str, str]) -> str:

@@ -153,7 +153,9 @@ def test_json_schema_and_regex_constrain_the_answer(llama):
     })
     assert answer_valid(answers["schema"][0], json_schema=schema), answers
     assert answer_valid(answers["regex"][0], regex="(Yes|No), it is\\."), answers
-    assert all(end.reason == FINISH_STOP for _, end in answers.values())
+    # Valid either way: greedy text in a shared batch may differ by a token from run to run, and a
+    # grammar may let the model pad with whitespace to the limit after the closing brace.
+    assert all(end.reason in (FINISH_STOP, FINISH_LENGTH) for _, end in answers.values())
 
 
 def test_cancel_ends_the_row_at_once_and_frees_its_slot(one_slot):

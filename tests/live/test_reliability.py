@@ -178,7 +178,7 @@ def test_celery_worker_killed_mid_stream_the_generation_fails_with_a_reason(app,
     _wait(lambda: _in_flight(app) == 0, 10, "the swept generation's job still holds the worker")
     unchanged(app, token, stored)
     # The launcher started Celery again; the same single model worker serves the next one.
-    assert launcher_child(app, "celery").pid != celery.pid
+    _restarted(app, "celery", celery.pid, timeout=15)
     serves_the_next_generation(app, token)
     assert [w.pid for w in model_workers(app)] == [worker.pid]
 
@@ -239,10 +239,24 @@ def test_orchestrator_killed_mid_stream_the_generation_fails_with_a_reason(app, 
     _wait_gone(app, worker, 15)  # not orphaned
     unchanged(app, token, stored)
     # The launcher started the orchestrator again; the next generation gets one fresh worker, its child.
-    restarted = launcher_child(app, "orchestrator")
-    assert restarted.pid != orchestrator.pid
+    restarted = _restarted(app, "orchestrator", orchestrator.pid, timeout=15)
     serves_the_next_generation(app, token)
     assert one_worker_of(app, restarted).pid != worker.pid
+
+
+def _restarted(app, part: str, old_pid: int, timeout: float) -> psutil.Process:
+    """The launcher's new `part` process: it looks every 0.5 s, so the test may get here first."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            child = launcher_child(app, part)
+            if child.pid != old_pid:
+                return child
+        except ValueError:  # none yet
+            pass
+        if time.time() > deadline:
+            raise AssertionError(f"the launcher did not start {part} again within {timeout} s")
+        time.sleep(0.2)
 
 
 def _wait_gone(app, worker: psutil.Process, timeout: float) -> None:

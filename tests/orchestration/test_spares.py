@@ -2,12 +2,11 @@
 next cold transformers variant starts in it (the same process), a new spare follows once the node
 is quiet, and none outlives the orchestrator."""
 
-import os
 from pathlib import Path
 
+import psutil
 import redis
 
-from inference.hardware import descendants
 from inference.protocol import Keys, ModelSpec
 from orchestration.backends.local import LocalBackend
 from orchestration.policy import Config
@@ -19,14 +18,15 @@ IMPORTS_S = 240  # torch and transformers, on 2 shared cores under the suite's l
 
 
 def spare_pids() -> set[int]:
-    """This test process's spare workers (their command line says --spare)."""
+    """This test's spare workers: the backend runs in this process, so they are its own children
+    (their command line says --spare). Not its grandchildren: a live application that another test
+    left running in this process (tests/live) keeps spares of its own."""
     found = set()
-    for pid in descendants(os.getpid()):
+    for child in psutil.Process().children():
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"--spare" in f.read():
-                    found.add(pid)
-        except OSError:
+            if "--spare" in child.cmdline():
+                found.add(child.pid)
+        except psutil.Error:
             continue
     return found
 
