@@ -308,7 +308,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    startup = Startup(began=time.time() - (process_age_s() or 0.0), interpreter_s=process_age_s())
+    age = process_age_s()
+    startup = Startup(began=time.time() - (age or 0.0), interpreter_s=age)
     args = parse_args(argv)
     die_with_parent()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported (a spare imports it first)
