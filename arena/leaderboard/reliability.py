@@ -20,15 +20,35 @@ reading that failed). Per judge:
 
 A pair is its two answers, whichever side each was shown on; read more than once by a judge
 (or judged more than once by people), its latest reading (verdict) counts. Below `MIN_PAIRS`
-pairs a figure is not given (None: "too few pairs"): on a handful of pairs it would say more
+pairs a kappa is not given (None: "too few pairs"): on a handful of pairs it would say more
 about chance than about the judge.
+
+The three shares are always given as counts (`Share`: k of n) with a 95% Wilson score interval,
+however few the readings: the interval says how little a few readings show, and a page's
+headline and its table both read these same counts. From them, a verdict on the judge
+(`judge_verdict`), the rule being:
+
+- unreliable when its readings show it reads positions or says nothing: the interval of its
+  share of decisive readings naming the answer shown first lies wholly above `POSITION_LIMIT`
+  (0.8), or wholly below 1 − `POSITION_LIMIT` (it names the one shown second); or the interval
+  of its self-consistency lies wholly below `CONSISTENCY_LIMIT` (0.5: its two readings of a pair
+  disagree more often than not); or the interval of its tie rate lies wholly above `TIE_LIMIT`
+  (0.8: its verdicts tell almost no answer from another). With intervals, a judge is called
+  unreliable only when its readings show it (18 of 18 readings naming the first answer do:
+  the interval is 82% to 100%; 6 of 6 do not yet: 61% to 100%);
+- else not enough readings, below `MIN_PAIRS` pairs read in both orders;
+- else reliable (no test above fired on `MIN_PAIRS` pairs or more).
+
+Each verdict comes with a sentence in words saying which figures gave it.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -39,6 +59,59 @@ RESAMPLES = 2000
 LEVEL = 0.95
 FIRST, SECOND, NEITHER = 0, 1, 2  # the answers a verdict can give, in a pair's canonical order
 CATEGORIES = 3
+Z = NormalDist().inv_cdf(1 - (1 - LEVEL) / 2)  # 1.96: the two-sided 95% normal quantile
+POSITION_LIMIT = 0.8  # a judge naming the answer shown first (or second) more often than this reads positions
+CONSISTENCY_LIMIT = 0.5  # a judge whose two readings agree less often than this mostly makes ties
+TIE_LIMIT = 0.8  # a judge saying a tie more often than this tells almost no answer from another
+RELIABLE, UNRELIABLE, NOT_ENOUGH = "reliable", "unreliable", "not enough readings"
+
+
+def wilson(count: int, total: int, z: float = Z) -> tuple[float, float] | None:
+    """The Wilson score interval of `count` successes in `total` trials (None when there is no
+    trial). Unlike the plain normal interval it stays within [0, 1] and is not zero-width at
+    0 of n or n of n, which is where a position-reading judge's figures sit."""
+    if total <= 0:
+        return None
+    p, n = count / total, total
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    # At 0 of n (n of n) the bound is 0 (1) exactly; the arithmetic leaves a rounding error there.
+    low = 0.0 if count == 0 else max(0.0, centre - half)
+    high = 1.0 if count == total else min(1.0, centre + half)
+    return min(low, p), max(high, p)
+
+
+@dataclass(frozen=True)
+class Share:
+    """`count` of `total`, with its 95% Wilson interval (value, low, high None when total is 0)."""
+
+    count: int
+    total: int
+
+    @property
+    def value(self) -> float | None:
+        return self.count / self.total if self.total else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson(self.count, self.total)
+
+    @property
+    def low(self) -> float | None:
+        bounds = self.interval
+        return bounds[0] if bounds else None
+
+    @property
+    def high(self) -> float | None:
+        bounds = self.interval
+        return bounds[1] if bounds else None
+
+    def above(self, limit: float) -> bool:
+        """Its whole interval lies above `limit` (False with no trial)."""
+        return self.total > 0 and self.low is not None and self.low > limit
+
+    def below(self, limit: float) -> bool:
+        return self.total > 0 and self.high is not None and self.high < limit
 
 
 @dataclass(frozen=True)
@@ -81,10 +154,28 @@ class JudgeReliability:
     pairs: int  # pairs it read in both orders
     readings: int  # readings that did not fail
     decisive: int  # readings naming a winner
-    self_consistency: float | None  # None: too few pairs
-    position_bias: float | None
-    tie_rate: float | None
+    consistent: Share  # pairs whose two readings agree, of the pairs read in both orders
+    first: Share  # decisive readings naming the answer shown first, of the decisive readings
+    ties: Share  # readings saying a tie (or both bad), of the readings
     people: Kappa
+    verdict: str  # RELIABLE, UNRELIABLE or NOT_ENOUGH (`judge_verdict`)
+    sentence: str  # the verdict in words, with the figures that gave it
+
+    @property
+    def self_consistency(self) -> float | None:
+        return self.consistent.value
+
+    @property
+    def position_bias(self) -> float | None:
+        return self.first.value
+
+    @property
+    def tie_rate(self) -> float | None:
+        return self.ties.value
+
+    @property
+    def unreliable(self) -> bool:
+        return self.verdict == UNRELIABLE
 
 
 @dataclass(frozen=True)
@@ -172,9 +263,10 @@ def _kappa_of(rated: list[tuple[int, int]], min_pairs: int, seed: int) -> Kappa:
 
 
 def reliability(readings: Iterable[Reading], people: Iterable[tuple[Hashable, Hashable, str]] = (),
-                min_pairs: int = MIN_PAIRS, seed: int = 0) -> Report:
+                min_pairs: int = MIN_PAIRS, seed: int = 0, between: bool = True) -> Report:
     """Every judge's figures over its `readings` (oldest first), with people's verdicts
-    ((left, right, outcome), oldest first) to agree with, and every two judges' agreement."""
+    ((left, right, outcome), oldest first) to agree with, and every two judges' agreement
+    (`between`: False leaves it out, for a caller that wants the verdicts alone)."""
     latest: dict[str, dict[frozenset, Reading]] = {}
     for reading in readings:
         latest.setdefault(reading.judge, {})[frozenset((reading.left, reading.right))] = reading
@@ -187,12 +279,17 @@ def reliability(readings: Iterable[Reading], people: Iterable[tuple[Hashable, Ha
                 for judge, pairs in latest.items()}
     figures = [_judge(judge, list(pairs.values()), verdicts[judge], person, min_pairs, seed)
                for judge, pairs in latest.items()]
-    between = []
-    for a, b in itertools.combinations(latest, 2):
+    agreements = []
+    for a, b in itertools.combinations(latest if between else (), 2):
         common = [(verdicts[a][pair], verdicts[b][pair]) for pair in verdicts[a] if pair in verdicts[b]]
         if common:
-            between.append((a, b, _kappa_of(common, min_pairs, seed)))
-    return Report(figures, between, min_pairs)
+            agreements.append((a, b, _kappa_of(common, min_pairs, seed)))
+    return Report(figures, agreements, min_pairs)
+
+
+def unreliable(readings: Iterable[Reading], min_pairs: int = MIN_PAIRS) -> set[str]:
+    """The judges whose `readings` mark them unreliable (the rule of `judge_verdict`)."""
+    return {f.judge for f in reliability(readings, min_pairs=min_pairs, between=False).judges if f.unreliable}
 
 
 def _judge(judge: str, readings: list[Reading], verdicts: dict[frozenset, int], person: dict[frozenset, int],
@@ -202,14 +299,48 @@ def _judge(judge: str, readings: list[Reading], verdicts: dict[frozenset, int], 
              for order, verdict in (("left_first", r.left_first), ("right_first", r.right_first)) if verdict]
     decisive = [(order, verdict) for order, verdict in shown if verdict in DECISIVE]
     first_won = sum((order == "left_first") == (verdict == LEFT) for order, verdict in decisive)
-    enough = len(both) >= min_pairs
     rated = [(verdicts[pair], person[pair]) for pair in verdicts if pair in person]
+    consistent = Share(sum(r.left_first == r.right_first for r in both), len(both))
+    first = Share(first_won, len(decisive))
+    ties = Share(sum(v not in DECISIVE for _o, v in shown), len(shown))
+    verdict, sentence = judge_verdict(consistent, first, ties, min_pairs)
     return JudgeReliability(
         judge=judge, pairs=len(both), readings=len(shown), decisive=len(decisive),
-        self_consistency=sum(r.left_first == r.right_first for r in both) / len(both) if enough else None,
-        position_bias=first_won / len(decisive) if enough and decisive else None,
-        tie_rate=sum(v not in DECISIVE for _o, v in shown) / len(shown) if enough else None,
-        people=_kappa_of(rated, min_pairs, seed))
+        consistent=consistent, first=first, ties=ties, people=_kappa_of(rated, min_pairs, seed),
+        verdict=verdict, sentence=sentence)
+
+
+def _of(share: Share, noun: str) -> str:
+    """"3 of 18 readings" ("reading naming a winner" -> "readings naming a winner")."""
+    head, _, tail = noun.partition(" ")
+    plural = head if share.total == 1 else head + "s"
+    return f"{share.count} of {share.total} {plural}" + (f" {tail}" if tail else "")
+
+
+def judge_verdict(consistent: Share, first: Share, ties: Share, min_pairs: int = MIN_PAIRS) -> tuple[str, str]:
+    """(RELIABLE, UNRELIABLE or NOT_ENOUGH, the reason in words) by the rule in the module's
+    docstring; the first test that fires gives the sentence."""
+    # "readings" when every reading named a winner, as on the issue's always-"A" judge.
+    readings = "reading" if first.total == ties.total else "reading naming a winner"
+    if first.above(POSITION_LIMIT):
+        return UNRELIABLE, (f"This judge picked the answer shown first in {_of(first, readings)}: "
+                            "its verdicts say nothing about the answers.")
+    if first.below(1 - POSITION_LIMIT):
+        second = Share(first.total - first.count, first.total)
+        return UNRELIABLE, (f"This judge picked the answer shown second in {_of(second, readings)}: "
+                            "its verdicts say nothing about the answers.")
+    if consistent.below(CONSISTENCY_LIMIT):
+        return UNRELIABLE, (f"This judge agreed with itself on only {_of(consistent, 'pair')} read both ways: "
+                            "its verdicts are mostly ties made by its own disagreement.")
+    if ties.above(TIE_LIMIT):
+        return UNRELIABLE, (f"This judge said a tie in {_of(ties, 'reading')}: "
+                            "its verdicts tell almost no answer from another.")
+    if consistent.total < min_pairs:
+        read = f"{consistent.total} pair{'' if consistent.total == 1 else 's'}"
+        return NOT_ENOUGH, (f"Not enough readings yet: {read} read both ways, of the {min_pairs} needed "
+                            "to call it reliable.")
+    return RELIABLE, (f"No sign of reading positions: it agreed with itself on {_of(consistent, 'pair')} "
+                      f"and picked the answer shown first in {_of(first, readings)}.")
 
 
 def readings_of(left: Hashable, right: Hashable, judgements: list[dict], default_judge: str) -> list[Reading]:

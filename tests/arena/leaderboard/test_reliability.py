@@ -96,13 +96,17 @@ def test_the_latest_reading_and_the_latest_verdict_count():
     assert figures.people.value == pytest.approx(1)  # the latest of each agree on every pair
 
 
-def test_too_few_pairs_gives_no_figure():
+def test_too_few_pairs_gives_no_kappa_but_every_share_with_its_interval():
     readings = judge("j", PAIRS[:R.MIN_PAIRS - 1], "left", "left")
     [figures] = R.reliability(readings, [(a, b, "left") for a, b in PAIRS[:R.MIN_PAIRS - 1]]).judges
     assert figures.pairs == R.MIN_PAIRS - 1
-    assert figures.self_consistency is figures.position_bias is figures.tie_rate is None
     assert figures.people.value is None and figures.people.pairs == R.MIN_PAIRS - 1
-    assert R.reliability(readings, min_pairs=5).judges[0].self_consistency == 1
+    # The shares are counts, given however few (a page's headline and table read the same ones):
+    # the interval, not a hidden figure, says how little nine pairs show.
+    assert (figures.consistent.count, figures.consistent.total) == (R.MIN_PAIRS - 1, R.MIN_PAIRS - 1)
+    assert figures.self_consistency == 1 and figures.consistent.low < 0.75
+    assert figures.verdict == R.NOT_ENOUGH
+    assert R.reliability(readings, min_pairs=5).judges[0].verdict == R.RELIABLE
 
 
 def test_stored_readings_become_one_reading_per_judge():
