@@ -89,6 +89,16 @@ def _wait_for_grant(client: redis.Redis, keys: Keys, request_id: str, specs: lis
         time.sleep(poll_s)
 
 
+def ready_after(client: redis.Redis, keys: Keys, request_id: str) -> dict[str, float]:
+    """Per model of a granted lease, the seconds after the lease arrived that its worker was ready (0 for
+    a worker warm already); {} from an orchestrator that does not say."""
+    raw = client.hget(keys.lease(request_id), "ready_after")
+    try:
+        return {str(slug): float(s) for slug, s in json.loads(text(raw)).items()} if raw else {}
+    except (ValueError, TypeError, AttributeError):
+        return {}
+
+
 def lease_progress(client: redis.Redis, keys: Keys, request_id: str, specs: list[ModelSpec]) -> tuple[str, float]:
     """What the lease waits on, and when that was last said ("", 0 if nothing): its place in
     line, else the slowest-moving load among its models ("AWQ: quantised layer 3/30")."""

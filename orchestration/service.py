@@ -295,8 +295,17 @@ class Orchestrator:
             self._end_lease(lease.request_id, "prewarmed")
             return
         lease.workers = dict(action.workers)
-        self.redis.hset(self.keys.lease(lease.request_id), mapping={"state": "granted",
-                                                                    "workers": json.dumps(lease.workers)})
+        self.redis.hset(self.keys.lease(lease.request_id), mapping={
+            "state": "granted", "workers": json.dumps(lease.workers),
+            "ready_after": json.dumps(self._ready_after(lease))})
+
+    def _ready_after(self, lease: Lease) -> dict[str, float]:
+        """Per model of a granted lease, how long after the lease arrived its worker became ready: 0 for
+        one warm already. A battle's two sides are granted together, when the slower is ready; this says
+        which of them loaded (so the warm side's figure is not the pair's wait)."""
+        assert lease.workers is not None
+        return {slug: round(max(0.0, self.workers.get(worker_id, {}).get("ready_at", lease.since) - lease.since), 3)
+                for slug, worker_id in lease.workers.items()}
 
     def _refuse(self, action: policy.Refuse) -> None:
         """Tell the holder of a lease that cannot be served now (or ever) why; the lease ends."""

@@ -20,7 +20,7 @@ from inference.protocol import Job
 from inference.transport import WORKER_STOPPING
 from orchestration import client as orch
 
-from . import runs, services
+from . import runs, services, status
 from .models import Generation
 
 log = logging.getLogger(__name__)
@@ -117,8 +117,9 @@ class Run:
                 raise orch.WorkerUnavailable("The model worker stopped and no other one was started.")
             time.sleep(STALE_GRANT_POLL_S)
         waited = time.time() - started
+        own = orch.ready_after(self.redis, self.keys, self.request_id)
         for follower in self.followers:  # a retry's wait adds to the first one's
-            follower.gen.record_load_wait((follower.gen.load_wait_s or 0.0) + waited)
+            follower.waited(waited, own.get(follower.gen.model.slug))
         return workers
 
     def _waiting(self, elapsed: float, progress: str) -> None:
@@ -177,8 +178,17 @@ class Follower:
         self.deadline = time.time() + settings.ARENA_GENERATION_TIMEOUT_S
         self.watch_key = self.keys.watch(str(gen.id))
         self.watching = False  # set once: from then on a missing key means Redis lost it
+        self.pair_wait_s = 0.0  # ready, waiting for the other side's model (`waited`)
 
     # --- steps ----------------------------------------------------------------------
+    def waited(self, waited: float, own: float | None) -> None:
+        """The lease took `waited` seconds; this side's own model was ready after `own` of them (None:
+        the orchestrator did not say). Its load is its own model's; the rest it waited for the other
+        side's (a battle's sides start together), recorded apart as `pair_wait_s`."""
+        load = waited if own is None else min(waited, own)
+        self.gen.record_load_wait((self.gen.load_wait_s or 0.0) + load)
+        self.pair_wait_s += waited - load
+
     def job(self) -> Job:
         return Job(str(self.gen.id), self.gen.messages(), self.gen.sampling_params(), enqueued_at=time.time())
 
@@ -243,6 +253,11 @@ class Follower:
         self.check_abandoned()
         return bool(self.redis.exists(self.keys.cancel(str(self.gen.id))))
 
+    def cancelled_why(self) -> str:
+        """The reason a cancelled row stores: the page closing is told apart from Stop (status.py)."""
+        why = self.redis.get(self.keys.cancel(str(self.gen.id)))
+        return status.cancel_reason(why.decode() if isinstance(why, bytes) else why or "")
+
     def keep_watch(self) -> None:
         """Renew the watch key; if Redis no longer had it, Redis restarted under us."""
         if self.done:
@@ -271,6 +286,8 @@ class Follower:
     def store_outcome(self, ev: dict) -> None:
         kind = ev["type"]
         metrics = ev.get("metrics") or {}
+        if self.pair_wait_s:
+            metrics = {**metrics, "pair_wait_s": round(self.pair_wait_s, 3)}
         if kind == p.DONE:
             self.gen.finish(Generation.Status.DONE, text=ev.get("text", "".join(self.text)),
                             finish_reason=ev.get("finish_reason", ""), metrics=metrics)
@@ -281,7 +298,7 @@ class Follower:
                             metrics=metrics)
         elif kind == p.CANCELLED:
             self.gen.finish(Generation.Status.CANCELLED, text=ev.get("text", "".join(self.text)),
-                            finish_reason="cancelled", metrics=metrics)
+                            finish_reason="cancelled", metrics=metrics, reason=self.cancelled_why())
         else:
             self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=ev.get("reason", "failed"),
                             metrics=metrics)
@@ -292,7 +309,7 @@ class Follower:
             return
         if reason == "cancelled":
             self.emit(p.CANCELLED, text="", metrics={})
-            self.gen.finish(Generation.Status.CANCELLED, text="")
+            self.gen.finish(Generation.Status.CANCELLED, text="", reason=self.cancelled_why())
         else:
             self.fail(p.LOAD_FAILED, reason)
         self.done = True

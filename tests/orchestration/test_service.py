@@ -206,3 +206,17 @@ def test_acquire_returns_the_granted_workers_or_raises_the_refusal(make_orchestr
     assert {info["slug"] for info in orchestrator.workers.values()} == {"p", "q"}
     assert "needs about 5000 MB" in str(huge.error)
     release(orchestrator, "battle")
+
+
+def test_a_pair_granted_together_says_which_side_loaded_and_which_was_warm(make_orchestrator, tiny_model_dir):
+    """A battle leases its two models together and is granted when the slower is ready: each side's own
+    load is its own model's (the warm one ~0), not the pair's wait on both sides (issue 35)."""
+    orchestrator, _ = make_orchestrator(**HELD)
+    warm, cold = (ModelSpec(slug=slug, source=str(tiny_model_dir)) for slug in ("tiny-warm", "tiny-cold"))
+    acquired(orchestrator, "generation:1", warm)
+    release(orchestrator, "generation:1")
+    assert orch.ready_after(orchestrator.redis, orchestrator.keys, "battle:1") == {}  # nothing granted yet
+    acquired(orchestrator, "battle:1", warm, cold)
+    ready = orch.ready_after(orchestrator.redis, orchestrator.keys, "battle:1")
+    assert ready["tiny-warm"] == 0.0
+    assert ready["tiny-cold"] >= 0.5  # a real worker process loading a model: never instant

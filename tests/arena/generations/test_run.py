@@ -52,9 +52,12 @@ class Driven:
             time.sleep(0.05)
         raise AssertionError(f"never: {what}")
 
-    def grant(self, workers: dict[str, str]) -> None:
+    def grant(self, workers: dict[str, str], ready_after: dict[str, float] | None = None) -> None:
+        """As the orchestrator grants: `ready_after`, each model's own wait (orchestration/service.py)."""
         self.wait_for(lambda: any(m["op"] == "lease" for m in self.inbox()), "a lease request")
         granted = {"state": "granted", "workers": json.dumps(workers)}
+        if ready_after is not None:
+            granted["ready_after"] = json.dumps(ready_after)
         self.redis.hset(self.keys.lease(self.run.request_id), mapping=granted)
 
     def refuse(self, reason: str) -> None:
@@ -162,6 +165,23 @@ def test_a_battle_leases_both_models_at_once_and_hands_both_jobs_over(owner, cat
     leases = {m["request_id"]: m for m in driven.inbox() if m["op"] == "lease"}
     assert list(leases) == [f"battle:{run.battle.id}"]
     assert {s["slug"] for s in leases[f"battle:{run.battle.id}"]["specs"]} == {catalogue[0].slug, catalogue[1].slug}
+
+
+def test_each_side_records_its_own_models_load_not_the_pairs_wait(owner, catalogue):
+    """Issue 35: the left model was warm, the right one loaded; the pair waited for the right."""
+    run = battle_run(owner, catalogue, blind=False)
+    driven = Driven(run)
+    gens = [gen for _side, gen in run.battle.sides]
+    driven.wait_for(lambda: any(ev["type"] == p.LOADING for ev in driven.events(gens[0])), "a loading event")
+    driven.grant({catalogue[0].slug: "w-left", catalogue[1].slug: "w-right"},
+                 ready_after={catalogue[0].slug: 0.0, catalogue[1].slug: 600.0})  # past the wait: the wait bounds it
+    driven.answer(driven.take_job("w-left"), "Blue.")
+    driven.answer(driven.take_job("w-right"), "Red.")
+    driven.join()
+    left, right = (Generation.objects.get(id=gen.id) for gen in gens)
+    assert left.load_wait_s == 0.0 and right.load_wait_s >= 1.0  # a LOADING event comes after a second's wait
+    assert left.metrics["pair_wait_s"] == pytest.approx(right.load_wait_s, abs=0.01)  # ready, waiting for the right
+    assert "pair_wait_s" not in right.metrics
 
 
 def test_a_blind_battle_hides_the_orchestrators_reason_and_what_loads(owner, catalogue):
