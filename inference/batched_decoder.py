@@ -241,11 +241,11 @@ class BatchedDecoder:
             row.input_ids = None
         cache = DynamicCache(config=self.engine.config)
         if len(group) == 1:  # no padding: the plain pass, exactly as Engine.stream runs it
-            logits = self.engine.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+            logits = self.engine.model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1).logits
             return logits[:, -1], cache, mask
         position_ids = (mask.cumsum(dim=1) - 1).clamp_(min=0)
         logits = self.engine.model(input_ids=ids, attention_mask=mask, position_ids=position_ids,
-                                   past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+                                   cache=cache, use_cache=True, logits_to_keep=1).logits
         real = mask.bool()[:, None, :, None]
         for layer in _plain_layers(cache):  # a padding query attends to nothing: its keys may be NaN
             keys, values = _kv(layer)
@@ -267,7 +267,7 @@ class BatchedDecoder:
             input_ids=input_ids,
             attention_mask=mask_buffer[:, : self.length + 1],
             position_ids=position_ids,
-            past_key_values=cache,
+            cache=cache,
             use_cache=True,
         ).logits
         self.length += 1

@@ -156,7 +156,7 @@ class Engine:
         """One forward pass over the tokens the cache has not seen yet, then one pick."""
         input_ids = torch.tensor([new_ids], dtype=torch.long, device=self.device)
         # logits_to_keep=1: the prompt's other positions never need the LM head.
-        logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+        logits = self.model(input_ids=input_ids, cache=cache, use_cache=True, logits_to_keep=1).logits
         return pick(logits[0, -1])
 
 

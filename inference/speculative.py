@@ -161,7 +161,7 @@ class DraftModelProposer:
 
     def _forward(self, new_ids: list[int]) -> torch.Tensor:
         input_ids = torch.tensor([new_ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=input_ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1)
+        out = self.model(input_ids=input_ids, cache=self.cache, use_cache=True, logits_to_keep=1)
         logits = out.logits[0, -1]
         if logits.shape[-1] >= self.vocab_size:
             return logits[: self.vocab_size]
@@ -286,7 +286,7 @@ class SpeculativeEngine(Engine):
         step = [*tokens[cache.get_seq_length() :], *proposals]
         input_ids = torch.tensor([step], dtype=torch.long, device=self.device)
         keep = len(proposals) + 1  # rows that predict each proposal and the token after them
-        logits = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=keep).logits[0]
+        logits = self.model(input_ids=input_ids, cache=cache, use_cache=True, logits_to_keep=keep).logits[0]
         if params.greedy:
             return accept_greedy(proposals, logits)
         return accept_sampled(proposals, draft_probs, sampling_probs(logits, params), generator)
