@@ -44,12 +44,12 @@ def measure(threads: int) -> dict:
         with torch.inference_mode():
             cache = StaticCache(config=model.config, max_cache_len=CACHE)
             length = ids.shape[1]
-            out = model(input_ids=ids, past_key_values=cache, cache_position=torch.arange(length), logits_to_keep=1)
+            out = model(input_ids=ids, cache=cache, cache_position=torch.arange(length), logits_to_keep=1)
             token = out.logits[:, -1].argmax(-1)
             tokens = [int(token)]
             started = time.perf_counter()
             for i in range(TOKENS):
-                out = forward(input_ids=token.view(1, 1), past_key_values=cache,
+                out = forward(input_ids=token.view(1, 1), cache=cache,
                               cache_position=torch.tensor([length + i]))
                 token = out.logits[:, -1].argmax(-1)
                 tokens.append(int(token))
