@@ -3,18 +3,9 @@ battles app, and people's verdicts on the same pairs (arena.leaderboard.reliabil
 
 from __future__ import annotations
 
-from arena.battles.models import Battle
-
 from . import reliability
 from .records import counted_battles
-
-
-def stored_readings() -> list[reliability.Reading]:
-    """Every judged battle's readings, oldest first, one Reading per judge and pair."""
-    rows = (Battle.objects.filter(judge__isnull=False).exclude(outcome="").order_by("voted_at", "created_at", "id")
-            .values_list("left_id", "right_id", "judge__slug", "judgements"))
-    return [reading for left, right, judge, judgements in rows
-            for reading in reliability.readings_of(left, right, judgements, judge)]
+from .trust import stored_readings
 
 
 def people_verdicts() -> list[tuple]:
@@ -29,10 +20,26 @@ def panel() -> reliability.Report:
 
 
 TOO_FEW = "too few pairs"
+VERDICT_LABELS = {reliability.RELIABLE: "Reliable", reliability.UNRELIABLE: "Unreliable",
+                  reliability.NOT_ENOUGH: "Not enough readings"}
 
 
-def _share(value: float | None) -> str:
-    return TOO_FEW if value is None else f"{round(100 * value)}%"
+def _percent(value: float) -> str:
+    return f"{round(100 * value)}%"
+
+
+def share_text(share: reliability.Share, none: str) -> str:
+    """A share in words with its counts and 95% interval ("0 of 9 (0%; 95%: 0%–30%)"), or `none`
+    when there is nothing to count: the same counts a page's headline reads."""
+    if not share.total or share.value is None or share.low is None or share.high is None:
+        return none
+    return (f"{share.count} of {share.total} ({_percent(share.value)}; "
+            f"95%: {_percent(share.low)}–{_percent(share.high)})")
+
+
+def _share_json(share: reliability.Share) -> dict:
+    return {"count": share.count, "total": share.total, "value": share.value,
+            "interval": [share.low, share.high] if share.total else None}
 
 
 def _kappa(kappa: reliability.Kappa, min_pairs: int) -> dict:
@@ -54,16 +61,19 @@ def rows(report: reliability.Report, labels: dict) -> dict:
         return name.label if name is not None else slug
 
     judges = [{"slug": f.judge, "label": label(f.judge), "pairs": f.pairs, "readings": f.readings,
-               "enough": f.pairs >= report.min_pairs,
-               "self_consistency": _share(f.self_consistency),
-               "position_bias": ("no decisive reading" if f.position_bias is None and f.pairs >= report.min_pairs
-                                 else _share(f.position_bias)),
-               "tie_rate": _share(f.tie_rate), "people": _kappa(f.people, report.min_pairs),
+               "enough": f.pairs >= report.min_pairs, "verdict": f.verdict, "verdict_label": VERDICT_LABELS[f.verdict],
+               "unreliable": f.unreliable, "sentence": f.sentence,
+               "agreed": f.consistent.count, "percent": round(100 * f.consistent.value) if f.pairs else None,
+               "self_consistency": share_text(f.consistent, "no pair read both ways"),
+               "position_bias": share_text(f.first, "no decisive reading"),
+               "tie_rate": share_text(f.ties, "no reading"), "people": _kappa(f.people, report.min_pairs),
                "figures": {"self_consistency": f.self_consistency, "position_bias": f.position_bias,
                            "tie_rate": f.tie_rate, "kappa_people": f.people.value,
                            "kappa_people_interval": ([f.people.low, f.people.high] if f.people.low is not None
                                                      else None),
-                           "kappa_people_pairs": f.people.pairs}}
+                           "kappa_people_pairs": f.people.pairs, "verdict": f.verdict, "sentence": f.sentence,
+                           "consistent": _share_json(f.consistent), "first": _share_json(f.first),
+                           "ties": _share_json(f.ties)}}
               for f in report.judges]
     between = [{"a": label(a), "b": label(b), "a_slug": a, "b_slug": b, "kappa": _kappa(k, report.min_pairs),
                 "figures": {"kappa": k.value, "interval": [k.low, k.high] if k.low is not None else None,

@@ -65,14 +65,17 @@ def run_json(run: SuiteRun) -> dict:
     """A run with its results, how often its judges agreed with themselves across the two orders
     (None: no judge, or no pair judged yet) and each judge's reliability on this run's pairs."""
     judged = list(report.judged_pairs(run))
+    rows = report.judge_reliability(run, judged)
     return {**summary_json(run), "results": [result_json(row) for row in run.results()],
-            "judge_agreement": report.judge_agreement(judged),
-            "judge_reliability": reliability_json(report.judge_reliability(run, judged)) if run.judge_id else None}
+            "judge_agreement": report.judge_agreement(judged, rows),
+            "judge_reliability": reliability_json(rows) if run.judge_id else None}
 
 
 def reliability_json(rows: dict) -> dict:
-    """Per judge its pairs and figures (null: too few pairs), kappa with people and its interval;
-    every two judges' kappa; the threshold below which a figure is not given."""
+    """Per judge its pairs and figures (each share also as counts with its 95% interval), its
+    verdict (reliable, unreliable, not enough readings) and why, kappa with people and its
+    interval (null: too few pairs); every two judges' kappa; the threshold below which kappa is
+    not given."""
     return {"min_pairs": rows["min_pairs"],
             "judges": [{"judge": row["slug"], "pairs": row["pairs"], "readings": row["readings"], **row["figures"]}
                        for row in rows["judges"]],

@@ -16,7 +16,6 @@ from __future__ import annotations
 from itertools import groupby
 from typing import Any, NamedTuple
 
-from arena.battles.judging import agreement
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.leaderboard import frontier, judges, measures, ratings, reliability
@@ -74,18 +73,30 @@ def _marks(shown: str) -> list[str]:
     return marks
 
 
-def judge_agreement(judged: list) -> dict | None:
-    """How often the judge said the same in both orders (None: no pair judged in both yet)."""
-    agreed, total = agreement(battle.judgements for battle in judged)
-    return {"agreed": agreed, "total": total, "percent": round(100 * agreed / total)} if total else None
+def _readings(judged: list, default: str) -> list[reliability.Reading]:
+    return [reading for battle in judged
+            for reading in reliability.readings_of(battle.left_id, battle.right_id, battle.judgements, default)]
+
+
+def judge_agreement(judged: list, reliability_rows: dict | None = None) -> dict | None:
+    """How often the judges said the same in both orders, from the same counts as the reliability
+    table (`judge_reliability`, given or computed from `judged`): pairs read both ways whose two
+    readings agree, summed over the run's judges (None: no pair read in both orders yet)."""
+    if reliability_rows is None:
+        default = judged[0].judge.slug if judged and judged[0].judge_id else ""
+        reliability_rows = judges.rows(reliability.reliability(_readings(judged, default), between=False), {})
+    judges_rows = reliability_rows["judges"]
+    total = sum(j["pairs"] for j in judges_rows)
+    if not total:
+        return None
+    agreed = sum(j["agreed"] for j in judges_rows)
+    return {"agreed": agreed, "total": total, "percent": round(100 * agreed / total)}
 
 
 def judge_reliability(run: SuiteRun, judged: list) -> dict:
     """Each of the run's judges' reliability over this run's readings, in words (the leaderboard's
     panel, arena.leaderboard.reliability), with people's revealed verdicts on its pairs."""
-    default = run.judge.slug if run.judge else ""
-    readings = [reading for battle in judged
-                for reading in reliability.readings_of(battle.left_id, battle.right_id, battle.judgements, default)]
+    readings = _readings(judged, run.judge.slug if run.judge else "")
     answers = SuiteAnswer.objects.filter(run=run).values("generation_id")
     people = (Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=True, revealed=True, left_id__in=answers)
               .exclude(outcome="").order_by("voted_at", "created_at", "id")
@@ -105,7 +116,7 @@ def failures(run: SuiteRun) -> list[dict]:
 
 def judged_pairs(run: SuiteRun):
     """The model judge's verdicts, oldest first, with both answers' models."""
-    return run.verdicts().select_related("left__model", "right__model").order_by("created_at", "id")
+    return run.verdicts().select_related("left__model", "right__model", "judge").order_by("created_at", "id")
 
 
 def rated_verdicts(run: SuiteRun, user):
@@ -120,11 +131,13 @@ def verdict_triples(run: SuiteRun, user) -> list[tuple[str, str, float]]:
     return [(left, right, SCORES[outcome]) for left, right, outcome in rows]
 
 
-def charts(run: SuiteRun, user) -> list[dict]:
+def charts(run: SuiteRun, user, unreliable: bool = False, reliability_rows: dict | None = None) -> list[dict]:
     """Rating (from this run's verdicts) against decode speed and memory, speeds measured over
-    the run's own answers (empty until there is a verdict)."""
+    the run's own answers (empty until there is a verdict). A run judged by a judge its readings
+    here mark unreliable has none unless `unreliable` (asked for: the page labels them): every
+    verdict of the run counted that judge's readings."""
     triples = verdict_triples(run, user)
-    if not triples:
+    if not triples or (run.judge_id and not unreliable and unreliable_judges(run, reliability_rows)):
         return []
     contestants = run.contestants
     fitted = ratings.fit([m.slug for m in contestants], triples)
@@ -132,22 +145,37 @@ def charts(run: SuiteRun, user) -> list[dict]:
     return frontier.charts(measures.points(user, fitted, names(), generations=answers))
 
 
+def unreliable_judges(run: SuiteRun, reliability_rows: dict | None = None) -> list[dict]:
+    """The run's judges its readings mark unreliable (rows of `judge_reliability`)."""
+    rows = reliability_rows if reliability_rows is not None else judge_reliability(run, list(judged_pairs(run)))
+    return [j for j in rows["judges"] if j["unreliable"]]
+
+
 def page(run: SuiteRun) -> dict:
     """What the run's page and its read-only shared page both show."""
     rows, judged = grid(run), list(judged_pairs(run))
     cells = [cell for row in rows for cell in row["cells"]]
+    reliability_rows = judge_reliability(run, judged)
     return {"run": run, "results": run.results(), "contestants": run.contestants, "grid": rows,
-            "failures": failures(run), "judged": judged, "agreement": judge_agreement(judged),
-            "reliability": judge_reliability(run, judged), "judges": run.judges, "seen": seen(cells, judged)}
+            "failures": failures(run), "judged": judged, "agreement": judge_agreement(judged, reliability_rows),
+            "reliability": reliability_rows, "judges": run.judges, "seen": seen(cells, judged),
+            "unreliable_judges": [j for j in reliability_rows["judges"] if j["unreliable"]]}
 
 
-def update(run: SuiteRun, shown: str, user) -> dict:
+def with_charts(run: SuiteRun, user, unreliable: bool = False) -> dict:
+    """The page with its charts: those of an unreliable judge's verdicts only if asked (`unreliable`)."""
+    context = page(run)
+    return {**context, "charts": charts(run, user, unreliable, context["reliability"]),
+            "show_unreliable": unreliable}
+
+
+def update(run: SuiteRun, shown: str, user, unreliable: bool = False) -> dict:
     """The reply to a poll from a page that shows `shown` (its `seen`): the progress, with
     `changed` (the cells whose answer changed since) and `new_judged` (the judged pairs it lacks;
     None: it must be given all of them); once the run has ended, `ended` and the whole page."""
-    context = page(run)
+    context = with_charts(run, user, unreliable) if not run.live else page(run)
     if not run.live:
-        return {**context, "ended": True, "charts": charts(run, user)}
+        return {**context, "ended": True}
     marks, _, judged_count = shown.partition("~")
     cells = [cell for row in context["grid"] for cell in row["cells"]]
     old = _marks(marks)

@@ -54,7 +54,9 @@ def run_new(request):
 @require_GET
 def run_detail(request, run_id):
     run = _get_run_for_user(request, run_id)
-    return render(request, "suite_runs/run.html", {**report.page(run), "charts": report.charts(run, request.user)})
+    # ?unreliable=include: the charts also from the verdicts of a judge marked unreliable, labelled.
+    unreliable = request.GET.get("unreliable") == "include"
+    return render(request, "suite_runs/run.html", report.with_charts(run, request.user, unreliable))
 
 
 @login_required

@@ -1,6 +1,7 @@
 """The leaderboard's judge reliability panel: every judge's figures over all its stored readings
 (a jury's readings each name their judge; older ones are the battle's judge's), people's
-verdicts on the same pairs for kappa, and "too few pairs" below the threshold."""
+verdicts on the same pairs for kappa ("too few pairs" below the threshold), each share as counts
+with its interval, and each judge's verdict."""
 
 import html as html_lib
 import re
@@ -30,7 +31,7 @@ def row(html: str, slug: str) -> dict:
     return {name: " ".join(text.split()) for name, text in cells.items()}
 
 
-def test_the_panel_gives_each_judges_figures_or_says_too_few_pairs(client, owner, catalogue):
+def test_the_panel_gives_each_judges_figures_and_verdict(client, owner, catalogue):
     client.force_login(owner)
     smollm, spec, awq, gemma = catalogue[:4]
     for i in range(MIN_PAIRS + 2):
@@ -53,12 +54,19 @@ def test_the_panel_gives_each_judges_figures_or_says_too_few_pairs(client, owner
                                       for o in ("left_first", "right_first")])
     html = panel(client)
     steady, first, lone = row(html, spec.slug), row(html, awq.slug), row(html, gemma.slug)
-    assert steady["self-consistency"] == "100%" and steady["position-bias"] == "50%" and steady["tie-rate"] == "0%"
+    assert steady["self-consistency"] == "12 of 12 (100%; 95%: 76%–100%)"
+    assert steady["position-bias"] == "12 of 24 (50%; 95%: 31%–69%)" and steady["tie-rate"].startswith("0 of 24 (0%;")
+    assert steady["judge-verdict"] == "<strong>Reliable</strong>"
     # People name its winner on 8 of 12 pairs, the other answer on 4: both ways round each names
     # either answer half the time, chance agreement 0.5: kappa (8/12 - 0.5) / 0.5 = 0.33.
     assert steady["kappa-people"].startswith("0.33 (95%: ") and steady["kappa-people"].endswith("on 12 pairs")
-    assert first["self-consistency"] == "0%" and first["position-bias"] == "100%"
-    assert lone["self-consistency"] == "too few pairs" and lone["kappa-people"] == f"too few pairs (1 of {MIN_PAIRS})"
+    assert first["self-consistency"].startswith("0 of 12 (0%;") and first["position-bias"].startswith("24 of 24 (100%;")
+    assert first["judge-verdict"] == "<strong>Unreliable</strong>"
+    assert "This judge picked the answer shown first in 24 of 24 readings" in html
+    # One pair: its figures with an interval as wide as one pair allows, no kappa, not enough readings.
+    assert lone["self-consistency"] == "1 of 1 (100%; 95%: 21%–100%)"
+    assert lone["kappa-people"] == f"too few pairs (1 of {MIN_PAIRS})"
+    assert lone["judge-verdict"] == "<strong>Not enough readings</strong>"
     # The two judges that met: one always names a winner, the other never does.
     met = f"<strong>{spec.label}</strong> with <strong>{awq.label}</strong>"
     assert f"{met}: κ 0.00 (95%: 0.00 to 0.00) on 12 pairs" in html

@@ -153,7 +153,8 @@ def test_the_page_shows_each_judges_readings_reasons_and_reliability(client, own
     assert f"Its reply (A: {right}, B: {left})" in page
     panel = re.search(r'<section class="judge-reliability".*?</section>', page, re.S).group(0)
     assert all(f'data-judge="{j.slug}"' in panel for j in judges)
-    assert panel.count("too few pairs") >= 3  # one pair: below the threshold, no figure
+    assert panel.count("too few pairs") >= 3  # one pair: below the threshold, no kappa
+    assert panel.count('data-verdict="not enough readings"') == 6  # each judge's row and its sentence
 
 
 def test_the_api_starts_a_jury_and_reports_its_reliability(client, owner, token, catalogue):
@@ -170,7 +171,11 @@ def test_the_api_starts_a_jury_and_reports_its_reliability(client, owner, token,
     data = client.get(f"/api/v1/suite-runs/{run.id}", **auth).json()
     rel = data["judge_reliability"]
     assert [j["judge"] for j in rel["judges"]] == body["judges"] and rel["min_pairs"] == 10
-    assert all(j["pairs"] == 1 and j["self_consistency"] is None for j in rel["judges"])  # too few pairs
+    # One pair each: every share given with its counts and interval, the verdict "not enough readings".
+    assert all(j["pairs"] == 1 and j["self_consistency"] == 1 and j["consistent"]["count"] == 1
+               and j["consistent"]["interval"][0] < 0.25 and j["verdict"] == "not enough readings"
+               for j in rel["judges"])
+    assert data["judge_agreement"] == {"agreed": 3, "total": 3, "percent": 100}
     assert len(rel["between"]) == 3 and all(b["kappa"] is None and b["pairs"] == 1 for b in rel["between"])
     refused = client.post("/api/v1/suite-runs", json.dumps({**body, "judges": [m.slug for m in catalogue[:4]]}),
                           content_type="application/json", **auth)

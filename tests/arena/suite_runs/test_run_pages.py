@@ -89,7 +89,9 @@ def test_the_run_page_shows_progress_results_answers_verdicts_and_charts(mine, o
         assert f'<tr data-model="{model.slug}">' in html
     assert "Failed answers" in html and "Prompt 2 (attempt 3)" in html
     assert "Judged pairs" in html and "left_first" in html and "right_first" in html
-    assert 'id="frontier-speed"' in html
+    # Its judge said "A" every time: marked unreliable, its verdicts are charted only on request.
+    assert 'id="charts-left-out"' in html and 'id="frontier-speed"' not in html
+    assert 'id="frontier-speed"' in mine.get(run.get_absolute_url() + "?unreliable=include").content.decode()
     assert mine.get("/suite-runs/").content.decode().count(run.get_absolute_url()) == 1
 
 
