@@ -53,6 +53,16 @@ class JobRun:
         self.cancel_asked = False  # its cancel key was seen: a cut-short end is CANCELLED, not a failure
         self.parts: list[str] = []  # the text streamed so far
         self.token_times: list[float] = []
+        # Other jobs decoding beside it on this worker, noted at each decode step (`note_sharing`).
+        self.shared_max = 0
+        self.shared_sum = 0
+        self.shared_steps = 0
+
+    def note_sharing(self, others: int) -> None:
+        """A decode step is about to run with `others` other jobs in the same batch/worker."""
+        self.shared_max = max(self.shared_max, others)
+        self.shared_sum += others
+        self.shared_steps += 1
 
     def note_cancel_key(self, is_set: bool) -> None:
         """Record what the job's cancel key said (once set, it stays asked)."""
@@ -91,7 +101,7 @@ class JobRun:
             self.parts.append(chunk.text_delta)
             events.token(chunk.text_delta, chunk.generated_tokens)
         text = "".join(self.parts)
-        metrics = request_metrics(self.job, self.scheduled_at, chunk, self.token_times)
+        metrics = request_metrics(self.job, self.scheduled_at, chunk, self.token_times, self)
         log_finish(self.job.generation_id, chunk, metrics)
         if chunk.reason == FINISH_CANCELLED:
             self._cut_short(events, text, metrics)
@@ -103,7 +113,7 @@ class JobRun:
     def cut_short(self, pipe: redis.client.Pipeline | None = None) -> None:
         """End a job that never started (cancelled, or the worker is stopping)."""
         events = self._events(pipe)
-        self._cut_short(events, "", request_metrics(self.job, self.scheduled_at, None, []))
+        self._cut_short(events, "", request_metrics(self.job, self.scheduled_at, None, [], self))
         self._end(events)
 
     def fail(self, reason: str, code: str, pipe: redis.client.Pipeline | None = None) -> None:
@@ -150,8 +160,10 @@ class JobRun:
         self.state = ENDED
 
 
-def request_metrics(job: Job, scheduled_at: float | None, finish: Finish | None, token_times: list[float]) -> dict:
-    """protocol.request_metrics plus inter-token latency and speculative acceptance."""
+def request_metrics(job: Job, scheduled_at: float | None, finish: Finish | None, token_times: list[float],
+                    run: JobRun | None = None) -> dict:
+    """protocol.request_metrics plus inter-token latency and speculative acceptance; `run`: the job's
+    run, which noted how many others shared the worker while it decoded."""
     metrics = protocol.request_metrics(
         arrival_time=job.enqueued_at,
         first_scheduled_time=scheduled_at,
@@ -160,6 +172,8 @@ def request_metrics(job: Job, scheduled_at: float | None, finish: Finish | None,
         finished_time=time.time(),
         prompt_tokens=finish.prompt_tokens if finish else 0,
         generated_tokens=finish.generated_tokens if finish else 0,
+        shared_with_max=run.shared_max if run else 0,
+        shared_with_mean=run.shared_sum / run.shared_steps if run and run.shared_steps else 0.0,
     )
     gaps = sorted(b - a for a, b in itertools.pairwise(token_times))
     metrics["itl_mean_s"] = sum(gaps) / len(gaps) if gaps else None

@@ -375,10 +375,16 @@ def request_metrics(
     finished_time: float,
     prompt_tokens: int,
     generated_tokens: int,
+    shared_with_max: int = 0,
+    shared_with_mean: float = 0.0,
 ) -> dict[str, Any]:
     """Per-request metrics in the shape of vLLM's RequestMetrics, plus derived rates. Unlike vLLM's,
     `ttft_s` counts from when the worker began the request (`first_scheduled_time`): the time the job
-    waited in the worker's queue is `time_in_queue`, apart (see `time_to_first_token`)."""
+    waited in the worker's queue is `time_in_queue`, apart (see `time_to_first_token`).
+
+    `shared_with_max` / `shared_with_mean`: how many other requests the same worker decoded alongside
+    this one (at most, and on average over its decode steps). A rate measured while others shared the
+    worker is not the model's speed alone: pages say so, and speed charts prefer answers with 0."""
     ttft = (first_token_time - (first_scheduled_time or arrival_time)) if first_token_time else None
     decode_s = (last_token_time - first_token_time) if first_token_time and last_token_time else 0.0
     decode_rate = (generated_tokens - 1) / decode_s if generated_tokens > 1 and decode_s > 0 else None
@@ -393,7 +399,16 @@ def request_metrics(
         "generated_tokens": generated_tokens,
         "ttft_s": ttft,
         "decode_tokens_per_s": decode_rate,
+        "shared_with_max": shared_with_max,
+        "shared_with_mean": round(shared_with_mean, 2),
     }
+
+
+def shared_with(metrics: dict[str, Any]) -> int | None:
+    """How many other requests shared the worker while this one decoded, at most (None: a worker
+    from before this was measured, or no metrics)."""
+    value = metrics.get("shared_with_max")
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def time_to_first_token(metrics: dict[str, Any]) -> float | None:

@@ -172,6 +172,7 @@ class JobScheduler:
                 self._poll_cancels()
                 self._admit()
                 if self.running:
+                    self._note_sharing()
                     self._write(self.decoder.step())
                 else:
                     self._wait_for_work()
@@ -181,6 +182,13 @@ class JobScheduler:
             except Exception as exc:  # a failed forward pass: fail its jobs, keep the worker
                 log.exception("Decoding failed")
                 self._fail_running(exc)
+
+    def _note_sharing(self) -> None:
+        """Each running job hears how many others this step decodes beside it: a rate measured while
+        others shared the worker is marked so (protocol.request_metrics' `shared_with_*`)."""
+        others = len(self.running) - 1
+        for run in self.running.values():
+            run.note_sharing(others)
 
     def _wait_for_work(self) -> None:
         with self._lock:

@@ -168,6 +168,22 @@ def test_stop_sequence_and_metrics_through_the_worker(batching_worker, engine, t
     served.wait_idle()
 
 
+def test_each_answer_says_how_many_others_shared_the_worker_while_it_decoded(batching_worker):
+    """Issue 35: a rate measured beside other answers is not the model's speed alone; the metrics say
+    how many shared the worker (the batch beside it), and 0 for one that ran alone."""
+    served = batching_worker
+    solo = served.events(served.push(params=GREEDY))[-1]["metrics"]
+    assert (solo["shared_with_max"], solo["shared_with_mean"]) == (0, 0.0)
+    first = served.push(params=SamplingParams(temperature=0.0, max_new_tokens=64))
+    served.events(first, until={protocol.TOKEN})  # decoding: the second joins its batch
+    second = served.push(params=GREEDY)
+    shared = served.events(second)[-1]["metrics"]
+    neighbour = served.events(first)[-1]["metrics"]
+    assert shared["shared_with_max"] == 1 and neighbour["shared_with_max"] == 1
+    assert 0 < neighbour["shared_with_mean"] < 1  # it decoded alone before the second came, and after it ended
+    served.wait_idle()
+
+
 def wait_for(predicate, message, timeout=5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
