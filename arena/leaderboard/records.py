@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import F, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from arena.battles.models import Battle
 
+from . import trust
 from .charts import Name, distinct
+
+SEP = " · "
+FULL_VARIANT = "full precision"
 
 SCORES = {Battle.Outcome.LEFT: 1.0, Battle.Outcome.RIGHT: 0.0, Battle.Outcome.TIE: 0.5, Battle.Outcome.BOTH_BAD: 0.5}
 MODES = {"all": "All verdicts", "anonymous": "Anonymous battles", "named": "Named comparisons",
          "blind": "Blind (tournament matches)"}
 PERIODS = {"all": None, "1": 1, "7": 7, "30": 30}
-# Whose verdicts: people's by default, so a model judge's are never mixed in unasked.
+# Where a verdict comes from: people in each mode, or a model judge. The leaderboard opens on
+# every kind together (judges marked unreliable left out), and names and counts each.
+KINDS = {"comparison": "comparisons", "tournament": "tournaments", "anonymous": "anonymous battles",
+         "suite": "suite runs (people)", "judge": "model judges"}
+PEOPLE = frozenset({"comparison", "tournament", "anonymous", "suite"})
+EVERY_KIND = frozenset(KINDS)
+# The older "whose verdicts" choice, still read from links and callers: each names a set of kinds.
 SOURCES = {"human": "People's verdicts", "judge": "Model judges' verdicts", "both": "People's and judges' verdicts"}
+SOURCE_KINDS = {"human": PEOPLE, "judge": frozenset({"judge"}), "both": EVERY_KIND}
 # A blind verdict where an answer named a contestant ("I am Gemma"): the judge may not have been
 # blind. A named comparison showed the names anyway, so its flag changes nothing.
 FLAGGED = Q(blind=True, self_identified=True)
@@ -28,11 +40,29 @@ def counted_battles():
     return Battle.objects.exclude(outcome="").exclude(blind=True, revealed=False)
 
 
-def default_mode() -> str:
-    """The view the leaderboard opens on: anonymous battles once people have given any (the app
-    drew those pairs, so they sample the catalogue most fairly), else every verdict."""
-    counted = counted_battles().filter(mode=Battle.Mode.ANONYMOUS, judge__isnull=True)
-    return "anonymous" if counted.exists() else "all"
+def unreliable_judges() -> frozenset[str]:
+    """The slugs of the model judges marked unreliable, whose verdicts count only when asked for
+    (arena.leaderboard.trust: the reliability panel's verdict on each judge's stored readings)."""
+    return frozenset(trust.unreliable_judges())
+
+
+def leave_out_unreliable(battles):
+    """The one place that decides which judges' verdicts count unasked: `battles` less the
+    verdicts an unreliable judge took part in (a jury's too: arena.leaderboard.trust)."""
+    return trust.leave_out_unreliable(battles)
+
+
+def _kinds(source: str | frozenset[str]) -> frozenset[str]:
+    """The kinds of verdict a source names: a set of KINDS, or one of the older SOURCES."""
+    return SOURCE_KINDS.get(source, PEOPLE) if isinstance(source, str) else frozenset(source) & EVERY_KIND
+
+
+def _of_kinds(battles, kinds: frozenset[str], unreliable: bool):
+    """`battles` narrowed to the kinds given: people's verdicts by mode, model judges' (less the
+    unreliable judges' unless `unreliable`)."""
+    people = Q(judge__isnull=True, mode__in=sorted(kinds & PEOPLE))
+    battles = battles.filter(people | Q(judge__isnull=False)) if "judge" in kinds else battles.filter(people)
+    return battles if unreliable or "judge" not in kinds else leave_out_unreliable(battles)
 
 
 def tags() -> list[str]:
@@ -40,15 +70,13 @@ def tags() -> list[str]:
     return sorted(counted_battles().exclude(tag="").order_by().values_list("tag", flat=True).distinct())
 
 
-def verdicts(mode: str = "all", days: int | None = None, tag: str = "", source: str = "human"):
-    """The counted battles of one filter: a mode, the last `days` days, a prompt tag, whose
-    verdicts (people's, model judges', both)."""
+def verdicts(mode: str = "all", days: int | None = None, tag: str = "", source: str | frozenset[str] = "human",
+             unreliable: bool = False):
+    """The counted battles of one filter: a mode, the last `days` days, a prompt tag, which kinds
+    of verdict (a set of KINDS, or one of the older SOURCES: people's, model judges', both), and
+    whether the verdicts of judges marked unreliable count."""
     # A model against itself (two system prompts) says nothing of its rating.
-    battles = counted_battles().exclude(left__model_id=F("right__model_id"))
-    if source == "human":
-        battles = battles.filter(judge__isnull=True)
-    elif source == "judge":
-        battles = battles.filter(judge__isnull=False)
+    battles = _of_kinds(counted_battles().exclude(left__model_id=F("right__model_id")), _kinds(source), unreliable)
     if mode == "named":
         battles = battles.filter(blind=False)
     elif mode == "blind":  # tournament matches (and suite runs' blind pairs): not the anonymous battles
@@ -63,39 +91,60 @@ def verdicts(mode: str = "all", days: int | None = None, tag: str = "", source: 
 
 
 def battle_records(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False,
-                   source: str = "human"):
+                   source: str | frozenset[str] = "human", unreliable: bool = False):
     """Every verdict (ties and "both bad" count as ties), as (left slug, right slug, score of left,
     from a tournament), optionally only those of one prompt tag; flagged blind verdicts only if asked."""
-    rows = _counted(mode, days, tag, flagged, source).values_list(
+    rows = _counted(mode, days, tag, flagged, source, unreliable).values_list(
         "left__model__slug", "right__model__slug", "outcome", "mode")
     return [(left, right, SCORES[outcome], mode == Battle.Mode.TOURNAMENT) for left, right, outcome, mode in rows]
 
 
 def style_records(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False,
-                  source: str = "human"):
+                  source: str | frozenset[str] = "human", unreliable: bool = False):
     """The same verdicts as battle_records, as (left slug, right slug, score of left, left answer,
     right answer), each answer (text, generated tokens): what style control reads."""
-    rows = _counted(mode, days, tag, flagged, source).values_list(
+    rows = _counted(mode, days, tag, flagged, source, unreliable).values_list(
         "left__model__slug", "right__model__slug", "outcome", "left__text", "left__generated_tokens",
         "right__text", "right__generated_tokens")
     return [(left, right, SCORES[outcome], (lt, ln or 0), (rt, rn or 0))
             for left, right, outcome, lt, ln, rt, rn in rows]
 
 
-def _counted(mode, days, tag, flagged, source):
-    battles = verdicts(mode, days, tag, source)
+def _counted(mode, days, tag, flagged, source, unreliable=False):
+    battles = verdicts(mode, days, tag, source, unreliable)
     return battles if flagged else battles.exclude(FLAGGED)
 
 
-def flagged_count(mode: str = "all", days: int | None = None, tag: str = "", source: str = "human") -> int:
+def flagged_count(mode: str = "all", days: int | None = None, tag: str = "", source: str | frozenset[str] = "human",
+                  unreliable: bool = False) -> int:
     """How many verdicts of the filter are flagged: left out by default, shown on request."""
-    return verdicts(mode, days, tag, source).filter(FLAGGED).count()
+    return verdicts(mode, days, tag, source, unreliable).filter(FLAGGED).count()
+
+
+def kind_counts(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False,
+                unreliable: bool = False) -> dict[str, int]:
+    """How many verdicts of each kind (KINDS) the filter has, whichever kinds are shown: what the
+    leaderboard's source line names and counts."""
+    battles = _counted(mode, days, tag, flagged, EVERY_KIND, unreliable).order_by()
+    counts = dict.fromkeys(KINDS, 0)
+    for row in battles.filter(judge__isnull=True).values("mode").annotate(n=Count("pk")):
+        if row["mode"] in counts:
+            counts[row["mode"]] = row["n"]
+    counts["judge"] = battles.filter(judge__isnull=False).count()
+    return counts
+
+
+def unreliable_count(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False) -> int:
+    """How many verdicts of judges marked unreliable the filter leaves out unless asked."""
+    judged = frozenset({"judge"})
+    return (_counted(mode, days, tag, flagged, judged, True).count()
+            - _counted(mode, days, tag, flagged, judged, False).count())
 
 
 def agreement_records(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False):
     """People's and judges' verdicts of the filter, oldest first, as (left generation, right
     generation, outcome, judged): what the judge-human agreement compares."""
-    rows = (_counted(mode, days, tag, flagged, "both").order_by("voted_at", "created_at")
+    rows = (_counted(mode, days, tag, flagged, "both", True).order_by("voted_at", "created_at")
             .values_list("left_id", "right_id", "outcome", "judge_id"))
     return [(left, right, outcome, judge is not None) for left, right, outcome, judge in rows]
 
@@ -111,4 +160,30 @@ def names() -> dict[str, Name]:
     return {slug: name for (slug, *_x), name in zip(rows, shown, strict=True)}
 
 
+@dataclass(frozen=True)
+class Family:
+    """The base model an entry serves (`key`), its name, and how this entry serves it."""
+    key: str
+    name: str
+    variant: str
 
+
+def families() -> dict[str, Family]:
+    """Entry slug -> its Family. Entries that load the same weights (`source`: the same GGUF, repo
+    or folder, served by transformers at full precision, as AWQ, speculatively or by llama.cpp)
+    or name the same remote model are one family, named after its first entry's model part
+    (labels.head); an entry with neither is a family of its own."""
+    from arena.catalogue import labels
+    from arena.catalogue.models import ModelEntry
+
+    rows = (ModelEntry.objects.order_by("created_at", "pk")
+            .values_list("slug", "name", "source", "remote_model", "engine", "kind", "precision", "gguf_file",
+                         "draft__name"))
+    named: dict[str, str] = {}
+    out = {}
+    for slug, name, source, remote, engine, kind, precision, gguf, draft in rows:
+        key = f"source:{source}" if source else f"remote:{remote}" if remote else f"entry:{slug}"
+        family = named.setdefault(key, labels.head(name))
+        served = labels.serving(engine, kind, precision, gguf, labels.head(draft) if draft else "")
+        out[slug] = Family(key, family, SEP.join(served) or FULL_VARIANT)
+    return out

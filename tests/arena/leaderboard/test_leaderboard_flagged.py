@@ -46,7 +46,7 @@ def test_the_page_says_how_many_were_left_out_and_the_filter_brings_them_back(cl
     html = client.get(reverse("leaderboard")).content.decode()
     assert "from 3 verdicts" in html
     assert "3 blind verdicts where an answer names a contestant" in html and "were left out" in html
-    assert 'name="flagged" value="include"' in html and "checked" not in html
+    assert 'name="flagged" value="include">' in html and 'name="flagged" value="include" checked' not in html
     included = client.get(reverse("leaderboard") + "?flagged=include").content.decode()
     assert "from 6 verdicts" in included and "3 of them are blind verdicts where an answer names" in included
     assert 'value="include" checked' in included

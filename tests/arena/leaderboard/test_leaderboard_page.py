@@ -46,16 +46,19 @@ def page(client, query: str = "") -> str:
     return client.get(reverse("leaderboard") + query).content.decode()
 
 
-def test_people_s_verdicts_by_default_judges_apart_and_both_on_request(client, owner, verdicts):
+def test_every_verdict_by_default_people_s_or_judges_apart_on_request(client, owner, verdicts):
     client.force_login(owner)
-    human = page(client)
-    assert "from 5 verdicts" in human and "Shown: people&#x27;s verdicts" in human
+    every = page(client)
+    assert "from 13 verdicts" in every and "5 from comparisons, 8 from model judges" in re.sub(r"<[^>]+>", "", every)
+    human = page(client, "?source=human")
+    assert "from 5 verdicts" in human and '<input type="checkbox" name="kind" value="judge">' in human
     assert leaderboard_order(human).index("smollm2-135m") < leaderboard_order(human).index("gemma-3-270m")
-    judge = page(client, "?source=judge")
-    assert "from 8 verdicts" in judge and '<option value="judge" selected>' in judge
+    judge = page(client, "?kind=judge")
+    assert "from 8 verdicts" in judge and '<input type="checkbox" name="kind" value="judge" checked>' in judge
     assert leaderboard_order(judge)[0] == "gemma-3-270m"
+    assert "from 8 verdicts" in page(client, "?source=judge")
     assert "from 13 verdicts" in page(client, "?source=both")
-    assert "from 5 verdicts" in page(client, "?source=bogus")
+    assert "from 13 verdicts" in page(client, "?source=bogus")
 
 
 def test_agreement_is_shown_with_its_count(client, owner, verdicts):
@@ -69,7 +72,7 @@ def test_suite_battles_give_per_tag_boards(client, owner, verdicts):
     assert '<option value="coding">' in page(client)
     coding = page(client, "?tag=coding&source=judge")
     assert "from 3 verdicts" in coding and set(leaderboard_order(coding)) == {"gemma-3-270m", "smollm2-135m-spec"}
-    assert "No verdicts yet for this filter" in page(client, "?tag=coding")  # people's: none
+    assert "No verdicts yet for this filter" in page(client, "?tag=coding&source=human")  # people's: none
 
 
 def test_the_style_toggle_shows_ratings_with_and_without_and_the_coefficients(client, owner, verdicts):

@@ -107,7 +107,7 @@ def test_the_separation_form_keeps_the_filters(client, owner, verdicts):
     client.force_login(owner)
     html = page(client, "?mode=named&days=30&source=both&style=1")
     form = html.split('id="separation-form"')[1].split("</form>")[0]
-    for hidden in ('name="mode" value="named"', 'name="days" value="30"', 'name="source" value="both"',
+    for hidden in ('name="mode" value="named"', 'name="days" value="30"', 'name="kind" value="all"',
                    'name="style" value="1"'):
         assert hidden in form
     assert 'name="flagged"' not in form

@@ -1,0 +1,115 @@
+"""The leaderboard opens on every verdict the viewer may see, names and counts each kind, narrows to
+one kind by a link, remembers the viewer's last choice (a link naming filters wins), groups
+variants under their base model, and ends with a decision summary: on the page and in the API."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from arena.battles.models import Battle
+from tests.arena.api.conformance import assert_conforms
+from tests.arena.api_client import api
+from tests.arena.factories import comparison, leaderboard_order, verdict
+
+pytestmark = pytest.mark.django_db
+
+
+def anonymous(owner, left, right, outcome: str) -> Battle:
+    """An anonymous battle (the app's pair), voted: its vote reveals it."""
+    battle = comparison(owner, left, right, prompt="Hi", texts=("ok", "ok"), mode=Battle.Mode.ANONYMOUS, blind=True)
+    assert battle.vote(outcome)
+    return battle
+
+
+@pytest.fixture
+def team(owner, catalogue):
+    """A team's six verdicts: three from comparisons, two from a revealed tournament, one from an
+    anonymous battle (the issue's "1 of its 6 verdicts")."""
+    smollm, spec, awq, gemma = catalogue[:4]
+    for _ in range(3):
+        verdict(owner, smollm, gemma, "left")
+    verdict(owner, gemma, spec, "left", blind=True, revealed=True)
+    verdict(owner, smollm, spec, "right", blind=True, revealed=True)
+    anonymous(owner, awq, gemma, "left")
+    return catalogue
+
+
+def page(client, query: str = "") -> str:
+    return client.get(reverse("leaderboard") + query).content.decode()
+
+
+def source_line(html: str) -> str:
+    found = re.search(r'<p class="source-line" id="source-line">(.*?)</p>', html, re.S)
+    assert found, "the page names its sources"
+    return " ".join(re.sub(r"<[^>]+>", "", found.group(1)).split())
+
+
+def test_the_default_leaderboard_counts_every_kind_of_verdict(client, owner, team):
+    client.force_login(owner)
+    html = page(client)
+    assert "from 6 verdicts" in html
+    assert source_line(html).startswith(
+        "6 verdicts: 3 from comparisons, 2 from tournaments, 1 from anonymous battles. Shown: every kind.")
+    assert set(leaderboard_order(html)) == {"smollm2-135m", "smollm2-135m-spec", "smollm2-135m-awq", "gemma-3-270m"}
+
+
+def test_the_api_counts_every_kind_by_default(client, token, team):
+    response = api(client, "get", "/api/v1/leaderboard", token)
+    assert response.status_code == 200
+    body = response.json()
+    assert_conforms(body, "/api/v1/leaderboard")
+    assert body["verdicts"] == 6
+    assert {k: v["count"] for k, v in body["sources"].items()} == {
+        "comparison": 3, "tournament": 2, "anonymous": 1, "suite": 0, "judge": 0}
+    assert {e["model"] for e in body["entries"]} == {"smollm2-135m", "smollm2-135m-spec", "smollm2-135m-awq",
+                                                     "gemma-3-270m"}
+    assert api(client, "get", "/api/v1/leaderboard?kind=anonymous", token).json()["verdicts"] == 1
+    assert api(client, "get", "/api/v1/leaderboard").status_code == 401
+
+
+def test_a_kind_alone_by_its_link_and_the_choice_is_remembered(client, owner, team):
+    client.force_login(owner)
+    link = re.search(r'<a href="([^"]+)" title="Show only these" data-kind="anonymous">', page(client)).group(1)
+    only = page(client, link.replace("&amp;", "&"))
+    assert "from 1 verdict;" in only and set(leaderboard_order(only)) == {"smollm2-135m-awq", "gemma-3-270m"}
+    line = source_line(only)
+    assert "3 from comparisons (not shown)" in line and "Shown: 1 of them (anonymous battles)." in line
+    assert "from 1 verdict;" in page(client)  # no filter named: the last choice
+    assert "from 6 verdicts" in page(client, "?kind=all")  # a link naming filters wins
+    assert "from 6 verdicts" in page(client)  # and is remembered in turn
+    assert "from 5 verdicts" in page(client, "?kind=comparison&kind=tournament")
+
+
+def test_older_links_still_choose_whose_verdicts(client, owner, team):
+    client.force_login(owner)
+    assert "from 1 verdict;" in page(client, "?mode=anonymous")
+    assert "from 6 verdicts" in page(client, "?source=human")
+    assert "No verdicts yet for this filter" in page(client, "?source=judge")
+
+
+def test_variants_grouped_under_their_base_model(client, owner, team):
+    client.force_login(owner)
+    html = page(client, "?group=family")
+    families = re.findall(r'<tbody class="family" data-family="([^"]+)">(.*?)</tbody>', html, re.S)
+    assert len(families) == 2
+    members = {key: leaderboard_order(body) for key, body in families}
+    smollm_family = next(key for key, slugs in members.items() if "smollm2-135m" in slugs)
+    assert set(members[smollm_family]) == {"smollm2-135m", "smollm2-135m-spec", "smollm2-135m-awq"}
+    body = dict(families)[smollm_family]
+    assert '<span class="family-name">SmolLM2 135M</span>' in body and "3 variants" in body
+    assert '<span class="variant-kind">AWQ 4-bit</span>' in body and '<span class="variant-kind">spec</span>' in body
+    assert '<span class="variant-kind">full precision</span>' in body
+    assert 'class="family"' not in page(client, "?kind=all")  # off unless asked
+
+
+def test_the_page_and_api_end_with_a_decision_summary(client, owner, token, team):
+    client.force_login(owner)
+    html = page(client)
+    assert html.index('id="decision"') > html.index('id="win-matrix"')
+    # Six verdicts cannot separate four entries: no single best is named.
+    assert "cannot be told apart from the best" in html and "is the best in this view" not in html
+    decision = api(client, "get", "/api/v1/leaderboard", token).json()["decision"]
+    assert decision["best"] is None and len(decision["contenders"]) >= 2
+    assert decision["sentences"][0].startswith(f"{len(decision['contenders'])} entries cannot be told apart")
+    assert any(c.startswith("2 of the 6 verdicts come from tournament matches") for c in decision["caveats"])
