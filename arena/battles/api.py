@@ -106,7 +106,7 @@ def vote(request, battle_id):
     if isinstance(outcome, JsonResponse):
         return outcome
     if not battle.vote(outcome):
-        return error(409, "Both answers must be complete before a vote.")
+        return error(409, battle.vote_refusal or "This battle takes no vote.")
     return JsonResponse(battle_json(battle))
 
 
@@ -193,7 +193,7 @@ def anonymous_vote(request, battle_id):
     if problem := anonymous.vote_problem(battle):
         return error(409, problem)
     if not battle.vote(outcome):
-        return error(409, "Both answers must be complete before a vote.")
+        return error(409, battle.vote_refusal or "This battle takes no vote.")
     return JsonResponse(anonymous_json(battle))
 
 

@@ -74,7 +74,7 @@ def arena_vote(request, battle_id):
     form = VoteForm(request.POST)
     problem = anonymous.vote_problem(battle) or ("" if form.is_valid() else "Choose one of the four verdicts.")
     if not problem and not battle.vote(form.cleaned_data["outcome"]):
-        problem = "Both answers must be complete before you vote."
+        problem = battle.vote_refusal or "Choose one of the four verdicts."
     if problem:
         return _page(request, battle, status=409, vote_error=problem)
     return redirect(battle)

@@ -24,6 +24,7 @@ from inference import protocol as p
 from . import delivery, fragments
 from .models import Battle
 from .pacing import SideView
+from .voting import vote_refusal_for
 
 METRICS_EVERY_S = 0.25  # live speed figures and chart, at most this often per side
 
@@ -183,8 +184,10 @@ class BattleConsumer(StreamSocket):
         """Both answers have ended: the vote opens (a tournament match's pick follows the sides'
         states in CSS) and the Stop button goes."""
         # The streams' outcomes, not the rows: the battle task may not have stored them yet.
-        votable = all(view.state == "done" for view in self.views.values())
-        await self.send(text_data=fragments.verdict_open(votable) + fragments.STOP_GONE)
+        outcomes = [view.state if view.finished else None for view in self.views.values()]
+        refusal = vote_refusal_for(outcomes, self.subject.mode)
+        buttons = fragments.verdict_open(refusal, blind=not self.subject.names_visible, stopped="cancelled" in outcomes)
+        await self.send(text_data=buttons + fragments.STOP_GONE)
 
     async def send_error(self, message: str) -> None:
         await self.send(text_data=format_html('<div id="battle-notice" class="notice">{}</div>', message))

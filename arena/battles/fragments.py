@@ -6,6 +6,8 @@ fragments carry no speeds and no failure details (either could tell the contesta
 
 from __future__ import annotations
 
+import math
+
 from django.utils.html import format_html, format_html_join
 
 from arena import markdown
@@ -14,8 +16,13 @@ from arena.playground import fragments as playground
 from arena.playground.fragments import in_line, place_in_line
 from inference import protocol as p
 
+from .voting import VOTE_AFTER_STOP
+
 BLIND_FAILURE = "This answer failed. Run the match again."
-CHART_W, CHART_H = 160, 36
+# A side's tokens-over-time chart: the plot inside margins for the tick labels and axis titles.
+CHART_W, CHART_H = 240, 120
+PLOT_LEFT, PLOT_RIGHT, PLOT_TOP, PLOT_BOTTOM = 38, 232, 6, 90
+CHART_X_TITLE, CHART_Y_TITLE = "Seconds since the battle began", "Tokens"
 
 
 class Side:
@@ -83,21 +90,53 @@ def metrics(view: Side) -> str:
 
 
 def chart(points: list[tuple[float, int]]) -> str:
-    """Tokens over time as a small inline SVG line (no script, no library)."""
+    """Tokens over time as a small inline SVG (no script, no library), on titled axes with round
+    ticks: seconds since the battle began across, tokens so far up (each side's own scale, its
+    ticks say which)."""
     if len(points) < 2:
         return format_html('<svg class="chart" width="{}" height="{}" aria-hidden="true"></svg>', CHART_W, CHART_H)
     t_max = max(t for t, _ in points) or 1.0
     n_max = max(n for _, n in points) or 1
+    t_ticks, n_ticks = round_ticks(t_max), round_ticks(n_max)
+    t_top, n_top = max(t_max, t_ticks[-1]), max(n_max, n_ticks[-1])
+
+    def x(t: float) -> float:
+        return round(PLOT_LEFT + t / t_top * (PLOT_RIGHT - PLOT_LEFT), 1)
+
+    def y(n: float) -> float:
+        return round(PLOT_BOTTOM - n / n_top * (PLOT_BOTTOM - PLOT_TOP), 1)
+
     step = max(1, len(points) // 120)  # a bounded number of vertices, however long the answer
-    coords = format_html_join(" ", "{},{}", (
-        (round(t / t_max * CHART_W, 1), round(CHART_H - n / n_max * CHART_H, 1))
-        for t, n in points[::step] + points[-1:]
-    ))
+    coords = format_html_join(" ", "{},{}", ((x(t), y(n)) for t, n in points[::step] + points[-1:]))
+    x_marks = format_html_join("", (
+        '<line x1="{0}" x2="{0}" y1="{1}" y2="{2}" stroke="currentColor"/>'
+        '<text class="tick" x="{0}" y="{3}" text-anchor="middle">{4}</text>'),
+        ((x(v), PLOT_BOTTOM, PLOT_BOTTOM + 3, PLOT_BOTTOM + 13, f"{v:g}") for v in t_ticks))
+    y_marks = format_html_join("", (
+        '<line x1="{0}" x2="{1}" y1="{2}" y2="{2}" stroke="currentColor"/>'
+        '<text class="tick" x="{3}" y="{2}" dy="3" text-anchor="end">{4}</text>'),
+        ((PLOT_LEFT - 3, PLOT_LEFT, y(v), PLOT_LEFT - 5, f"{v:g}") for v in n_ticks))
     return format_html(
-        '<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img" '
-        'aria-label="{} tokens in {} s"><polyline fill="none" stroke="currentColor" points="{}"/></svg>',
-        CHART_W, CHART_H, CHART_W, CHART_H, n_max, f"{t_max:.1f}", coords,
+        '<svg class="chart speed-chart" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-size="10" role="img" '
+        'aria-label="{n} tokens in {t} s">'
+        '<line x1="{l}" x2="{r}" y1="{b}" y2="{b}" stroke="currentColor"/>'
+        '<line x1="{l}" x2="{l}" y1="{top}" y2="{b}" stroke="currentColor"/>{xm}{ym}'
+        '<text class="axis-title" x="{mid}" y="{h}" dy="-3" text-anchor="middle">{x_title}</text>'
+        '<text class="axis-title" transform="rotate(-90)" x="-{ymid}" y="10" text-anchor="middle">{y_title}</text>'
+        '<polyline fill="none" stroke="currentColor" stroke-width="1.5" points="{coords}"/></svg>',
+        w=CHART_W, h=CHART_H, n=n_max, t=f"{t_max:.1f}", l=PLOT_LEFT, r=PLOT_RIGHT, b=PLOT_BOTTOM, top=PLOT_TOP,
+        xm=x_marks, ym=y_marks, mid=(PLOT_LEFT + PLOT_RIGHT) / 2, ymid=(PLOT_TOP + PLOT_BOTTOM) / 2,
+        x_title=CHART_X_TITLE, y_title=CHART_Y_TITLE, coords=coords,
     )
+
+
+def round_ticks(high: float, count: int = 3) -> list[float]:
+    """0 and about `count` round values (1, 2 or 5 times a power of ten apart) up to the first at
+    or past `high`, so the axis ends on a labelled value."""
+    raw = max(high, 1e-9) / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return [round(i * step, 10) for i in range(math.ceil(high / step - 1e-9) + 1)]
 
 
 def for_event(view: Side, ev: dict) -> str:
@@ -182,7 +221,9 @@ def stored(view: Side, gen) -> str:
         view.started_at = view.created_at
         view.first_token_at = view.created_at + gen.time_to_first_token_s
     view.waits = playground.waits(gen)
-    reason = BLIND_FAILURE if view.blind and gen.failure_reason else gen.failure_reason
+    # A blind failure's own words could tell the contestants apart; a stopped side's (the page was
+    # closed) are the same for both, whichever they are.
+    reason = BLIND_FAILURE if view.blind and gen.failure_reason and gen.status == "failed" else gen.failure_reason
     return (status_line.of(gen, f"{view.name}-status", reason, blind=view.blind)
             + output_replace(view.name, gen.text, rendered=gen.finished) + metrics(view))
 
@@ -196,12 +237,26 @@ def validity(side: str, params: dict, verdict: bool | None) -> str:
 STOP_GONE = '<div id="battle-stop" hidden></div>'
 
 
-def verdict_open(open_: bool) -> str:
-    """The vote buttons, enabled once both answers are in."""
-    disabled = "" if open_ else " disabled"
-    buttons = format_html_join("", '<button type="submit" name="outcome" value="{}"{}>{}</button>', (
-        (value, disabled, label) for value, label in (
-            ("left", "← Left is better"), ("tie", "Tie"), ("both_bad", "Both are bad"), ("right", "Right is better →"),
-        )
-    ))
-    return format_html('<fieldset id="vote-buttons" class="vote-buttons">{}</fieldset>', buttons)
+# The vote buttons' words: beside each other the answers sit left and right; stacked (a narrow
+# screen, arena.css's 760px break) the left one is on top, so the words say which by its label.
+VOTES = (("left", "← Left is better", "↑ {} is better"), ("tie", "Tie", "Tie"),
+         ("both_bad", "Both are bad", "Both are bad"), ("right", "Right is better →", "↓ {} is better"))
+STACKED_LABELS = {True: ("Model A", "Model B"), False: ("Top answer", "Bottom answer")}  # blind or not
+
+
+def verdict_open(refusal: str = "", *, blind: bool = False, stopped: bool = False, error: str = "") -> str:
+    """The vote buttons: enabled when `refusal` is "" (both answers are in), else disabled with
+    the reason under them; `stopped`: a side was stopped, the verdict is on what was written;
+    `error`: a vote just refused, said in its place as an alert. Each button holds its words for
+    both layouts (CSS shows one: no JavaScript)."""
+    disabled = " disabled" if refusal else ""
+    top, bottom = STACKED_LABELS[blind]
+    buttons = format_html_join("", (
+        '<button type="submit" name="outcome" value="{}"{}><span class="when-side-by-side">{}</span>'
+        '<span class="when-stacked">{}</span></button>'), (
+        (value, disabled, wide, stacked.format(top if value == "left" else bottom))
+        for value, wide, stacked in VOTES))
+    note = error or refusal or (VOTE_AFTER_STOP if stopped else "")
+    shown = format_html('<p class="{} vote-note" id="vote-note"{}>{}</p>', "error" if error else "hint",
+                        ' role="alert"' if error else "", note) if note else ""
+    return format_html('<fieldset id="vote-buttons" class="vote-buttons">{}{}</fieldset>', buttons, shown)

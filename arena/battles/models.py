@@ -26,6 +26,7 @@ from arena.generations import tags
 from arena.generations.models import Generation
 
 from .identity import identity_mentions
+from .voting import vote_refusal_for
 
 
 class Battle(models.Model):
@@ -132,25 +133,43 @@ class Battle(models.Model):
         views = self.paced_views
         return self.finished and (views is None or all(v.ended for v in views))
 
+    def shown_outcomes(self) -> list[str | None]:
+        """Each side's outcome as the page shows it now: "done", "cancelled", "failed", or None
+        while it is still coming (a paced side still coming out included).
+
+        "Ended" means its stream has ended, as the page's socket saw it: the battle task stores
+        the rows a few milliseconds after the streams' terminal events, and a vote in between
+        must not be refused. A row stored as failed is final whatever the stream says."""
+        failed = Generation.Status.FAILED
+        views = self.paced_views
+        streamed: list[str | None] | None = None
+        out: list[str | None] = []
+        for i, (_side, gen) in enumerate(self.sides):
+            if gen.status == failed:
+                out.append(failed)
+            elif views is not None:  # paced: a side shows as ended only once all its text is out
+                out.append(views[i].state if views[i].ended else None)
+            elif gen.finished:
+                out.append(gen.status)
+            else:
+                if streamed is None:
+                    from .delivery import stream_outcomes
+
+                    streamed = stream_outcomes(self)
+                out.append(streamed[i])
+        return out
+
+    @property
+    def vote_refusal(self) -> str:
+        """Why no verdict may be given now ("" when one may): see `vote_refusal_for`."""
+        return vote_refusal_for(self.shown_outcomes(), self.mode)
+
     @property
     def votable(self) -> bool:
-        """Both answers are in, and shown whole (a paced side still coming out is not judged).
-
-        "In" means its stream has ended with "done", as the page's socket saw it: the battle
-        task stores the rows a few milliseconds after the streams' terminal events, and a vote
-        in between must not be refused. A row stored as failed or cancelled is never judged."""
-        done = Generation.Status.DONE
-        if any(gen.finished and gen.status != done for _side, gen in self.sides):
-            return False
-        views = self.paced_views
-        if views is not None:  # paced: the views read the streams, and a side shows "done" only once all out
-            return all(v.state == done for v in views)
-        if self.answers_stored:
-            return True
-        from .delivery import stream_outcomes
-
-        return all(gen.status == done or outcome == done
-                   for (_side, gen), outcome in zip(self.sides, stream_outcomes(self), strict=True))
+        """Both answers are in and shown whole, none failed; a side the user stopped counts as in
+        (a comparison or an anonymous battle is judged on what was written; a tournament match
+        that was stopped is run again)."""
+        return self.vote_refusal == ""
 
     @property
     def answers_stored(self) -> bool:
@@ -160,7 +179,7 @@ class Battle(models.Model):
     def vote(self, outcome: str) -> bool:
         """Record the verdict once both answers are in; a later vote replaces it (a change of mind).
         A model judge's record takes no person's vote: that would mix the two silently."""
-        if outcome not in self.Outcome.values or not self.votable or self.judged:
+        if outcome not in self.Outcome.values or self.judged or not self.votable:
             return False
         if self.mode == self.Mode.ANONYMOUS and self.revealed:  # named now: a change would not be blind
             return False

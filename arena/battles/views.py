@@ -14,6 +14,8 @@ from . import services
 from .forms import ComparisonForm, FollowUpForm, VoteForm
 from .models import Battle
 
+CHOOSE_A_VERDICT = "Choose one of the four verdicts."
+
 
 def _get_battle_for_user(request, battle_id, mode: str | None = None) -> Battle:
     """Only the owner may open or act on a battle; others get a 404, not a hint it exists.
@@ -97,11 +99,14 @@ def battle_vote(request, battle_id):
         return HttpResponse("An anonymous battle is judged on its own page.", status=409, content_type="text/plain")
     form = VoteForm(request.POST)
     ok = form.is_valid() and battle.vote(form.cleaned_data["outcome"])
+    # Refused while the battle takes no verdict: the buttons' note says why (vote_buttons), so
+    # the error only says so again in words that call for attention.
+    problem = "" if ok else (battle.vote_refusal or CHOOSE_A_VERDICT)
     status = 200 if ok else 400
     if request.htmx:
-        return render(request, "battles/battle.html#verdict", {"battle": battle, "vote_error": not ok}, status=status)
+        return render(request, "battles/battle.html#verdict", {"battle": battle, "vote_error": problem}, status=status)
     return redirect(battle) if ok else render(request, "battles/battle.html", {
-        "battle": battle, "follow_up": FollowUpForm(), "vote_error": True}, status=400)
+        "battle": battle, "follow_up": FollowUpForm(), "vote_error": problem}, status=400)
 
 
 def _start_from(request, battle, start, follow_up=None):

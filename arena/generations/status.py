@@ -18,6 +18,10 @@ CUT_CONTEXT_FULL = "Stopped at {n} tokens: the model's context was full"
 CUT_NO_COUNT = "Stopped at the token limit"  # blind (each model counts tokens its own way), or no count known
 STOP_SEQUENCE = "Stopped at a stop sequence"
 STOPPED_BY_USER = "Stopped by the user"
+# A web answer whose every viewer left (arena/generations/run.py `check_abandoned`): nobody pressed
+# Stop, so it must not read as the user's doing. Stored as the cancelled row's failure_reason.
+PAGE_CLOSED = "Stopped: the page was closed before the answer finished"
+ABANDONED = "abandoned"  # the cancel key's reason when every viewer left (services.cancel)
 FAILED = "Failed"
 
 # A finished answer's outcome, from its status and its finish_reason (inference/protocol.py DONE).
@@ -40,9 +44,16 @@ def outcome(status: str, finish_reason: str = "") -> str:
     return status
 
 
+def cancel_reason(why: str) -> str:
+    """What a cancelled row stores as its reason, from the cancel key's `why`: the page closing
+    says so; a Stop (or any other cancel) stores none and reads "Stopped by the user"."""
+    return PAGE_CLOSED if why == ABANDONED else ""
+
+
 def text(status: str, finish_reason: str = "", *, tokens: int | None = None, limit: int | None = None,
-         blind: bool = False) -> str:
-    """The status line's words. `tokens`: how many the answer has; `limit`: its max_new_tokens."""
+         blind: bool = False, reason: str = "") -> str:
+    """The status line's words. `tokens`: how many the answer has; `limit`: its max_new_tokens;
+    `reason`: its stored failure_reason (a cancelled one says whether the page was closed)."""
     kind = outcome(status, finish_reason)
     if kind == LENGTH:
         if blind:
@@ -54,7 +65,7 @@ def text(status: str, finish_reason: str = "", *, tokens: int | None = None, lim
     if kind == STOP_SEQ:
         return STOP_SEQUENCE
     if kind == "cancelled":
-        return STOPPED_BY_USER
+        return PAGE_CLOSED if reason == PAGE_CLOSED else STOPPED_BY_USER
     if kind == "failed":
         return FAILED
     if kind == "done":
@@ -67,11 +78,13 @@ def html(element_id: str, status: str, detail: str = "", *, finish_reason: str =
     """The status line as a <div> (its `id` lets a socket's fragment replace it; "" for none)."""
     kind = outcome(status, finish_reason)
     finish = format_html(' data-finish="{}"', kind) if status in ("done", "failed", "cancelled") else ""
+    words = text(status, finish_reason, tokens=tokens, limit=limit, blind=blind, reason=detail)
+    if kind == "cancelled" and detail == PAGE_CLOSED:
+        detail = ""  # the words say it already
     return format_html(
         '<div{} class="status status-{}{}" data-state="{}"{}>{}{}</div>',
         format_html(' id="{}"', element_id) if element_id else "", status,
-        " status-cut" if kind in (LENGTH, STOP_SEQ) else "", status, finish,
-        text(status, finish_reason, tokens=tokens, limit=limit, blind=blind),
+        " status-cut" if kind in (LENGTH, STOP_SEQ) else "", status, finish, words,
         format_html(" <span class='detail'>{}</span>", detail) if detail else "",
     )
 

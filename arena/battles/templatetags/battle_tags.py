@@ -4,6 +4,7 @@ from django.utils.safestring import mark_safe
 
 from arena import markdown
 from arena.battles import fragments
+from arena.battles.voting import vote_refusal_for
 
 register = template.Library()
 
@@ -31,8 +32,12 @@ def side_thread(battle, side: str):
 
 
 @register.simple_tag
-def vote_buttons(battle):
-    return mark_safe(fragments.verdict_open(battle.votable))
+def vote_buttons(battle, error: str = ""):
+    """The vote buttons, disabled with the reason while the battle takes no verdict (`error`: a
+    vote just refused, said in the reason's place)."""
+    outcomes = battle.shown_outcomes()
+    return mark_safe(fragments.verdict_open(vote_refusal_for(outcomes, battle.mode), blind=not battle.names_visible,
+                                            stopped="cancelled" in outcomes, error=error or ""))
 
 
 @register.simple_tag

@@ -25,7 +25,8 @@ def status_text(gen) -> str:
     """`{{ gen|status_text }}`: the words alone, for a list's cell or a summary."""
     return status.text(_field(gen, "status") or "", _field(gen, "finish_reason") or "",
                        tokens=_field(gen, "generated_tokens"),
-                       limit=(_field(gen, "params") or {}).get("max_new_tokens"))
+                       limit=(_field(gen, "params") or {}).get("max_new_tokens"),
+                       reason=_field(gen, "failure_reason") or "")
 
 
 @register.filter
