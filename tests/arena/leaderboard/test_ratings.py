@@ -1,7 +1,7 @@
 """Bradley–Terry ratings against known strengths and against an independent fit.
 
 The independent fit is plain gradient ascent on the same posterior (the battles'
-logistic likelihood and the prior's virtual ties), written here from the formula,
+logistic likelihood and the normal prior on each log-strength), written here from the formula,
 sharing no code with arena.leaderboard.ratings (which solves it by Newton's method)."""
 
 import math
@@ -9,8 +9,10 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from arena.leaderboard.ratings import PRIOR_TIES, fit, leaderboard, shared_ranks, win_matrix
+from arena.leaderboard.ratings import PRIOR_PRECISION, fit, leaderboard, shared_ranks, win_matrix
 
 TRUE_ELO = {"alpha": 1250.0, "bravo": 1120.0, "charlie": 1000.0, "delta": 900.0, "echo": 760.0}
 
@@ -36,7 +38,7 @@ def gradient_ascent_fit(battles, steps=20000, lr=0.05) -> dict[str, float]:
     s = np.array([score for _x, _y, score in battles])
     theta = np.zeros(len(models))
     for _ in range(steps):
-        grad = PRIOR_TIES * (0.5 - 1 / (1 + np.exp(-theta)))  # virtual ties against theta = 0
+        grad = -PRIOR_PRECISION * theta  # the normal prior on each log-strength
         residual = s - 1 / (1 + np.exp(theta[b] - theta[a]))  # d log-likelihood / d(theta_a - theta_b)
         grad += np.bincount(a, weights=residual, minlength=len(models))
         grad -= np.bincount(b, weights=residual, minlength=len(models))
@@ -84,3 +86,32 @@ def test_ties_count_half_each_way_and_a_model_that_never_won_stays_finite():
 
 def test_no_battles_no_rows():
     assert leaderboard([]) == []
+
+
+# A 20-verdict record on which the old bootstrap's warm-started Newton steps diverged in one
+# resample (numpy.linalg.LinAlgError: Singular matrix): the page would have failed.
+LOPSIDED = [("delta", "alpha", 0.0), ("alpha", "charlie", 1.0), ("delta", "charlie", 0.0), ("delta", "bravo", 0.0),
+            ("bravo", "delta", 1.0), ("charlie", "bravo", 0.0), ("bravo", "alpha", 1.0), ("bravo", "delta", 1.0),
+            ("alpha", "charlie", 1.0), ("alpha", "bravo", 0.0), ("delta", "bravo", 0.0), ("delta", "alpha", 0.0),
+            ("charlie", "delta", 0.0), ("charlie", "delta", 1.0), ("charlie", "alpha", 0.0), ("alpha", "delta", 1.0),
+            ("charlie", "alpha", 0.0), ("alpha", "charlie", 1.0), ("delta", "charlie", 1.0), ("delta", "charlie", 1.0)]
+
+
+def test_a_lopsided_record_fits():
+    rows = {r.model: r for r in leaderboard(LOPSIDED)}
+    assert rows["bravo"].rating > rows["alpha"].rating > 1000  # bravo won all 7, alpha 8 of 10
+    assert all(math.isfinite(r.lower) and math.isfinite(r.upper) for r in rows.values())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), st.sampled_from([0.0, 0.5, 1.0])), min_size=1,
+                max_size=60))
+def test_any_record_gives_finite_centred_ratings_with_intervals_of_positive_width(record):
+    battles = [(f"m{a}", f"m{b}", s) for a, b, s in record]
+    rows = leaderboard(battles, rounds=100)
+    assert rows and all(r.lower < r.rating < r.upper and r.upper - r.lower > 1 for r in rows)
+    assert all(math.isfinite(r.rating) for r in rows)
+    if len(rows) > 1:
+        assert np.mean([r.rating for r in rows]) == pytest.approx(1000)  # the models shown average 1000
+        for place, r in enumerate(rows, start=1):
+            assert r.rank_best <= place <= r.rank_worst or r.rating == rows[place - 2].rating

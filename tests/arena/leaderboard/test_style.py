@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from arena.leaderboard.ratings import PRIOR_TIES, STYLE_PRIOR, leaderboard, style_leaderboard
+from arena.leaderboard.ratings import PRIOR_PRECISION, STYLE_PRIOR, leaderboard, style_leaderboard
 from arena.leaderboard.style import FEATURES, answer_style, design_matrix, element_counts, normalised_difference
 
 
@@ -35,7 +35,7 @@ def test_covariates_are_standardised_normalised_differences():
 
 def independent_fit(battles, x, steps=200000, lr=0.5):
     """Gradient ascent on: Σ [s log p + (1-s) log(1-p)], p = σ(θa - θb + x·β),
-    plus each model's virtual tie against θ = 0 and a Gaussian prior on β."""
+    plus a normal prior on each θ and a Gaussian prior on β."""
     models = sorted({m for a, b, _s in battles for m in (a, b)})
     idx = {m: i for i, m in enumerate(models)}
     a = np.array([idx[m] for m, _b, _s in battles])
@@ -44,7 +44,7 @@ def independent_fit(battles, x, steps=200000, lr=0.5):
     theta, beta = np.zeros(len(models)), np.zeros(x.shape[1])
     for _ in range(steps):
         residual = s - 1 / (1 + np.exp(-(theta[a] - theta[b] + x @ beta)))
-        grad_theta = PRIOR_TIES * (0.5 - 1 / (1 + np.exp(-theta)))
+        grad_theta = -PRIOR_PRECISION * theta
         np.add.at(grad_theta, a, residual)
         np.add.at(grad_theta, b, -residual)
         grad_beta = x.T @ residual - STYLE_PRIOR * beta

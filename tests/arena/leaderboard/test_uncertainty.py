@@ -1,4 +1,4 @@
-"""Uncertainty in words (arena.leaderboard.uncertainty): rank ranges from the bootstrap, the
+"""Uncertainty in words (arena.leaderboard.uncertainty): rank ranges from the posterior draws, the
 provisional mark's threshold, and how many more verdicts would separate two entries. The
 separation count is checked against a Wilson interval written here from its formula."""
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.leaderboard import uncertainty as U
-from arena.leaderboard.ratings import fit, leaderboard
+from arena.leaderboard.ratings import PRIOR_PRECISION, leaderboard
 
 Z = 1.959963984540054
 rates = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
@@ -85,21 +85,31 @@ def synthetic(seed: int, n: int) -> list[tuple[str, str, float]]:
     return battles
 
 
-def test_the_leaderboard_s_rank_ranges_are_its_own_bootstrap_s():
-    """Recomputed here: the same resamples (the same seeded generator), each fitted from scratch."""
+def test_the_leaderboard_s_rank_ranges_are_the_ranks_of_its_posterior_draws():
+    """Recomputed here: draws of the normal with the rows' ratings and the covariance written here
+    from the formula (the inverse of the negative Hessian of the log-posterior, centred), each
+    model's ranks across them, their 2.5th and 97.5th percentiles. The draws differ from the
+    leaderboard's, so the record is chosen to keep every percentile clear of a rank boundary."""
     battles = synthetic(seed=5, n=400)
-    rows = leaderboard(battles, rounds=60, seed=3)
-    models = sorted({m for a, b, _s in battles for m in (a, b)})
-    rng = np.random.default_rng(3)
-    ranks = {m: [] for m in models}
-    for _ in range(60):
-        pick = rng.integers(0, len(battles), len(battles))
-        ratings = fit(models, [battles[i] for i in pick])
-        for m in models:
-            ranks[m].append(1 + sum(1 for other in models if ratings[other] > ratings[m]))
-    for row in rows:
-        expected = (math.floor(np.percentile(ranks[row.model], 2.5)), math.ceil(np.percentile(ranks[row.model], 97.5)))
-        assert (row.rank_best, row.rank_worst) == expected, row
+    rows = leaderboard(battles, seed=3)
+    models = [r.model for r in rows]
+    idx = {m: i for i, m in enumerate(models)}
+    theta = np.array([(r.rating - 1000) * math.log(10) / 400 for r in rows])
+    information = PRIOR_PRECISION * np.eye(len(models))
+    for a, b, _s in battles:
+        p = 1 / (1 + math.exp(theta[idx[b]] - theta[idx[a]]))
+        for i, j, sign in ((idx[a], idx[a], 1), (idx[b], idx[b], 1), (idx[a], idx[b], -1), (idx[b], idx[a], -1)):
+            information[i, j] += sign * p * (1 - p)
+    centre = np.eye(len(models)) - 1 / len(models)
+    covariance = centre @ np.linalg.inv(information) @ centre * (400 / math.log(10)) ** 2
+    for r in rows:
+        assert r.sd == pytest.approx(math.sqrt(covariance[idx[r.model], idx[r.model]]), rel=1e-4)
+    draws = np.random.default_rng(11).multivariate_normal([r.rating for r in rows], covariance, 20000)
+    ranks = 1 + (draws[:, None, :] > draws[:, :, None]).sum(axis=2)
+    for r in rows:
+        column = ranks[:, idx[r.model]]
+        expected = (math.floor(np.percentile(column, 2.5)), math.ceil(np.percentile(column, 97.5)))
+        assert (r.rank_best, r.rank_worst) == expected, r
     by_model = {row.model: row for row in rows}
     assert by_model["alpha"].rank_range == "1st" and by_model["delta"].rank_range == "4th"
     assert by_model["bravo"].rank_range == by_model["charlie"].rank_range == "2nd–3rd"  # 10 points apart
