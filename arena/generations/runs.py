@@ -52,6 +52,9 @@ class RunKind:
     # Generations that pages and APIs must not show yet, each Q excluded on its own (across a
     # many-valued relation, separate exclude() calls err towards hiding).
     hidden: tuple[Q, ...] = ()
+    # Its generations are a model judge's replies (a suite run's readings, a quick judge check):
+    # never counted as that model's results (structured output, speeds: `judging_kinds`).
+    judging: bool = False
 
 
 _kinds: dict[str, RunKind] = {}
@@ -72,6 +75,11 @@ def get(name: str) -> RunKind:
 
 def kinds() -> list[RunKind]:
     return list(_kinds.values())
+
+
+def judging_kinds() -> list[str]:
+    """The kinds whose generations are a judge's replies, not the model's answers."""
+    return sorted(kind.name for kind in _kinds.values() if kind.judging)
 
 
 def hidden() -> list[Q]:

@@ -17,15 +17,23 @@ from statistics import median
 from django.db.models import QuerySet
 
 from arena.catalogue.models import ModelEntry
+from arena.generations import runs
 from arena.generations.models import Generation
 
 from .charts import Name
 from .frontier import Point
 
 
+def _answers(generations: QuerySet | None) -> QuerySet:
+    """`generations` (default: every visible one) less a model judge's replies: those are the
+    judging's, not the model's results (arena.generations.runs.judging_kinds)."""
+    qs = Generation.objects.visible() if generations is None else generations
+    return qs.exclude(run_kind__in=runs.judging_kinds())
+
+
 def median_speeds(generations: QuerySet | None = None) -> dict[str, float]:
     """Entry slug -> median decode tokens/s over `generations` (default: every visible one) that finished."""
-    qs = Generation.objects.visible() if generations is None else generations
+    qs = _answers(generations)
     rates: dict[str, list[float]] = {}
     rows = qs.filter(status=Generation.Status.DONE, tokens_per_s__gt=0).values_list("model__slug", "tokens_per_s")
     for slug, rate in rows:
@@ -36,7 +44,7 @@ def median_speeds(generations: QuerySet | None = None) -> dict[str, float]:
 def median_first_tokens(generations: QuerySet | None = None) -> dict[str, float]:
     """Entry slug -> median time to first token in seconds over `generations` (default: every
     visible one) that finished."""
-    qs = Generation.objects.visible() if generations is None else generations
+    qs = _answers(generations)
     times: dict[str, list[float]] = {}
     rows = qs.filter(status=Generation.Status.DONE, time_to_first_token_s__isnull=False).values_list(
         "model__slug", "time_to_first_token_s")

@@ -57,8 +57,8 @@ JUDGEMENT_KIND = "suite_judgement"
 
 def register_run_kinds() -> None:
     """SuiteRunsConfig.ready() calls this."""
-    for name in (ANSWER_KIND, JUDGEMENT_KIND):
-        runs.register(runs.RunKind(name, start=tasks.start_run))
+    runs.register(runs.RunKind(ANSWER_KIND, start=tasks.start_run))
+    runs.register(runs.RunKind(JUDGEMENT_KIND, start=tasks.start_run, judging=True))
 
 
 def start_chain(run: SuiteRun) -> None:
