@@ -82,9 +82,17 @@ def comparisons(user, filters: Filters = Filters()) -> QuerySet:
     return filters.apply(qs, BATTLE_TEXT).order_by("-created_at")
 
 
+def anonymous_battles(user, filters: Filters = Filters()) -> QuerySet:
+    """The user's anonymous battles, unvoted ones included (listed as "Model A vs Model B" until
+    the vote: their names stay hidden, so one left for a new battle can be found and judged)."""
+    qs = Battle.objects.filter(owner=user, mode=Battle.Mode.ANONYMOUS).select_related("left__model", "right__model")
+    return filters.apply(qs, BATTLE_TEXT).order_by("-created_at")
+
+
 def battles(user, filters: Filters = Filters(), mode: str | None = None) -> QuerySet:
-    """Every battle whose models may be named (comparisons, and tournament matches once
-    revealed): what an export holds. Unrevealed blind battles are left out."""
+    """Every battle whose models may be named (comparisons, anonymous battles once voted,
+    tournament matches once revealed, suite-run pairs): what an export holds. Unrevealed blind
+    battles are left out."""
     qs = Battle.objects.filter(owner=user).exclude(blind=True, revealed=False)
     if mode:
         qs = qs.filter(mode=mode)
@@ -114,4 +122,5 @@ def tags_used(user) -> list[str]:
 def counts(user, filters: Filters) -> dict[str, int]:
     """How many of each the filters match: the tabs' numbers."""
     return {"generations": generations(user, filters).count(), "comparisons": comparisons(user, filters).count(),
+            "anonymous": anonymous_battles(user, filters).count(),
             "tournaments": tournaments(user, filters).count(), "suite_runs": suite_runs(user, filters).count()}

@@ -5,6 +5,7 @@ from arena.history import views
 urlpatterns = [
     path("history/", views.generations, name="history"),
     path("history/comparisons/", views.comparisons, name="history-comparisons"),
+    path("history/anonymous/", views.anonymous_battles, name="history-anonymous"),
     path("history/tournaments/", views.tournaments, name="history-tournaments"),
     path("history/suite-runs/", views.suite_runs, name="history-suite-runs"),
     path("history/shared/", views.shared, name="history-shared"),

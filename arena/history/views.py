@@ -19,6 +19,7 @@ PER_PAGE = 25
 TABS = {
     "generations": ("Generations", queries.generations),
     "comparisons": ("Comparisons", queries.comparisons),
+    "anonymous": ("Anonymous battles", queries.anonymous_battles),
     "tournaments": ("Tournaments", queries.tournaments),
     "suite_runs": ("Suite runs", queries.suite_runs),
 }
@@ -43,6 +44,11 @@ def generations(request):
 @login_required
 def comparisons(request):
     return _list(request, "comparisons")
+
+
+@login_required
+def anonymous_battles(request):
+    return _list(request, "anonymous")
 
 
 @login_required
