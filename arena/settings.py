@@ -264,6 +264,9 @@ ARENA_BLIND_WORDS_PER_S = float(os.environ.get("ARENA_BLIND_WORDS_PER_S", 20))
 # Anonymous battles (/arena/): the share of pairs drawn uniformly at random; the rest go where the
 # verdicts leave the order least settled (arena/battles/draw.py).
 ARENA_ANONYMOUS_RANDOM_SHARE = float(os.environ.get("ARENA_ANONYMOUS_RANDOM_SHARE", 0.25))
+# The one token limit of both sides of a blind comparison (anonymous battles, suite runs, tournaments
+# through the API) when the user gives none: an entry's own default never applies to one side (arena/battles/fair.py).
+ARENA_BLIND_MAX_NEW_TOKENS = int(os.environ.get("ARENA_BLIND_MAX_NEW_TOKENS", 256))
 # The sweeper (arena/generations/sweeper.py): a generation whose following task has been gone
 # this long is ended; one no task picked up is queued again after the grace, failed after the timeout.
 ARENA_WATCH_TTL_S = float(os.environ.get("ARENA_WATCH_TTL_S", 15))

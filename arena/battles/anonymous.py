@@ -30,7 +30,7 @@ from arena import conversations, streams
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 
-from . import draw
+from . import draw, fair
 from .models import ArenaExclusion, Battle
 from .services import start_battle
 
@@ -79,8 +79,18 @@ def orchestrator_view() -> tuple[float | None, set[str]]:
         return None, set()
 
 
+def in_draw() -> int:
+    """How many catalogue entries the draw may take (a count names nobody): enabled, not excluded,
+    and no base model staff left out of chat draws."""
+    return (ModelEntry.objects.enabled().exclude(id__in=ArenaExclusion.objects.values("model"))
+            .exclude(base=True, in_chat_draws=False).count())
+
+
 def candidates(warm: set[str]) -> list[draw.Candidate]:
-    return [draw.Candidate(m.slug, 0.0 if m.is_endpoint else float(m.memory_estimate_mb or 0), m.slug in warm)
+    """Every enabled entry; a base model staff did not let into chat draws is marked, and the
+    rule leaves it out (an anonymous battle's prompt is a chat)."""
+    return [draw.Candidate(m.slug, 0.0 if m.is_endpoint else float(m.memory_estimate_mb or 0), m.slug in warm,
+                           chat=m.takes_chat)
             for m in ModelEntry.objects.enabled().order_by("slug")]
 
 
@@ -108,9 +118,10 @@ def pick(rng: random.Random | None = None) -> draw.Pick:
 
 
 def blind_params(model: ModelEntry, overrides: dict) -> dict:
-    """The entry's defaults with the user's shared overrides, no narrower than a blind side may
-    sample, and a seed of its own from the OS."""
-    params = model.params_with_defaults(overrides).to_dict()
+    """The entry's defaults under the battle's shared values (its one token limit, its stop rules:
+    arena/battles/fair.py, never the entry's own), no narrower than a blind side may sample, and a
+    seed of its own from the OS."""
+    params = model.params_with_defaults(fair.with_limit(overrides), shared=True).to_dict()
     params["temperature"] = max(params.get("temperature") or 0.0, MIN_TEMPERATURE)
     params["top_p"] = max(params.get("top_p") or 0.0, MIN_TOP_P)
     params["seed"] = random.SystemRandom().randrange(2**32)

@@ -12,7 +12,7 @@ from arena.conversations import ConversationTooLong
 from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
 
-from . import anonymous
+from . import anonymous, fair
 from .forms import ArenaForm, ComparisonForm, FollowUpForm
 from .models import Battle
 from .services import start_comparison
@@ -135,7 +135,8 @@ def anonymous_json(battle: Battle) -> dict:
             "pick_reason": battle.pick_reason if visible else None,
             "pick_reason_text": anonymous.REASON_WORDS.get(battle.pick_reason) if visible else None,
             "can_vote": anonymous.vote_problem(battle) == "" and battle.votable,
-            "can_continue": anonymous.can_continue(battle)}
+            "can_continue": anonymous.can_continue(battle),
+            "max_new_tokens": fair.common_limit(battle.left.params, battle.right.params)}
 
 
 def _own_anonymous(request, battle_id) -> Battle | None:
@@ -155,7 +156,7 @@ def create_anonymous(request):
     n = body.get("max_new_tokens")
     if isinstance(n, float) and n.is_integer():  # 64.0 is a whole number to JSON Schema too
         n = int(n)
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):  # null: each entry's default
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):  # null: the battle's one default
         return error(400, "max_new_tokens must be a whole number.", {"max_new_tokens": "must be a whole number"})
     form = ArenaForm({"prompt": body.get("prompt", ""), "tag": body.get("tag", ""),
                       "max_new_tokens": "" if n is None else str(n)})

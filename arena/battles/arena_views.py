@@ -9,14 +9,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from arena.catalogue.models import ModelEntry
 from arena.conversations import ConversationTooLong
 from arena.generations.limits import LimitExceeded, refused_page
 from inference.protocol import ParamError
 
-from . import anonymous
+from . import anonymous, fair
 from .forms import ArenaForm, FollowUpForm, VoteForm
-from .models import ArenaExclusion, Battle
+from .models import Battle
 
 
 def _own(request, battle_id) -> Battle:
@@ -29,7 +28,7 @@ def _own(request, battle_id) -> Battle:
 
 def in_draw() -> int:
     """How many catalogue entries the draw may take (a count names nobody)."""
-    return ModelEntry.objects.enabled().exclude(id__in=ArenaExclusion.objects.values("model")).count()
+    return anonymous.in_draw()
 
 
 @login_required
@@ -50,7 +49,8 @@ def arena(request):
             form.add_error(None, "; ".join(f"{k}: {v}" for k, v in exc.errors.items()))
     recent = (Battle.objects.filter(owner=request.user, mode=Battle.Mode.ANONYMOUS)
               .select_related("left__model", "right__model")[:10])
-    response = render(request, "battles/arena.html", {"form": form, "recent": recent, "in_draw": in_draw()},
+    response = render(request, "battles/arena.html", {"form": form, "recent": recent, "in_draw": in_draw(),
+                                                      "default_limit": fair.token_limit()},
                       status=400 if form.errors else 200)
     return refused_page(response, refusal) if refusal else response
 
@@ -58,7 +58,8 @@ def arena(request):
 def _page(request, battle: Battle, *, follow_up: FollowUpForm | None = None, status: int = 200, **extra):
     return render(request, "battles/anonymous.html", {
         "battle": battle, "follow_up": follow_up or FollowUpForm(), "can_vote": anonymous.vote_problem(battle) == "",
-        "reason": anonymous.REASON_WORDS.get(battle.pick_reason, ""), **extra}, status=status)
+        "reason": anonymous.REASON_WORDS.get(battle.pick_reason, ""),
+        "limit_said": fair.limit_said(battle), **extra}, status=status)
 
 
 @login_required

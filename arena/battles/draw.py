@@ -3,7 +3,10 @@
 The user writes a prompt; the app picks the pair. The rule, in order:
 
 1. The allowed entries: the enabled catalogue entries less those staff excluded from the draw
-   (`ArenaExclusion`), each once.
+   (`ArenaExclusion`), each once, and less base models (`Candidate.chat` false): a pretrained
+   model continues the prompt as plain text instead of answering it, so against a chat model its
+   verdict is wasted and its style names it. Staff may let a base model in (the entry's
+   `in_chat_draws`).
 2. The allowed pairs: two different entries (never one entry on both sides) whose memory
    estimates fit together in the orchestrator's largest node budget (`budget_mb`; None: no
    budget is known, every pair fits). A battle is admitted all or nothing, so a pair that no
@@ -42,11 +45,13 @@ Pair = tuple[str, str]  # two slugs, in sorted order
 
 @dataclass(frozen=True)
 class Candidate:
-    """An entry that may be drawn: its slug, the memory its worker reserves, whether one is warm."""
+    """An entry that may be drawn: its slug, the memory its worker reserves, whether one is warm,
+    and whether it answers a chat prompt (false: a base model staff did not let into chat draws)."""
 
     slug: str
     memory_mb: float = 0.0
     warm: bool = False
+    chat: bool = True
 
 
 @dataclass(frozen=True)
@@ -94,14 +99,14 @@ def interval_width(record: Record) -> float:
 
 def allowed_pairs(candidates: Sequence[Candidate], *, excluded: Iterable[str] = (),
                   budget_mb: float | None = None) -> list[Pair]:
-    """Every pair of two different, not excluded entries that fits the budget together, sorted."""
+    """Every pair of two different, not excluded chat entries that fits the budget together, sorted."""
     out = set(excluded)
     by_slug: dict[str, Candidate] = {}
     for c in candidates:
         if c.slug not in out:
             by_slug.setdefault(c.slug, c)
     pairs = []
-    for a, b in combinations(sorted(by_slug), 2):
+    for a, b in combinations(sorted(slug for slug, c in by_slug.items() if c.chat), 2):
         if budget_mb is None or by_slug[a].memory_mb + by_slug[b].memory_mb <= budget_mb:
             pairs.append((a, b))
     return pairs

@@ -2,6 +2,7 @@ from django import forms
 from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
+from arena.catalogue.fields import EntryChoiceField
 from arena.catalogue.models import ModelEntry
 from arena.generations.constraint_fields import add_constraint_fields, constraint
 from arena.generations.tags import TagField
@@ -13,7 +14,7 @@ SIDES = ("left", "right")
 
 
 def _model_field(label: str) -> forms.ModelChoiceField:
-    return forms.ModelChoiceField(
+    return EntryChoiceField(
         queryset=ModelEntry.objects.enabled(), to_field_name="slug", empty_label=None, label=label,
         error_messages={"invalid_choice": "No enabled catalogue model has that slug."},
     )
@@ -99,7 +100,8 @@ class FollowUpForm(forms.Form):
 
 class ArenaForm(forms.Form):
     """An anonymous battle: a prompt (the app picks the two models), a prompt tag, and at most a
-    shared answer length; everything else is each entry's own default, sampled blind."""
+    shared answer length (empty: ARENA_BLIND_MAX_NEW_TOKENS, for both sides alike); everything else
+    is each entry's own default, sampled blind."""
 
     prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), strip=False)
     max_new_tokens = forms.IntegerField(required=False, label="Longest answer (tokens)",
@@ -116,6 +118,6 @@ class ArenaForm(forms.Form):
 
     @property
     def params(self) -> dict:
-        """The shared overrides the user chose (none: each entry's defaults)."""
+        """The shared overrides the user chose (none: the battle's one limit, arena/battles/fair.py)."""
         n = self.cleaned_data.get("max_new_tokens")
         return {"max_new_tokens": n} if n else {}

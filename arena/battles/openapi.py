@@ -129,6 +129,9 @@ ANONYMOUS_BATTLE = {
         "pick_reason_text": {"type": ["string", "null"]},
         "can_vote": {"type": "boolean", "description": "Both answers are out and it is not judged yet"},
         "can_continue": {"type": "boolean", "description": "Not judged, both answers stored: a next turn may follow"},
+        "max_new_tokens": {"type": ["integer", "null"],
+                           "description": "The one token limit both answers were given (the request's, else "
+                                          "ARENA_BLIND_MAX_NEW_TOKENS); null for a battle from before the rule"},
     },
 }
 
@@ -141,7 +144,8 @@ ARENA_PATHS: dict[str, Any] = {  # the anonymous battles' endpoints
                 "type": "object", "required": ["prompt"], "additionalProperties": False,
                 "properties": {
                     "prompt": PROMPT,
-                    "max_new_tokens": PARAMS["properties"]["max_new_tokens"],  # null: each entry's default
+                    # Both sides get it; null or absent: ARENA_BLIND_MAX_NEW_TOKENS (256), never an entry's own.
+                    "max_new_tokens": PARAMS["properties"]["max_new_tokens"],
                     "tag": TAG,
                 },
             })},

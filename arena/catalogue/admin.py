@@ -30,7 +30,7 @@ SECTIONS = (
      ("source", "gguf_file", "memory_estimate_mb", "gpus")),
     ("Kind and draft model", (Engine.TRANSFORMERS, Engine.LLAMACPP), ("kind", "draft")),
     ("Precision", (Engine.TRANSFORMERS,), ("precision",)),
-    ("Serving", ALL_ENGINES, ("base", "context_length", "max_concurrency", "cpus")),
+    ("Serving", ALL_ENGINES, ("base", "in_chat_draws", "context_length", "max_concurrency", "cpus")),
     ("Defaults", ALL_ENGINES, ("system_prompt", "default_params")),
     ("Identity (blind battles)", ALL_ENGINES, ("aliases",)),
 )
@@ -93,7 +93,7 @@ class ModelEntryAdmin(admin.ModelAdmin):
     form = ModelEntryForm
     list_display = ("name", "label", "slug", "engine", "kind", "precision", "memory_estimate_mb", "cpus", "gpus",
                     "enabled", "check_column", "preparation_state")
-    list_filter = ("engine", "kind", "enabled")
+    list_filter = ("engine", "kind", "base", "enabled")
     readonly_fields = ("check_state",)
     search_fields = ("name", "slug", "source")
     prepopulated_fields = {"slug": ("name",)}

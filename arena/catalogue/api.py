@@ -36,13 +36,14 @@ from .forms import StoredKeyForm
 from .models import ModelEntry
 from .probe import run_test
 
-FIELDS = ("slug", "name", "label", "description", "engine", "kind", "base", "precision", "source", "gguf_file",
-          "draft", "context_length", "max_concurrency", "memory_estimate_mb", "cpus", "gpus", "base_url",
+FIELDS = ("slug", "name", "label", "description", "engine", "kind", "base", "in_chat_draws", "precision", "source",
+          "gguf_file", "draft", "context_length", "max_concurrency", "memory_estimate_mb", "cpus", "gpus", "base_url",
           "remote_model", "api_key_env", "server_command", "system_prompt", "default_params", "aliases", "enabled")
 WRITE_ONLY = ("api_key",)  # stored encrypted, never returned
 READ_ONLY = ("api_key_stored", "check_error", "checked_at")
 TYPES: dict[str, type | tuple[type, ...]] = {
-    "base": bool, "enabled": bool, "context_length": int, "max_concurrency": int, "memory_estimate_mb": int,
+    "base": bool, "in_chat_draws": bool, "enabled": bool, "context_length": int, "max_concurrency": int,
+    "memory_estimate_mb": int,
     "cpus": float, "gpus": float,  # a number: 2 or 0.5
     "default_params": dict, "aliases": list, "draft": (str, type(None)), "api_key": (str, type(None)),
 }
@@ -69,6 +70,7 @@ def model_json(entry: ModelEntry) -> dict:
         "engine": entry.engine,
         "kind": entry.kind,
         "base": entry.base,
+        "prompt_form": entry.prompt_form,  # what "base" means for a prompt
         "precision": entry.precision,
         "default_params": entry.default_params,
     }

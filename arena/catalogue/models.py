@@ -26,6 +26,15 @@ KEY_TWICE = ("Either a stored key or a key variable, not both: clear the variabl
 # Variables of the app's own that a key variable may not name: the entry would send them to its endpoint.
 APP_SECRETS = frozenset({"ARENA_SECRET_KEY", "ARENA_SECRETS_KEY", "REDIS_URL", "DATABASE_URL", "EMAIL_HOST_PASSWORD",
                          "ARENA_ENDPOINT_API_KEY"})
+# What both sides of a blind comparison must share: an entry's own defaults for these never apply
+# to one side only (ModelEntry.params_with_defaults(shared=True)).
+SHARED_CONDITIONS = frozenset({"max_new_tokens", "stop", "json_schema", "regex"})
+# How an entry gets its prompt, as the pages say it after a reveal.
+PROMPT_FORM_CHAT = "chat template"
+PROMPT_FORM_TEXT = "plain text to continue (base model)"
+# A base model in pickers: what "base" means, in the fewest words.
+BASE_MARK = "(base: continues text)"
+BASE_IN_NAME = re.compile(r"\(base\)", re.IGNORECASE)
 # What the check before enabling covers: a change to any of these is checked again.
 CHECKED_FIELDS = ("engine", "base_url", "remote_model", "api_key_env", "api_key_sealed", "server_command")
 # What one worker may ask a Ray cluster for (it runs on one machine), and the finest fraction Ray counts.
@@ -99,7 +108,13 @@ class ModelEntry(models.Model):
     base = models.BooleanField(
         default=False, verbose_name="base model",
         help_text="A pretrained (not instruction-tuned) model: it gets the prompt as plain text to continue, "
-        "never a chat template.",
+        "never a chat template, so it continues a question (often by repeating it) rather than answering it. "
+        "Base models stay out of anonymous battles unless \"in chat draws\" is set.",
+    )
+    in_chat_draws = models.BooleanField(
+        default=False, verbose_name="in chat draws",
+        help_text="Base models only: let this base model be drawn into anonymous battles, whose prompts are chat. "
+        "Off: it plays only where someone picks it (a comparison, a tournament, a suite run).",
     )
     base_url = models.CharField(  # not a URLField: http://gpu-node-1:8000/v1 has no dotted domain
         blank=True, max_length=500, verbose_name="endpoint base URL",
@@ -176,6 +191,25 @@ class ModelEntry(models.Model):
         return self.engine in (self.Engine.OPENAI, self.Engine.SERVER)
 
     @property
+    @property
+    def takes_chat(self) -> bool:
+        """May meet chat prompts blind: not a base model, or one staff let into chat draws."""
+        return not self.base or self.in_chat_draws
+
+    @property
+    def prompt_form(self) -> str:
+        """How the worker hands it a prompt (inference/engine.py): plain text for a base model."""
+        return PROMPT_FORM_TEXT if self.base else PROMPT_FORM_CHAT
+
+    @property
+    def picker_label(self) -> str:
+        """The name in pickers, saying what a base model does ("Gemma 3 270M (base: continues text)")."""
+        if not self.base:
+            return self.name
+        if BASE_IN_NAME.search(self.name):
+            return BASE_IN_NAME.sub(BASE_MARK, self.name, count=1)
+        return f"{self.name} {BASE_MARK}"
+
     def has_stored_key(self) -> bool:
         return bool(self.api_key_sealed)
 
@@ -415,10 +449,15 @@ class ModelEntry(models.Model):
             gpus=0.0 if self.is_endpoint else float(self.gpus),  # an endpoint's model runs on its own server
         )
 
-    def params_with_defaults(self, overrides: dict | None = None) -> SamplingParams:
+    def params_with_defaults(self, overrides: dict | None = None, *, shared: bool = False) -> SamplingParams:
         """The entry's defaults with `overrides`; ParamError for what its engine cannot do (a regex
-        on an OpenAI-compatible endpoint), so every path refuses it before anything is queued."""
-        merged = {**(self.default_params or {}), **{k: v for k, v in (overrides or {}).items() if v is not None}}
+        on an OpenAI-compatible endpoint), so every path refuses it before anything is queued.
+
+        `shared`: a side of a blind comparison, whose conditions a judge could notice (the token
+        limit, stop sequences, an output constraint: SHARED_CONDITIONS) come from the comparison's
+        own `overrides` alone, never from this entry's defaults, so both sides stop under one rule."""
+        defaults = {k: v for k, v in (self.default_params or {}).items() if not (shared and k in SHARED_CONDITIONS)}
+        merged = {**defaults, **{k: v for k, v in (overrides or {}).items() if v is not None}}
         params = SamplingParams.from_dict(merged)
         if problem := engine_problem(self.engine, params.json_schema, params.regex):
             raise ParamError({"regex": f"{self.name}: {problem}"})

@@ -4,7 +4,19 @@ models anyone may use (MODELS_PATHS) and the staff catalogue (OPENAPI_PATHS)."""
 from arena.api.openapi import PARAMS, TOO_LARGE, error_response, json_content
 
 from .labels import MAX_LABEL
-from .models import MAX_ALIAS_LENGTH, MAX_ALIASES, MAX_CPUS, MAX_GPUS, ModelEntry
+from .models import (
+    MAX_ALIAS_LENGTH,
+    MAX_ALIASES,
+    MAX_CPUS,
+    MAX_GPUS,
+    PROMPT_FORM_CHAT,
+    PROMPT_FORM_TEXT,
+    ModelEntry,
+)
+
+BASE_MEANS = ("A base model: a pretrained (not instruction-tuned) model given the prompt as plain text to continue, "
+              "never a chat template, so it continues a question rather than answering it; it stays out of "
+              "anonymous battles unless in_chat_draws")
 
 MODEL = {
     "type": "object",
@@ -16,7 +28,9 @@ MODEL = {
                    "description": "Who runs the model: this app's transformers worker, llama.cpp on a GGUF file, "
                                   "an OpenAI-compatible endpoint, or a server started from a command"},
         "kind": {"type": "string", "enum": ["full", "awq", "speculative"]},
-        "base": {"type": "boolean", "description": "A base model: the prompt is continued as plain text"},
+        "base": {"type": "boolean", "description": BASE_MEANS},
+        "prompt_form": {"type": "string", "enum": [PROMPT_FORM_CHAT, PROMPT_FORM_TEXT],
+                        "description": "How the model gets a prompt: its chat template, or (a base model) plain text"},
         "precision": {"type": "string"},
         "default_params": PARAMS,
     },
@@ -50,7 +64,10 @@ ENTRY_FIELDS = {
                               "(an OpenAI-compatible endpoint) or server (one started from server_command)"},
     "kind": {"type": "string", "enum": list(ModelEntry.Kind.values),
              "description": "transformers: full, awq, speculative; llamacpp: full, speculative; openai, server: full"},
-    "base": {"type": "boolean", "description": "A base model: prompts as plain text, no chat template"},
+    "base": {"type": "boolean", "description": BASE_MEANS},
+    "in_chat_draws": {"type": "boolean", "default": False,
+                      "description": "A base model staff let into anonymous battles (whose prompts are chat); "
+                                     "false: it plays only where someone picks it"},
     "precision": {"type": "string", "enum": list(ModelEntry.Precision.values)},
     "source": {"type": "string", "maxLength": 500,
                "description": "A local path, a Hugging Face repo id in the local cache, or package:NAME"},

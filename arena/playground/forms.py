@@ -2,6 +2,7 @@ from django import forms
 from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
+from arena.catalogue.fields import EntryChoiceField
 from arena.catalogue.models import ModelEntry
 from arena.generations.constraint_fields import NAMES as CONSTRAINT_FIELDS
 from arena.generations.constraint_fields import add_constraint_fields
@@ -21,7 +22,7 @@ def require_text(value: str, message: str) -> str:
 class GenerationForm(forms.Form):
     """One form for the page and the API: the same rules, the same messages."""
 
-    model = forms.ModelChoiceField(
+    model = EntryChoiceField(
         queryset=ModelEntry.objects.enabled(), to_field_name="slug", empty_label=None,
         error_messages={"invalid_choice": "No enabled catalogue model has that slug."},
     )

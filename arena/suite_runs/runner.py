@@ -28,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from arena import streams
+from arena.battles import fair
 from arena.battles.judging import ORDERS, judgement
 from arena.battles.models import Battle
 from arena.generations import runs, services, tasks
@@ -167,7 +168,10 @@ def _slot_state(gen: Generation) -> str:
 
 
 def _start_answer(run: SuiteRun, prompt: SuitePrompt, model) -> None:
-    params = model.params_with_defaults({**run.params, **prompt.constraint_params}).to_dict()
+    # The run's one limit and the prompt's constraint, never a contestant's own (arena/battles/fair.py):
+    # answers compared under different limits or stop rules are judged on their length.
+    params = model.params_with_defaults({**fair.with_limit(run.params), **prompt.constraint_params},
+                                        shared=True).to_dict()
     gen = _generation(run, ANSWER_KIND, model, prompt.prompt, params, system_prompt=prompt.system_prompt)
     row, created = SuiteAnswer.objects.get_or_create(run=run, prompt=prompt, contestant=model,
                                                      defaults={"generation": gen})

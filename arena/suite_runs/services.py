@@ -6,6 +6,7 @@ import secrets
 
 from django.db import transaction
 
+from arena.battles import fair
 from arena.battles.judging import MAX_JUDGES
 from arena.catalogue.models import ModelEntry
 from arena.generations import limits
@@ -34,7 +35,7 @@ def start_run(owner, *, suite: Suite, contestants: list[ModelEntry], format: str
     """A run of `contestants` (in seed order) over `suite`, its first step queued; `budget`: an
     adaptive run's judge calls at most (None: half a round robin's). Its judge: `judge_model`,
     or a jury of up to MAX_JUDGES, `judges` (the first is the run's judge), whose majority decides."""
-    params = dict(params or {})
+    params = fair.with_limit(params)  # one token limit on every answer of the run, stored and said on its page
     jury = list(judges) if judges else ([judge_model] if judge_model else [])
     _check_jury(jury, judge_model)
     judge_model = jury[0] if jury else None
@@ -109,6 +110,6 @@ def _check_params(models: list[ModelEntry], constraints: list[dict], params: dic
     try:
         for model in models:
             for constraint in constraints:
-                model.params_with_defaults({**params, **constraint})
+                model.params_with_defaults({**params, **constraint}, shared=True)
     except ParamError as exc:
         raise RunError(str(exc), field) from exc

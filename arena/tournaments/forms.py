@@ -2,6 +2,8 @@ from django import forms
 from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
+from arena.battles import fair
+from arena.catalogue.fields import EntryChoiceField
 from arena.catalogue.models import ModelEntry
 from arena.generations.constraint_fields import add_constraint_fields, constraint
 from arena.generations.tags import TagField
@@ -13,6 +15,8 @@ from .models import BLIND_MIN_TEMPERATURE, BLIND_MIN_TOP_P, Tournament, blind_pa
 
 LIMITS = SamplingParams.LIMITS
 MAX_CONTESTANTS = max(bracket.SIZES)
+# Every answer compared gets the one limit (arena/battles/fair.py), never a contestant's own default.
+LIMIT_HELP = "the same for every contestant, whatever its own default; empty: {n}."
 PARAM_FIELDS = ("temperature", "top_p", "max_new_tokens")  # no seed: each blind match draws its own
 
 
@@ -35,7 +39,7 @@ def _clean_prompt(value: str) -> str:
 def add_contestant_fields(form: forms.Form, count: int) -> None:
     """contestant_1 .. contestant_<count>: enabled catalogue entries by slug, each optional."""
     for i in range(1, count + 1):
-        form.fields[f"contestant_{i}"] = forms.ModelChoiceField(
+        form.fields[f"contestant_{i}"] = EntryChoiceField(
             queryset=ModelEntry.objects.enabled(), to_field_name="slug", required=False,
             label=f"Contestant {i}", empty_label="—",
             error_messages={"invalid_choice": "No enabled catalogue model has that slug."},
@@ -60,8 +64,9 @@ class ParamsMixin(forms.Form):
                                                 min_value=BLIND_MIN_TOP_P if blind else LIMITS["top_p"][0],
                                                 max_value=LIMITS["top_p"][1])
         self.fields["top_p"].widget.attrs["step"] = "0.01"
-        self.fields["max_new_tokens"] = forms.IntegerField(required=False, min_value=int(LIMITS["max_new_tokens"][0]),
-                                                           max_value=int(LIMITS["max_new_tokens"][1]))
+        self.fields["max_new_tokens"] = forms.IntegerField(
+            required=False, min_value=int(LIMITS["max_new_tokens"][0]), max_value=int(LIMITS["max_new_tokens"][1]),
+            help_text=LIMIT_HELP.format(n=fair.token_limit()))
 
     def param_fields(self):
         return [self[name] for name in PARAM_FIELDS]

@@ -20,6 +20,7 @@ from django.dispatch import Signal
 from django.urls import reverse
 from django.utils import timezone
 
+from arena.battles import fair
 from arena.battles.models import Battle
 from arena.battles.services import start_battle
 from arena.generations import services, tags
@@ -66,7 +67,7 @@ def check_blind_params(params: dict, contestants: list) -> None:
     for model in contestants:
         if problem:
             break
-        merged = {k: v for k, v in model.params_with_defaults(params).to_dict().items() if k != "seed"}
+        merged = {k: v for k, v in model.params_with_defaults(params, shared=True).to_dict().items() if k != "seed"}
         problem = blind_params_problem(merged, f"{model.name}, with its default parameters,")
     if problem:
         raise TournamentError(problem)
@@ -130,9 +131,10 @@ class Tournament(models.Model):
             raise TournamentError("Every contestant must be an enabled catalogue model.")
         if seeding not in cls.Seeding.values:
             raise TournamentError("Seeding is random or given.")
-        check_blind_params(dict(params or {}), contestants)
+        params = fair.with_limit(params)  # one token limit for every match, said on the page (a form gives one)
+        check_blind_params(params, contestants)
         tournament = cls.objects.create(owner=owner, prompt=prompt, system_prompt=system_prompt or "",
-                                        history=list(history or []), params=dict(params or {}),
+                                        history=list(history or []), params=params,
                                         size=len(ids), seeding=seeding, parent=parent, tag=tag)
         seeded = bracket.seeding(contestants, seeding, rng)
         Entrant.objects.bulk_create([Entrant(tournament=tournament, model=m, seed=i + 1, position=ids.index(m.id) + 1)
@@ -366,7 +368,8 @@ class Match(models.Model):
         t = self.tournament
         first, second = (left, right) if random.SystemRandom().random() < 0.5 else (right, left)
         sides = {side: {"model": model, "system_prompt": t.system_prompt, "history": t.history,
-                        "params": {**model.params_with_defaults(t.params).to_dict(), "seed": _draw_seed()}}
+                        "params": {**model.params_with_defaults(fair.with_limit(t.params), shared=True).to_dict(),
+                                   "seed": _draw_seed()}}
                  for side, model in (("left", first), ("right", second))}
         battle = start_battle(t.owner, prompt=t.prompt, sides=sides, mode=Battle.Mode.TOURNAMENT, blind=True,
                               parent=self.battle, tag=t.tag)

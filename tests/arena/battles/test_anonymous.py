@@ -15,6 +15,7 @@ from arena.battles import anonymous
 from arena.battles.models import ArenaExclusion, Battle
 from arena.battles.secrecy import secret_slugs
 from arena.catalogue.models import ModelEntry
+from arena.generations.models import Generation
 from inference.protocol import SamplingParams
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
@@ -26,11 +27,13 @@ PAIR = ("smollm2-135m-llamacpp", "gemma-3-270m-llamacpp")
 
 @pytest.fixture
 def only_pair(catalogue):
-    """Every entry but PAIR excluded from the draw."""
+    """Every entry but PAIR excluded from the draw; PAIR's base model (Gemma) let into chat draws by
+    staff, so the two sides are of two families."""
     for m in catalogue:
         if m.slug not in PAIR:
             ArenaExclusion.objects.create(model=m, reason="too slow for tests")
-    return [m for m in catalogue if m.slug in PAIR]
+    ModelEntry.objects.filter(slug__in=PAIR, base=True).update(in_chat_draws=True)
+    return list(ModelEntry.objects.filter(slug__in=PAIR))
 
 
 @pytest.fixture
@@ -81,10 +84,10 @@ def test_the_draw_keeps_to_the_largest_node_budget_and_prefers_warm_models(owner
         pick = anonymous.pick(random.Random(seed))
         mb = {m.slug: m.memory_estimate_mb for m in catalogue}
         assert mb[pick.left] + mb[pick.right] <= 1500 and {pick.left, pick.right} <= fits
-    snapshot(100_000, warm=("smollm2-135m", "gemma-3-270m"))
+    snapshot(100_000, warm=("smollm2-135m", "smollm2-135m-awq"))
     least = [anonymous.pick(random.Random(s)) for s in range(200)]
     settled = {frozenset((p.left, p.right)) for p in least if p.reason == "least_settled"}
-    assert settled == {frozenset(("smollm2-135m", "gemma-3-270m"))}  # no verdicts: all equal, these two warm
+    assert settled == {frozenset(("smollm2-135m", "smollm2-135m-awq"))}  # no verdicts: all equal, these two warm
 
 
 def test_the_page_names_nobody_until_the_vote_then_shows_names_speeds_and_reason(client, owner, only_pair):
@@ -166,9 +169,10 @@ def test_the_api_refuses_a_length_that_is_not_a_whole_number(client, token, only
     assert not Battle.objects.exists()
 
 
-def test_the_api_reads_a_null_length_as_each_entrys_default_and_refuses_one_over_the_limit(client, token, only_pair):
+def test_the_api_reads_a_null_length_as_the_battles_default_and_refuses_one_over_the_limit(client, token, only_pair):
     """As every other endpoint's params (and the OpenAPI schema, shared with them) say."""
-    assert api(client, "post", "/api/v1/arena", token, {"prompt": "Hi.", "max_new_tokens": None}).status_code == 202
+    null = api(client, "post", "/api/v1/arena", token, {"prompt": "Hi.", "max_new_tokens": None})
+    assert null.status_code == 202 and null.json()["max_new_tokens"] == 256  # ARENA_BLIND_MAX_NEW_TOKENS
     whole = api(client, "post", "/api/v1/arena", token, {"prompt": "Hi.", "max_new_tokens": 16.0})
     assert whole.status_code == 202 and Battle.objects.get(id=whole.json()["id"]).left.params["max_new_tokens"] == 16
     limit = int(SamplingParams.LIMITS["max_new_tokens"][1])
@@ -215,3 +219,85 @@ def test_the_leaderboard_has_an_anonymous_mode_which_is_its_default_once_it_has_
     assert leaderboard_order(blind) == []  # tournament matches only
     everything = client.get(reverse("leaderboard") + "?mode=all").content.decode()
     assert set(leaderboard_order(everything)) == {left, right, smol.slug, gemma.slug}
+
+
+# --- fair conditions: one token limit, the same stop rules, no base model in a chat draw -------------
+
+@pytest.fixture
+def unequal(only_pair):
+    """PAIR with defaults that would cut their answers at different lengths (as Gemma's 128 against
+    SmolLM2's 256 did), and a stop sequence on one side only."""
+    smol, gemma = (ModelEntry.objects.get(slug=slug) for slug in PAIR)
+    smol.default_params = {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 256}
+    gemma.default_params = {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 128, "stop": ["\n\n"]}
+    for m in (smol, gemma):
+        m.save(update_fields=["default_params"])
+    return smol, gemma
+
+
+def sides_params(battle) -> list[dict]:
+    return [gen.params for _side, gen in battle.sides]
+
+
+def test_the_page_gives_both_sides_one_limit_and_no_stop_of_one_sides_own(client, owner, unequal, settings):
+    settings.ARENA_BLIND_MAX_NEW_TOKENS = 192
+    client.force_login(owner)
+    start(client)
+    battle = Battle.objects.get()
+    assert [p["max_new_tokens"] for p in sides_params(battle)] == [192, 192]
+    assert [p["stop"] for p in sides_params(battle)] == [[], []]
+    form = client.get(reverse("arena")).content.decode()
+    assert "or 192 tokens if you leave it empty" in form
+    page = client.get(f"/arena/{battle.id}/").content.decode()
+    assert '<p class="hint" id="token-limit">Both answers are limited to 192 tokens.</p>' in page
+
+
+def test_the_api_gives_both_sides_one_limit_whatever_their_defaults(client, token, unequal):
+    body = api(client, "post", "/api/v1/arena", token, {"prompt": "Name a colour."}).json()
+    battle = Battle.objects.get(id=body["id"])
+    assert [p["max_new_tokens"] for p in sides_params(battle)] == [256, 256]
+    assert [p["stop"] for p in sides_params(battle)] == [[], []]
+    assert body["max_new_tokens"] == 256
+    mine = api(client, "post", "/api/v1/arena", token, {"prompt": "Name a colour.", "max_new_tokens": 40}).json()
+    assert mine["max_new_tokens"] == 40
+    assert [p["max_new_tokens"] for p in sides_params(Battle.objects.get(id=mine["id"]))] == [40, 40]
+
+
+def test_cut_answers_read_alike_on_both_sides_after_the_reveal(client, owner, unequal):
+    client.force_login(owner)
+    start(client, max_new_tokens="12")
+    battle = finish_battle(Battle.objects.get())
+    Generation.objects.filter(id__in=[battle.left_id, battle.right_id]).update(finish_reason="length",
+                                                                               generated_tokens=12)
+    assert battle.vote("left")
+    page = client.get(f"/arena/{battle.id}/").content.decode()
+    assert page.count('data-finish="length">Stopped at 12 tokens<') == 2
+
+
+def test_a_base_model_is_left_out_of_the_draw_unless_staff_let_it_in(client, owner, catalogue):
+    chat = [m for m in catalogue if not m.base]
+    for m in chat[1:]:  # one chat model left, and the three base models
+        ArenaExclusion.objects.create(model=m)
+    with pytest.raises(anonymous.NoPair):
+        anonymous.pick(random.Random(1))
+    client.force_login(owner)
+    assert "two of the 1 catalogue model in the draw" in client.get(reverse("arena")).content.decode()
+    gemma = ModelEntry.objects.get(slug="gemma-3-270m-llamacpp")
+    gemma.in_chat_draws = True
+    gemma.save(update_fields=["in_chat_draws"])
+    picks = {frozenset((p.left, p.right)) for p in (anonymous.pick(random.Random(s)) for s in range(20))}
+    assert picks == {frozenset((chat[0].slug, gemma.slug))}
+    assert "two of the 2 catalogue models in the draw" in client.get(reverse("arena")).content.decode()
+
+
+def test_the_prompt_form_of_each_side_shows_only_after_the_reveal(client, owner, only_pair):
+    client.force_login(owner)
+    start(client)
+    battle = finish_battle(Battle.objects.get())
+    page = client.get(f"/arena/{battle.id}/").content.decode()
+    assert 'id="prompt-forms"' not in page and "plain text to continue" not in page
+    assert battle.vote("left")
+    page = client.get(f"/arena/{battle.id}/").content.decode()
+    smol, gemma = (ModelEntry.objects.get(slug=slug) for slug in PAIR)
+    forms = page.split('id="prompt-forms"', 1)[1].split("</p>", 1)[0]
+    assert f"{smol.name}: chat template" in forms and f"{gemma.name}: plain text to continue (base model)" in forms

@@ -15,7 +15,7 @@ from arena.battles.draw import Candidate, Record
 SLUGS = [f"m{i}" for i in range(7)]
 
 candidates_st = st.lists(
-    st.builds(Candidate, st.sampled_from(SLUGS), st.floats(0, 4000, allow_nan=False), st.booleans()),
+    st.builds(Candidate, st.sampled_from(SLUGS), st.floats(0, 4000, allow_nan=False), st.booleans(), st.booleans()),
     max_size=9)
 records_st = st.dictionaries(st.sampled_from(list(combinations(SLUGS, 2))),
                              st.integers(1, 60).flatmap(lambda n: st.builds(Record, st.just(n), st.floats(0, n))),
@@ -27,19 +27,34 @@ records_st = st.dictionaries(st.sampled_from(list(combinations(SLUGS, 2))),
        st.sets(st.sampled_from(SLUGS), max_size=4), st.one_of(st.none(), st.floats(0, 8000)))
 def test_a_pick_is_two_different_allowed_entries_that_fit_together(cands, records, seed, share, excluded, budget):
     pick = draw.draw(cands, records, random.Random(seed), random_share=share, excluded=excluded, budget_mb=budget)
-    memory = {}
+    memory, chat = {}, {}
     for c in cands:
         memory.setdefault(c.slug, c.memory_mb)  # the first row of a slug is the one that counts
+        chat.setdefault(c.slug, c.chat)
     allowed = [(a, b) for a, b in combinations(sorted(memory), 2)
-               if a not in excluded and b not in excluded and (budget is None or memory[a] + memory[b] <= budget)]
+               if a not in excluded and b not in excluded and chat[a] and chat[b]
+               and (budget is None or memory[a] + memory[b] <= budget)]
     if not allowed:
         assert pick is None
         return
     assert pick is not None
     assert pick.left != pick.right
     assert pick.left not in excluded and pick.right not in excluded
+    assert chat[pick.left] and chat[pick.right]  # never a base model staff left out of chat draws
     assert draw.key(pick.left, pick.right) in allowed
     assert pick.reason in draw.REASONS
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32), st.floats(0, 1), st.sets(st.sampled_from(SLUGS[:5]), min_size=1, max_size=5))
+def test_a_base_model_is_never_drawn_and_one_chat_model_left_makes_no_pair(seed, share, base):
+    cands = [Candidate(s, chat=s not in base) for s in SLUGS[:5]]
+    pick = draw.draw(cands, {}, random.Random(seed), random_share=share)
+    chat = [s for s in SLUGS[:5] if s not in base]
+    if len(chat) < 2:
+        assert pick is None
+    else:
+        assert pick is not None and {pick.left, pick.right} <= set(chat)
 
 
 def test_the_random_share_is_uniform_over_the_allowed_pairs():

@@ -42,7 +42,8 @@ def test_start_a_run(client, token, mine, catalogue):
     assert run_data["progress"] == {"done": 0, "total": 0, "percent": 0, "eta_s": None}
     assert [r["model"] for r in run_data["results"]] == data["contestants"]
     run = SuiteRun.objects.get(id=run_data["id"])
-    assert run.contestants == catalogue[:3] and run.params == {"temperature": 0.2}
+    # No limit asked: the run's one limit for every answer (ARENA_BLIND_MAX_NEW_TOKENS), not each contestant's.
+    assert run.contestants == catalogue[:3] and run.params == {"temperature": 0.2, "max_new_tokens": 256}
     assert run.judge_template == judge.DEFAULT_TEMPLATE
 
 
