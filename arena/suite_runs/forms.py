@@ -14,6 +14,7 @@ from arena.suites.models import Suite
 from arena.tournaments.forms import ParamsMixin, add_contestant_fields
 
 from . import judge as judging  # `judge` is a field's name below
+from .judge_checks import known_judges
 from .models import SuiteRun
 
 SALT = "arena.suites.blind-pair"
@@ -51,6 +52,13 @@ class SuiteRunForm(ParamsMixin, forms.Form):
         suite.queryset = Suite.objects.filter(owner=owner)
         add_contestant_fields(self, SuiteRun.MAX_CONTESTANTS)
         self._add_param_fields()
+
+    def known_judges(self) -> list[dict]:
+        """What is known of each enabled entry as a judge before it is chosen: its figures over its
+        runs and quick checks, or none yet (arena.suite_runs.judge_checks.known_judges)."""
+        judge = self.fields["judge"]
+        assert isinstance(judge, forms.ModelChoiceField)  # as declared above
+        return known_judges(list(judge.queryset))
 
     def contestant_fields(self):
         return [self[f"contestant_{i}"] for i in range(1, SuiteRun.MAX_CONTESTANTS + 1)]

@@ -331,3 +331,37 @@ def _tally(run: SuiteRun) -> dict[int, dict]:
             rows[left]["ties"] += 1
             rows[right]["ties"] += 1
     return rows
+
+
+class JudgeCheck(models.Model):
+    """A quick check of a catalogue entry as a judge (arena.suite_runs.judge_checks): a few fixed
+    pairs with an obviously better answer, each read in both orders through the judge's own
+    prompt and constrained reply. Its readings join the entry's figures on the run form."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    judge = models.ForeignKey("catalogue.ModelEntry", on_delete=models.CASCADE, related_name="judge_checks")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"judge check of {self.judge_id} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class JudgeCheckReading(models.Model):
+    """One reading of a judge check: a fixed pair (its number in judge_checks.PAIRS), the order it
+    was shown in, and the judge's generation (its verdict is read from the text)."""
+
+    judge_check = models.ForeignKey(JudgeCheck, on_delete=models.CASCADE, related_name="readings")
+    pair = models.PositiveSmallIntegerField()
+    order = models.CharField(max_length=12)
+    generation = models.ForeignKey("playground.Generation", on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["judge_check", "pair", "order"],
+                                               name="judge_check_reading_once")]
+
+    def __str__(self) -> str:
+        return f"reading {self.order} of pair {self.pair} in {self.judge_check_id}"
