@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from arena.generations.export import Absolute, iso, side_record
 
-from .judging import orders_agree
+from .judging import by_judge, orders_agree
 from .models import Battle
 
 TIE_REASON = "the two orders disagreed"  # a model judge's tie that is not its verdict
@@ -26,6 +26,8 @@ def battle_record(battle: Battle, absolute: Absolute) -> dict:
         "outcome": battle.outcome or None,
         "winner_model": winner.model.slug if winner else None,
         "judge": battle.judge.slug if battle.judge is not None else None,  # a model judge's verdict, never a person's
+        # Every judge whose readings made the verdict (a jury's majority; `judge` is its first seat).
+        "jury": jury(battle),
         # A model judge's two readings (one per order shown) and whether they agreed: a pair on
         # which they disagree is a tie for that reason alone (arena.battles.judging).
         "judgements": battle.judgements if battle.judge_id else None,
@@ -39,3 +41,11 @@ def battle_record(battle: Battle, absolute: Absolute) -> dict:
         "right": side_record(battle.right),
         "permalink": absolute(battle.get_absolute_url()),
     }
+
+
+def jury(battle: Battle) -> list[str] | None:
+    """The slugs of the judges who read this pair, in order (one for a single judge; readings
+    stored before juries name none: they are `battle.judge`'s); None for a person's verdict."""
+    if battle.judge is None:
+        return None
+    return list(by_judge(battle.judgements, default=battle.judge.slug)) or [battle.judge.slug]

@@ -28,7 +28,7 @@ _SIDE = ["model", "model_name", "system_prompt", "params", "status", "text", "fi
 
 COLUMNS = {
     "battles": ["id", "created_at", "mode", "blind", "tag", "prompt", "history",
-                "left_model", "right_model", "outcome", "winner_model", "judge", "orders_agree", "tie_reason",
+                "left_model", "right_model", "outcome", "winner_model", "judge", "jury", "orders_agree", "tie_reason",
                 "judgements", "voted_at",
                 *[f"{side}_{k}" for k in _SIDE[2:] for side in ("left", "right")],
                 "left_model_name", "right_model_name", "self_identified", "parent_id", "tournament_id", "permalink"],

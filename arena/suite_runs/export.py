@@ -14,13 +14,19 @@ LLM Comparator compares two models by one rater (the run's judge, or for a run p
 the owner's revealed verdicts: arena.suite_runs.report.rated_verdicts). It reads one JSON object
 {"metadata", "models" (two names), "examples": [{"input_text", "tags", "output_text_a",
 "output_text_b", "score", "individual_rater_scores", "custom_fields"}]}, score from +1 (A
-better) to -1 (B better), 0 a tie. The issue asked for JSONL; the tool reads no JSONL, so the file is that one object,
+better) to -1 (B better), 0 a tie. The user picks the pair (?pair=<a>,<b>; the run page's form
+lists them, the first two contestants being the default) or every pair (?pair=all: one file per
+pair in a .zip). The run's JSON names its whole jury (`judges`), each verdict its own (`jury`).
+The issue asked for JSONL; the tool reads no JSONL, so the file is that one object,
 written on one line (a one-line JSONL file too)."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from collections.abc import Iterator
+from itertools import combinations
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -84,6 +90,7 @@ def json_document(run: SuiteRun, absolute) -> Iterator[str]:
         "dataset": "suite_run", "exported_at": timezone.now().isoformat(), "filters": {"run": str(run.id)},
         "run": {"id": str(run.id), "suite": run.suite.name, "suite_id": str(run.suite_id), "tag": run.suite.tag,
                 "format": run.format, "judge": run.judge.slug if run.judge is not None else None,
+                "judges": [m.slug for m in run.judges],  # the whole jury, first seat first (empty: people judge)
                 "judge_template": run.judge_template, "params": run.params, "state": run.state,
                 "done": run.done, "total": run.total, "contestants": [m.slug for m in run.contestants],
                 "judge_agreement": judge_agreement(list(judged_pairs(run))),
@@ -95,12 +102,48 @@ def json_document(run: SuiteRun, absolute) -> Iterator[str]:
 
 
 # --- LLM Comparator ----------------------------------------------------------------------------
+EVERY_PAIR = "all"  # ?pair=all: one file per pair of contestants, in a .zip
+
+
+def comparator_pairs(run: SuiteRun) -> list[tuple[Any, Any]]:
+    """Every pair of the run's contestants, in their order (the first pair is the default export)."""
+    return list(combinations(run.contestants, 2))
+
+
+def pair_value(a, b) -> str:
+    """A pair as the export's ?pair= names it: "<a slug>,<b slug>" (slugs hold no comma)."""
+    return f"{a.slug},{b.slug}"
+
+
 def comparator_models(run: SuiteRun, a_slug: str | None, b_slug: str | None) -> tuple[Any, Any] | None:
     """The two contestants compared (default: the first two), or None if they are not two of the run's."""
     by_slug = {m.slug: m for m in run.contestants}
     order = list(by_slug)
+    if len(order) < 2:
+        return None
     a, b = by_slug.get(a_slug or order[0]), by_slug.get(b_slug or order[1])
     return (a, b) if a and b and a != b else None
+
+
+def comparator_choice(run: SuiteRun, params) -> list[tuple[Any, Any]] | None:
+    """The pairs a request asks for: ?pair=all (every pair), ?pair=<a>,<b> or ?a=&b= (one pair),
+    or nothing (the first two contestants, as the form says). None: not two of the run's."""
+    pair = params.get("pair") or ""
+    if pair == EVERY_PAIR:
+        return comparator_pairs(run) or None
+    a_slug, _, b_slug = pair.partition(",") if pair else (params.get("a"), "", params.get("b"))
+    models = comparator_models(run, a_slug or None, b_slug or None)
+    return [models] if models else None
+
+
+def comparator_zip(run: SuiteRun, pairs, absolute) -> bytes:
+    """Every pair's LLM Comparator file in one .zip (the tool compares two models per file)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for a, b in pairs:
+            document = "".join(comparator_document(run, a, b, absolute))
+            archive.writestr(f"llm-comparator-{a.slug}-vs-{b.slug}.json", document)
+    return out.getvalue()
 
 
 def comparator_document(run: SuiteRun, a, b, absolute) -> Iterator[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -126,10 +126,18 @@ def run_export_file(request, run_id, fmt):
 @login_required
 @require_GET
 def run_export_comparator(request, run_id):
-    """?a=<slug>&b=<slug>: the two contestants LLM Comparator compares (default: the first two)."""
+    """?pair=<a slug>,<b slug> (or ?a=&b=): the two contestants LLM Comparator compares (default:
+    the first two); ?pair=all: every pair, one file each in a .zip."""
     run = _get_run_for_user(request, run_id)
-    models = export.comparator_models(run, request.GET.get("a"), request.GET.get("b"))
-    if models is None:
-        raise Http404("Name two different contestants of this run as a and b.")
-    chunks = export.comparator_document(run, *models, request.build_absolute_uri)
-    return download(request, chunks, "json", export.filename(run, "llm-comparator", "json"))
+    pairs = export.comparator_choice(run, request.GET)
+    if pairs is None:
+        raise Http404("Name two different contestants of this run (pair=a,b), or pair=all.")
+    if request.GET.get("pair") == export.EVERY_PAIR:
+        response = HttpResponse(export.comparator_zip(run, pairs, request.build_absolute_uri),
+                                content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{export.filename(run, "llm-comparator", "zip")}"'
+        response["Cache-Control"] = "private, no-store"
+        return response
+    [(a, b)] = pairs
+    chunks = export.comparator_document(run, a, b, request.build_absolute_uri)
+    return download(request, chunks, "json", export.filename(run, f"llm-comparator-{a.slug}-vs-{b.slug}", "json"))

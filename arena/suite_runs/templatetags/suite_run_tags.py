@@ -69,3 +69,13 @@ def orders_disagreed(battle) -> bool:
 @register.simple_tag
 def orders_disagreed_text() -> str:
     return ORDERS_DISAGREED
+
+
+@register.simple_tag
+def comparator_pairs(run) -> list[dict]:
+    """The LLM Comparator export's choices: each pair of contestants ({value, label}), the first
+    being the default export."""
+    from arena.suite_runs import export
+
+    return [{"value": export.pair_value(a, b), "label": f"{_label(a)} vs {_label(b)}"}
+            for a, b in export.comparator_pairs(run)]
