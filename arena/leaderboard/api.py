@@ -33,7 +33,7 @@ def board_json(b: board.Board) -> dict:
         "flagged_left_out": 0 if f.flagged else res["flagged_count"],
         "unreliable_left_out": res["unreliable_left_out"],
         "entries": [_row_json(t) for t in b.table],
-        "families": [{"family": fam["key"], "name": fam["name"], "battles": fam["battles"],
+        "families": [{"family": fam["key"], "name": fam["name"],
                       "models": [t["row"].model for t in fam["rows"]]} for fam in b.families],
         "decision": b.summary.as_json(),
     }

@@ -186,9 +186,7 @@ def _families(table: list[dict]) -> list[dict]:
     groups: dict[str, dict] = {}
     for t in table:
         fam = t["family"]
-        group = groups.setdefault(fam.key, {"key": fam.key, "name": fam.name, "rows": [], "battles": 0})
-        group["rows"].append(t)
-        group["battles"] += t["row"].battles
+        groups.setdefault(fam.key, {"key": fam.key, "name": fam.name, "rows": []})["rows"].append(t)
     for group in groups.values():
         group["best"] = group["rows"][0]
     return list(groups.values())

@@ -43,12 +43,13 @@ ITS_MEMORY = "{label} holds {value:.0f} MB ({how})."
 MEASURED, ESTIMATED = "measured", "the catalogue's estimate"
 
 PROVISIONAL = ("Provisional: {names} {verb} rated on fewer than {threshold} verdicts in this view; "
-               "{pronoun} rating can still move a lot.")
+               "{pronoun} can still move a lot.")
 UNRELIABLE_JUDGE = "Verdicts of a judge marked unreliable are counted here: {names}."
 MIXED_SPEEDS = ("Speeds not measured alone: {names} {verb} measured while other generations ran beside "
                 "{object}{others}; compare speeds with care.")
 OTHERS_ALONE = ", the others alone"
 NO_SPEED = "No speed measured for {names}."
+NO_SPEED_AT_ALL = "No speed measured for any of them."
 ESTIMATED_MEMORY = "Memory of {names} is the catalogue's estimate, not a measurement."
 TOURNAMENT_PAIRS = ("{count} of the {total} verdicts come from tournament matches, whose pairings are not random "
                     "(winners meet winners).")
@@ -183,7 +184,7 @@ def names(labels: Sequence[str]) -> str:
 
 def _plural(items: Sequence) -> dict[str, str]:
     one = len(items) == 1
-    return {"verb": "is" if one else "are", "pronoun": "its" if one else "their"}
+    return {"verb": "is" if one else "are", "pronoun": "its rating" if one else "their ratings"}
 
 
 def _separation_words(a: str, b: str, sep: uncertainty.Separation, met: bool) -> str:
@@ -225,12 +226,18 @@ def _own_figures(e: Entry) -> list[str]:
     return words
 
 
+def _which(labels: Sequence[str], chosen: Sequence[Entry]) -> str:
+    """The entries a caveat is about: "all 8 of them" when it is every contender (a list would
+    only repeat the one above), else their names."""
+    return f"all {len(chosen)} of them" if len(chosen) > 2 and len(labels) == len(chosen) else names(labels)
+
+
 def _caveats(chosen: Sequence[Entry], context: Context) -> list[str]:
     """Every caveat that applies to the contenders and the verdicts behind them."""
     caveats = []
     provisional = [e.label for e in chosen if e.provisional]
     if provisional:
-        caveats.append(PROVISIONAL.format(names=names(provisional), threshold=context.provisional_threshold,
+        caveats.append(PROVISIONAL.format(names=_which(provisional, chosen), threshold=context.provisional_threshold,
                                           **_plural(provisional)))
     if context.unreliable_judges:
         caveats.append(UNRELIABLE_JUDGE.format(names=names(context.unreliable_judges)))
@@ -242,10 +249,10 @@ def _caveats(chosen: Sequence[Entry], context: Context) -> list[str]:
                                            others=OTHERS_ALONE if len(mixed) < len(timed) else ""))
     unmeasured = [e.label for e in chosen if e.tokens_per_s is None]
     if unmeasured and len(chosen) > 1:
-        caveats.append(NO_SPEED.format(names=names(unmeasured)))
+        caveats.append(NO_SPEED_AT_ALL if len(unmeasured) == len(chosen) else NO_SPEED.format(names=names(unmeasured)))
     estimated = [e.label for e in chosen if e.memory_mb is not None and not e.memory_measured]
     if estimated:
-        caveats.append(ESTIMATED_MEMORY.format(names=names(estimated)))
+        caveats.append(ESTIMATED_MEMORY.format(names=_which(estimated, chosen)))
     if context.tournament_verdicts:
         caveats.append(TOURNAMENT_PAIRS.format(count=context.tournament_verdicts, total=context.verdicts))
     return caveats

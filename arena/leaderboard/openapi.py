@@ -91,7 +91,7 @@ OPENAPI_PATHS = {
                         "unreliable_left_out": {"type": "integer"},
                         "entries": {"type": "array", "items": ENTRY},
                         "families": {"type": "array", "items": {"type": "object", "properties": {
-                            "family": {"type": "string"}, "name": {"type": "string"}, "battles": {"type": "integer"},
+                            "family": {"type": "string"}, "name": {"type": "string"},
                             "models": {"type": "array", "items": {"type": "string"}}}}},
                         "decision": DECISION,
                     },
