@@ -174,7 +174,7 @@ def running_app(redis_url: str, data_dir: Path, **env_overrides: str):
         "DJANGO_SETTINGS_MODULE": "arena.settings",
         # An API token of this app known before it starts: the key of an openai-engine entry
         # pointing at the app's own /v1 (tests/live/test_engines.py registers it).
-        "ARENA_LIVE_SELF_KEY": "arena_" + secrets.token_urlsafe(32),
+        "ARENA_ENDPOINT_KEY_LIVE_SELF": "arena_" + secrets.token_urlsafe(32),
         **env_overrides,
     }
     log_path = data_dir / "launcher.log"

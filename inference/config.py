@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,11 @@ D = TypeVar("D", int, float, None)
 # Where a worker finds its entry's stored key: put in its environment by the backend that spawned
 # it (orchestration/sealing.py), never on its command line or in Redis.
 STORED_KEY_ENV = "ARENA_ENDPOINT_API_KEY"
+# The only variables a catalogue entry may name as holding its endpoint's key: an entry sends the
+# variable's value to its endpoint, so naming any variable of the process (HOME, a database
+# password, a cloud credential) would send that. Names are case-sensitive, as the environment's.
+KEY_VARIABLE_PREFIX = "ARENA_ENDPOINT_KEY_"
+_KEY_VARIABLE = re.compile(re.escape(KEY_VARIABLE_PREFIX) + r"[A-Za-z0-9_]{1,100}")
 # "1" lets catalogue entries of the "server" engine run their own command (inference/managed.py).
 SERVER_COMMANDS_ENV = "ARENA_ALLOW_SERVER_COMMANDS"
 # redis-py's option for each TLS file variable (inference/redis_connect.py).
@@ -90,8 +96,16 @@ def current(env: Mapping[str, str] | None = None) -> Config:
     )
 
 
+def is_key_variable(name: str) -> bool:
+    """Whether a catalogue entry may name `name` as holding its endpoint's key (KEY_VARIABLE_PREFIX)."""
+    return bool(_KEY_VARIABLE.fullmatch(name))
+
+
 def secret(name: str) -> str:
-    """The environment variable `name`, which a catalogue entry names as holding its API key ("" if unset)."""
+    """The environment variable `name`, which a catalogue entry names as holding its API key ("" if unset).
+    ValueError for a name outside KEY_VARIABLE_PREFIX: no caller can read another variable this way."""
+    if not is_key_variable(name):
+        raise ValueError(f"{name} is not an endpoint key variable ({KEY_VARIABLE_PREFIX}<NAME>).")
     return os.environ.get(name, "")
 
 

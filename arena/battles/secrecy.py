@@ -61,7 +61,17 @@ def secret_models(user, *, now: datetime | None = None) -> QuerySet[ModelEntry]:
     """The catalogue entries whose workers `user` must not see one by one (see the module)."""
     if user is None or not user.is_authenticated:
         return ModelEntry.objects.none()
-    cutoff = (now or timezone.now()) - SECRET_FOR
+    return _secret_models(user, (now or timezone.now()) - SECRET_FOR)
+
+
+def keeps_secrets(user_id) -> bool:
+    """Whether the user with this id has any secret model now: the readiness rule (registered with
+    arena/generations/readiness.py) withholds the load and queue figures of all their generations meanwhile."""
+    return _secret_models(user_id, timezone.now() - SECRET_FOR).exists()
+
+
+def _secret_models(user, cutoff: datetime) -> QuerySet[ModelEntry]:
+    """`user` (a user or its id: the queries filter on it alike)."""
     battles = Battle.objects.filter(owner=user, blind=True, revealed=False, created_at__gte=cutoff).exclude(
         left__status__in=Generation.FINISHED, right__status__in=Generation.FINISHED)
     secret = Q(id__in=battles.values("left__model")) | Q(id__in=battles.values("right__model"))

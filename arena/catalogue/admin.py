@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from . import hiding, preparation
 from .forms import StoredKeyForm
+from .keys import KEY_DROPPED
 from .models import ModelEntry
 from .probe import probe
 
@@ -121,6 +122,8 @@ class ModelEntryAdmin(admin.ModelAdmin):
         committed (the check waits on the network: not while holding the database's write lock)."""
         held = obj.hold_for_check()
         super().save_model(request, obj, form, change)
+        if form.key_dropped:
+            self.message_user(request, KEY_DROPPED, messages.WARNING)
         if held:
             transaction.on_commit(partial(self._finish_check, request, obj))
 

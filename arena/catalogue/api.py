@@ -14,7 +14,9 @@ and the whole catalogue for staff, so catalogues can be scripted:
 Every write goes through the admin's own validation (ModelEntry.clean), so an engine and
 kind that do not go together are refused here with the same reason. An endpoint's key is
 written, never read: "api_key" stores it encrypted (null removes it), and an entry shows only
-"api_key_stored"; or "api_key_env" names the environment variable that holds it. An openai or
+"api_key_stored"; or "api_key_env" names the environment variable that holds it, one of
+ARENA_ENDPOINT_KEY_* (arena/catalogue/keys.py). A new base URL on another origin removes a stored
+key not given again in the same request, and the answer says so in "notices". An openai or
 server entry being enabled is checked first (key, endpoint, model listed) and stays disabled
 when the check fails, with the reason in "check_error".
 """
@@ -32,6 +34,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from arena.accounts.bearer import token_required
 from arena.api.http import error, form_error, json_body
 
+from . import keys
 from .forms import StoredKeyForm
 from .models import ModelEntry
 from .probe import run_test
@@ -49,6 +52,7 @@ TYPES: dict[str, type | tuple[type, ...]] = {
 }
 JSON_FIELDS = ("default_params", "aliases")
 MAX_NUMBER = 1e300  # a JSON number beyond this is no resource figure (float() of a 400-digit integer overflows)
+ERROR_CODES = (keys.KEY_VARIABLE_CODE,)
 STAFF_ONLY = "Managing the catalogue needs a staff token (manage.py arena_token USERNAME --staff)."
 
 
@@ -159,12 +163,25 @@ def _save(request, entry: ModelEntry | None) -> JsonResponse:
     data = {**current, **body, "api_key": key or "", "remove_stored_key": key is None}
     form = EntryForm(_as_form_data(data), instance=entry)
     if not form.is_valid():
-        return form_error(form)
+        return _invalid(form)
     held = form.instance.hold_for_check()  # no transaction here: the check does not hold the write lock
     saved = form.save()
     if held:
         saved.enable_if_checked()
-    return JsonResponse(entry_json(saved), status=200 if entry else 201)
+    answer = entry_json(saved)
+    if form.key_dropped:  # said where a script reads it: the key must be given again for the new host
+        answer["notices"] = [{"code": keys.KEY_DROPPED_CODE, "message": keys.KEY_DROPPED}]
+    return JsonResponse(answer, status=200 if entry else 201)
+
+
+def _invalid(form: EntryForm) -> JsonResponse:
+    """form_error's 400, with the machine code of a refusal that has one of its own (a key variable
+    outside ARENA_ENDPOINT_KEY_), else "invalid"."""
+    response = form_error(form)
+    codes = [e.code for errors in form.errors.as_data().values() for e in errors if e.code in ERROR_CODES]
+    body = json.loads(response.content)
+    body["error"]["code"] = codes[0] if codes else "invalid"
+    return JsonResponse(body, status=response.status_code)
 
 
 def _typed(name: str, value) -> bool:

@@ -22,22 +22,27 @@ from inference import config
 from inference.managed import commands_allowed
 from orchestration.sealing import SealError
 
+from .keys import KEY_VARIABLE_OUTSIDE
+
 if TYPE_CHECKING:
     from .models import ModelEntry
 
 CONNECT_S = 3.0
 READ_S = 5.0
-LISTED_SHOWN = 5  # how many of an endpoint's model names a failure lists
 
 NO_KEY_VARIABLE = ("The environment variable {name} is not set in this app's environment (on this single machine "
                    "the workers get their environment from the app): set it and restart the app, or store the key "
                    "in the entry instead. On a Ray cluster, every Ray node needs it in its own environment as well.")
 KEY_UNREADABLE = ("The stored key cannot be opened with this app's ARENA_SECRETS_KEY (it was stored under another "
                   "one): store the key again.")
-NOT_ANSWERING = "The endpoint did not answer GET {url}: {why}."
-KEY_REFUSED = "The endpoint refused the key: GET {url} answered HTTP {status}."
-NOT_OPENAI = "GET {url} answered {what}, not an OpenAI-compatible list of models."
-MODEL_NOT_LISTED = "The endpoint does not list the model '{model}': GET {url} lists {listed}."
+# What the check says of an endpoint: one of two sentences that name only the URL asked, never what
+# answered there (a status, a server's words, a JSON service's fields, the models it lists): staff
+# cannot learn what runs on the app's network by pointing an entry at it.
+NOT_REACHABLE = ("The endpoint is not reachable: GET {url} got no answer. Check the base URL and that its server "
+                 "runs and lets this machine in.")
+NOT_OPENAI = ("Not an OpenAI-compatible endpoint, or the key is not accepted: GET {url} gave no list of models for "
+              "this key.")
+MODEL_NOT_LISTED = "The endpoint does not list the model '{model}' (GET {url}): check the model's name at the endpoint."
 COMMANDS_OFF = (f"Server commands are off where this app's workers run: its operator can allow them with "
                 f"{config.SERVER_COMMANDS_ENV}=1 in the app's environment (and in every Ray node's own environment "
                 "on a Ray cluster).")
@@ -50,8 +55,11 @@ def problem(entry: ModelEntry) -> str | None:
         return server_problem(entry.server_command)
     if entry.engine != entry.Engine.OPENAI:
         return None
-    if entry.api_key_env and not entry.api_key_sealed and not config.secret(entry.api_key_env):
-        return NO_KEY_VARIABLE.format(name=entry.api_key_env)
+    if entry.api_key_env and not entry.api_key_sealed:
+        if not config.is_key_variable(entry.api_key_env):  # saved before the prefix was the rule
+            return KEY_VARIABLE_OUTSIDE.format(name=entry.api_key_env)
+        if not config.secret(entry.api_key_env):
+            return NO_KEY_VARIABLE.format(name=entry.api_key_env)
     try:
         key = entry.endpoint_key()
     except SealError:
@@ -60,28 +68,24 @@ def problem(entry: ModelEntry) -> str | None:
 
 
 def endpoint_problem(base_url: str, model: str, key: str) -> str | None:
-    """Whether GET {base_url}/models answers with `key` and lists `model` (the key never appears in a message)."""
+    """Whether GET {base_url}/models answers with `key` and lists `model`. A redirect is not followed
+    (httpx's default, said here too): the key would go to wherever it points."""
     url = base_url.rstrip("/") + "/models"
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        response = httpx.get(url, headers=headers, timeout=httpx.Timeout(READ_S, connect=CONNECT_S), trust_env=False)
-    except httpx.TimeoutException:
-        return NOT_ANSWERING.format(url=url, why=f"no answer within {READ_S:g} s")
-    except httpx.HTTPError as exc:
-        return NOT_ANSWERING.format(url=url, why=_reason(exc, key))
-    if response.status_code in (401, 403):
-        return KEY_REFUSED.format(url=url, status=response.status_code)
-    if response.status_code != 200:
-        return NOT_OPENAI.format(url=url, what=f"HTTP {response.status_code}")
+        response = httpx.get(url, headers=headers, timeout=httpx.Timeout(READ_S, connect=CONNECT_S), trust_env=False,
+                             follow_redirects=False)
+    except (httpx.HTTPError, httpx.InvalidURL):  # refused, reset, timed out, no HTTP at all: all the same from here
+        return NOT_REACHABLE.format(url=url)
     try:
-        data = response.json()["data"]
-        listed = [str(item["id"]) for item in data]
+        data = response.json()["data"] if response.status_code == 200 else None
+        listed = {str(item["id"]) for item in data} if isinstance(data, list) else None
     except (ValueError, KeyError, TypeError):
-        return NOT_OPENAI.format(url=url, what="something else")
+        listed = None
+    if listed is None:
+        return NOT_OPENAI.format(url=url)
     if model not in listed:
-        shown = ", ".join(listed[:LISTED_SHOWN]) + (f" and {len(listed) - LISTED_SHOWN} more"
-                                                    if len(listed) > LISTED_SHOWN else "")
-        return MODEL_NOT_LISTED.format(model=model, url=url, listed=shown or "none")
+        return MODEL_NOT_LISTED.format(model=model, url=url)
     return None
 
 
@@ -95,12 +99,3 @@ def server_problem(command: str) -> str | None:
     if shutil.which(program) is None:
         return PROGRAM_MISSING.format(program=program)
     return None
-
-
-def _reason(exc: httpx.HTTPError, key: str) -> str:
-    """A connection failure in words (its text, the key cut out: some libraries quote the request)."""
-    cause = exc.__cause__ or exc.__context__
-    text = str(exc) or (str(cause) if cause else "") or type(exc).__name__
-    if isinstance(exc, httpx.ConnectError) and "refused" in text.lower():
-        text = "connection refused"
-    return (text.replace(key, "[key]") if key else text)[:200]

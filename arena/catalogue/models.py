@@ -11,11 +11,11 @@ from django.utils import timezone
 from inference import config
 from inference.managed import check_template
 from inference.protocol import ENGINE_KINDS, ModelSpec, ParamError, SamplingParams
-from inference.sources import ModelSourceError, check_source
+from inference.sources import ModelSourceError, SourceNameError, check_source
 from inference.structured import engine_problem
 from orchestration import sealing
 
-from . import checks, labels
+from . import checks, keys, labels
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MAX_ALIASES = 30
@@ -23,9 +23,11 @@ MAX_ALIAS_LENGTH = 60
 LABEL_TAKEN = "Another entry has this label: labels tell entries apart in charts and tables, so each needs its own."
 KEY_TWICE = ("Either a stored key or a key variable, not both: clear the variable's name to use the stored key, "
              "or remove the stored key to use the variable.")
-# Variables of the app's own that a key variable may not name: the entry would send them to its endpoint.
-APP_SECRETS = frozenset({"ARENA_SECRET_KEY", "ARENA_SECRETS_KEY", "REDIS_URL", "DATABASE_URL", "EMAIL_HOST_PASSWORD",
-                         "ARENA_ENDPOINT_API_KEY"})
+# One sentence for every source that names no model this app can load, whether the path is missing,
+# a file of another kind or a folder without a model: staff cannot probe this machine's files with it.
+SOURCE_UNUSABLE = ("Not found, or not a model this app can load (a GGUF file, or a folder with config.json): give a "
+                   ".gguf file (or its folder and the GGUF file's name), a model folder, a Hugging Face repo id in "
+                   "this machine's cache, or package:<python package>.")
 # What both sides of a blind comparison must share: an entry's own defaults for these never apply
 # to one side only (ModelEntry.params_with_defaults(shared=True)).
 SHARED_CONDITIONS = frozenset({"max_new_tokens", "stop", "json_schema", "regex"})
@@ -222,7 +224,7 @@ class ModelEntry(models.Model):
         this app's environment (on a single machine, the one its workers get). Only for the check."""
         if self.api_key_sealed:
             return sealing.unseal(settings.ARENA_SECRETS_KEY, self.api_key_sealed)
-        return config.secret(self.api_key_env) if self.api_key_env else ""
+        return config.secret(self.api_key_env) if config.is_key_variable(self.api_key_env) else ""
 
     def run_check(self) -> str:
         """Check the key, the endpoint and its model list (arena/catalogue/checks.py); record and return
@@ -278,7 +280,7 @@ class ModelEntry(models.Model):
         if errors:
             raise ValidationError(errors)
 
-    def _engine_errors(self) -> dict[str, str]:
+    def _engine_errors(self) -> dict[str, str | ValidationError]:
         """A kind or setting the entry's engine cannot serve, with the reason."""
         if self.engine not in ENGINE_KINDS:
             return {"engine": f"Unknown engine '{self.engine}'."}
@@ -301,18 +303,20 @@ class ModelEntry(models.Model):
             return {"server_command": problem} if problem else {}
         return self._endpoint_errors() if self.is_endpoint else {}
 
-    def _endpoint_errors(self) -> dict[str, str]:
-        errors = {}
-        if not self.base_url.startswith(("http://", "https://")):
+    def _endpoint_errors(self) -> dict[str, str | ValidationError]:
+        errors: dict[str, str | ValidationError] = {}
+        if not self.base_url.startswith(("http://", "https://")) or keys.origin(self.base_url) is None:
             errors["base_url"] = "An endpoint needs its base URL (http:// or https://, up to /v1)."
+        elif keys.has_userinfo(self.base_url):
+            errors["base_url"] = keys.USERINFO_IN_URL
         if not self.remote_model.strip():
             errors["remote_model"] = "An endpoint needs the model's name at the endpoint."
         if self.api_key_env and not ENV_NAME.match(self.api_key_env):
             errors["api_key_env"] = ("The NAME of an environment variable (letters, digits, _), not the key itself: "
                                      "set the key in that variable where the workers run, or store the key.")
-        elif self.api_key_env.upper() in APP_SECRETS:
-            errors["api_key_env"] = (f"{self.api_key_env} holds one of this app's own secrets, which the endpoint "
-                                     "would be sent: name the variable that holds the endpoint's key.")
+        elif self.api_key_env and not config.is_key_variable(self.api_key_env):
+            errors["api_key_env"] = ValidationError(keys.KEY_VARIABLE_OUTSIDE.format(name=self.api_key_env),
+                                                    code=keys.KEY_VARIABLE_CODE)
         elif self.api_key_env and self.api_key_sealed:
             errors["api_key_env"] = KEY_TWICE
         if self.draft_id is not None:
@@ -368,13 +372,17 @@ class ModelEntry(models.Model):
         return ""
 
     def _source_errors(self) -> dict[str, str]:
+        """What is wrong with the source as typed (a malformed name), else one sentence for every source
+        that is no model here (SOURCE_UNUSABLE): never which path exists, what kind of file it is or
+        what a folder holds. The worker that loads a source logs the full reason."""
         try:
             path = check_source(self.source, self.gguf_file)  # imports nothing of the model's package
-        except ModelSourceError as exc:
+        except SourceNameError as exc:
             return {"source": str(exc)}
+        except ModelSourceError:
+            return {"source": SOURCE_UNUSABLE}
         if self.engine == self.Engine.LLAMACPP and path.suffix.lower() != ".gguf":
-            return {"source": "The llama.cpp engine serves a GGUF file: give the .gguf file (or its folder and "
-                              "the GGUF file's name)."}
+            return {"source": SOURCE_UNUSABLE}
         return {}
 
     def _draft_errors(self) -> dict[str, str]:

@@ -44,8 +44,9 @@ def side_record(gen: Generation) -> dict:
         "generated_tokens": gen.generated_tokens,
         "time_to_first_token_s": gen.time_to_first_token_s,  # from when the worker began: load and queue apart
         "tokens_per_s": gen.tokens_per_s,
-        "load_wait_s": gen.load_wait_s,
-        "queue_wait_s": gen.queue_wait_s,
+        # None while its owner's blind verdict is pending (arena/generations/readiness.py).
+        "load_wait_s": None if gen.readiness_withheld() else gen.load_wait_s,
+        "queue_wait_s": None if gen.readiness_withheld() else gen.queue_wait_s,
     }
 
 

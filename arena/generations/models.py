@@ -11,7 +11,7 @@ from inference.protocol import SamplingParams, time_to_first_token
 from inference.public_text import public_reason
 from inference.structured import answer_valid
 
-from . import runs, tags
+from . import readiness, runs, tags
 
 
 class GenerationQuerySet(models.QuerySet):
@@ -175,6 +175,14 @@ class Generation(models.Model):
         page rendering the answer's end already has it."""
         self.load_wait_s = seconds
         type(self).objects.filter(id=self.id).update(load_wait_s=seconds)
+
+    def readiness_withheld(self, fresh: bool = False) -> bool:
+        """Whether its load and queue figures are withheld now: its owner has a blind verdict pending
+        (arena/generations/readiness.py). Read once per object (a page, a frame is one moment); call it
+        where the database may be used (not from async code) before anything renders the figures."""
+        if fresh or not hasattr(self, "_readiness_withheld"):
+            self._readiness_withheld = readiness.withheld(self.owner_id)
+        return self._readiness_withheld
 
     @property
     def outcome(self) -> str:

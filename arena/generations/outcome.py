@@ -20,7 +20,10 @@ def stored(generation_id) -> Generation | None:
     """The generation as the database has it now (its model loaded) if it has finished; None while
     it runs, or once deleted."""
     gen = Generation.objects.select_related("model").filter(id=generation_id).first()
-    return gen if gen is not None and gen.finished else None
+    if gen is None or not gen.finished:
+        return None
+    gen.readiness_withheld()  # read here, in a thread: async renderers of its figures ask it again
+    return gen
 
 
 # For async callers (a socket, a streaming response): the ORM in a thread, stale connections closed first.

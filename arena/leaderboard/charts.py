@@ -25,6 +25,7 @@ FIRST_BASELINE, BAR_BELOW, ROW_GAP = 13, 10, 8  # a row's first baseline, its ba
 AXIS_H = 46  # tick labels and the axis title under the plot
 RATING_AXIS = "Rating (Bradley–Terry, Elo scale; 1000 = average)"
 INTERVAL_KEY = "dot: rating · bar: 95% confidence interval"
+PROVISIONAL_MARK = "provisional: too few verdicts to rank"  # under a provisional entry's label
 
 
 class Name(NamedTuple):
@@ -90,26 +91,31 @@ def _words(text: str, width: int) -> list[str]:
     return lines
 
 
-def interval_chart(rows: Sequence[tuple[str, Name, float, float, float]]) -> dict:
+def interval_chart(rows: Sequence[tuple]) -> dict:
     """Each model's rating as a dot on its 95% interval, one row per model (in the given order):
     its label wrapped on the lines above its bar, all on one rating axis with ticks and a title.
-    `rows`: (slug, name, rating, lower, upper)."""
+    `rows`: (slug, name, rating, lower, upper[, provisional]); a provisional entry gets a line of
+    PROVISIONAL_MARK under its label and a dashed bar."""
     if not rows:
         return {}
-    low = min(lower for *_x, lower, _u in rows) - 10
-    high = max(upper for *_x, upper in rows) + 10
+    low = min(row[3] for row in rows) - 10
+    high = max(row[4] for row in rows) + 10
     left, right = PAD, WIDTH - PAD
     x = scale(low, high, left, right)
     bars, y = [], TOP
-    for slug, name, rating, lower, upper in rows:
+    for slug, name, rating, lower, upper, *rest in rows:
+        provisional = bool(rest and rest[0])
         lines = wrap(name.label)
         text_y = y + FIRST_BASELINE
-        bar_y = text_y + (len(lines) - 1) * LINE_H + BAR_BELOW
+        mark_y = text_y + len(lines) * LINE_H  # the provisional mark's line, under the label's
+        bar_y = text_y + (len(lines) - 1 + provisional) * LINE_H + BAR_BELOW
         bars.append({"slug": slug, "name": name, "lines": lines, "text_y": text_y, "line_h": LINE_H, "y": bar_y,
-                     "x": x(rating), "x1": x(lower), "x2": x(upper), "rating": rating, "lower": lower, "upper": upper})
+                     "x": x(rating), "x1": x(lower), "x2": x(upper), "rating": rating, "lower": lower, "upper": upper,
+                     "provisional": provisional, "mark_y": mark_y})
         y = bar_y + ROW_GAP
     axis_y = y + 4
     return {"width": WIDTH, "height": axis_y + AXIS_H, "bars": bars, "axis_y": axis_y, "top": TOP,
             "left": left, "right": right, "mid": WIDTH / 2,
             "ticks": [{"at": x(v), "label": f"{v:g}"} for v in ticks(low, high)],
-            "axis_title": RATING_AXIS, "key": INTERVAL_KEY}
+            "axis_title": RATING_AXIS, "key": INTERVAL_KEY, "mark": PROVISIONAL_MARK,
+            "provisional": any(bar["provisional"] for bar in bars)}

@@ -37,8 +37,8 @@ def leaderboard(request):
         "pair": (first, second), "estimate": estimate,
         "estimate_names": (labels.get(first) or Name(first, first), labels.get(second) or Name(second, second)),
         "battles": res["battles"], "tournament_battles": res["tournament_battles"],
-        "chart": interval_chart([(t["row"].model, t["name"], t["row"].rating, t["row"].lower, t["row"].upper)
-                                 for t in table]),
+        "chart": interval_chart([(t["row"].model, t["name"], t["row"].rating, t["row"].lower, t["row"].upper,
+                                  t["provisional"]) for t in table]),
         "matrix": _matrix(table, res["cells"]),
         "validity": validity.rates(labels),
         "frontier": frontier.charts(b.points),

@@ -26,7 +26,7 @@ from arena import conversations, jsonbody, streams
 from arena.accounts.models import ApiToken
 from arena.api.http import body_too_large_message
 from arena.catalogue.models import ModelEntry
-from arena.generations import limits, outcome, runs, services
+from arena.generations import limits, outcome, readiness, runs, services
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest
 from inference import protocol as p
@@ -155,7 +155,9 @@ def create_generation(user, entry: ModelEntry, chat: ChatRequest, params: dict) 
     with transaction.atomic():  # run_generation is queued when this commits
         request = GenerationRequest(model=entry, prompt=chat.prompt, system_prompt=chat.system_prompt,
                                     history=chat.history, params=params)
-        return services.start_generation(user, request, origin=Generation.Origin.API, kind=runs.OPENAI)
+        gen = services.start_generation(user, request, origin=Generation.Origin.API, kind=runs.OPENAI)
+    gen.readiness_withheld()  # read here, in a thread: the stream below asks it again
+    return gen
 
 
 def streaming_response(gen: Generation, include_usage: bool) -> StreamingHttpResponse:
@@ -173,6 +175,10 @@ async def event_stream(gen: Generation, include_usage: bool) -> AsyncIterator[st
     try:
         async with streams.following(stream_of(gen)) as subscription:
             async for ev in follow(subscription, gen):
+                if ev is not None and gen.readiness_withheld():  # no "loading" comment: arena/generations/readiness.py
+                    ev = readiness.redact_event(ev)
+                    if ev is None:
+                        continue
                 for text in translator.feed(ev) if ev is not None else [chunks.comment("waiting")]:
                     yield text
                 if translator.finished:

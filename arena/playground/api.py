@@ -6,7 +6,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body
-from arena.generations import admission, runs
+from arena.api.params import NotAnObject, params_object
+from arena.generations import admission, readiness, runs
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest, start_generation
 from inference.protocol import ParamError, SamplingParams
@@ -15,6 +16,15 @@ from .forms import GenerationForm
 
 
 def generation_json(gen: Generation) -> dict:
+    body = _generation_json(gen)
+    if gen.readiness_withheld():  # its owner's blind verdict is pending (arena/generations/readiness.py)
+        body["metrics"].update(load_wait_s=None, queue_wait_s=None, withheld=readiness.WITHHELD)
+        body["request_metrics"] = readiness.redact_metrics(body["request_metrics"])
+        body["finished_at"] = None  # less the creation, the answer's own times: the wait
+    return body
+
+
+def _generation_json(gen: Generation) -> dict:
     return {
         "id": str(gen.id),
         "model": gen.model.slug,
@@ -52,9 +62,10 @@ def create_generation(request):
         body = json_body(request, {"model", "prompt", "system_prompt", "params", "tag"})
     except ValueError as exc:
         return error(400, str(exc))
-    params = body.get("params") or {}
-    if not isinstance(params, dict):
-        return error(400, "params must be an object.", {"params": "must be an object"})
+    try:
+        params = params_object(body)
+    except NotAnObject as exc:
+        return exc.response()
     try:
         SamplingParams.from_dict(params)  # strict types and ranges before the form's merge
     except ParamError as exc:

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 
 from arena import streams
-from arena.generations import outcome
+from arena.generations import outcome, readiness
 from arena.generations.consumers import StreamSocket
 from arena.generations.models import Generation
 from inference import protocol as p
@@ -57,6 +57,8 @@ class GenerationConsumer(StreamSocket):
         self.created_at = self.subject.created_at.timestamp()
         self.listed = fragments.recent_entry(self.subject)  # its model is loaded now (subject_for)
         self.ended = False  # the stream's outcome has been shown
+        # Its owner's blind verdict pending: no loading frames, no waits (arena/generations/readiness.py).
+        self.withheld = await database_sync_to_async(self.subject.readiness_withheld)()
         await super().opened()
 
     def generations(self) -> list[Generation]:
@@ -72,7 +74,7 @@ class GenerationConsumer(StreamSocket):
     async def send_snapshot(self, stream: str) -> streams.EntryId:
         """Everything so far in one go; the follow goes on from the last entry."""
         entries = await streams.replay(self.redis, stream)
-        events = [p.parse_event(fields) for _id, fields in entries]
+        events = self.shown([p.parse_event(fields) for _id, fields in entries])
         last_id = entries[-1][0] if entries else "0"
         if not events and (gen := await self.stored(stream)) is not None:  # the stream expired
             await self.send_stored(stream, gen)
@@ -105,8 +107,18 @@ class GenerationConsumer(StreamSocket):
             parts.append(self.recent_item())
         return "".join(parts)
 
+    def shown(self, events: list[dict]) -> list[dict]:
+        """The events as this generation's viewers may have them: while its owner's blind verdict is
+        pending, no LOADING (a cold model's only difference from a warm one), no queue time, no raw times."""
+        if not self.withheld:
+            return events
+        if not self.as_json:  # the page's fragments show no raw time; its waits come from `fragments.waits`
+            return [ev for ev in events if ev["type"] != p.LOADING]
+        return [shown for ev in events if (shown := readiness.redact_event(ev)) is not None]
+
     async def send_events(self, stream: str, events: list[dict]) -> None:
         """HTML: every event's fragments in one frame (htmx swaps them in order); JSON: a frame per event."""
+        events = self.shown(events)
         ending = any(ev["type"] in p.TERMINAL_EVENTS for ev in events)
         self.ended = self.ended or ending
         if self.as_json:
@@ -126,6 +138,7 @@ class GenerationConsumer(StreamSocket):
         """The waits the run recorded since the page opened, for the outcome's figures (only these
         fields: a whole refresh would drop the model the frames name)."""
         self.subject.refresh_from_db(fields=["admitted_at", "load_wait_s", "queue_wait_s"])
+        self.withheld = self.subject.readiness_withheld(fresh=True)  # a vote since may have revealed the match
 
     def _progress(self, ev: dict, with_line: bool = True) -> str:
         """A loading or started event's fragments; the recent list's line follows ("Queued" there

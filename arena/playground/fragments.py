@@ -9,6 +9,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from arena import markdown
+from arena.generations import readiness
 from arena.generations import status as status_line
 from inference import protocol as p
 from orchestration.client import ordinal
@@ -40,7 +41,9 @@ def metrics(values: dict, element_id: str = "gen-metrics", chart: str = "", hidd
     """Time to first token, tokens/s and token count ("–" until known), in the one metrics
     partial that pages render too; `chart` and `hidden` are a battle side's (arena/battles/fragments.py)."""
     context = {"id": element_id, "chart": chart, "hidden": hidden,
-               **{name: values.get(name) for name in ("ttft_s", "tokens_per_s", "tokens", "load_s", "queue_s")}}
+               **{name: values.get(name) for name in ("ttft_s", "tokens_per_s", "tokens", "load_s", "queue_s",
+                                                      "shared")},
+               "withheld": readiness.WITHHELD if values.get("withheld") else ""}
     return render_to_string(METRICS_TEMPLATE, context).strip()
 
 
@@ -93,6 +96,7 @@ def final(ev: dict, created_at: float, gen=None) -> str:
         "ttft_s": p.time_to_first_token(m),
         "tokens_per_s": m.get("decode_tokens_per_s"),
         "tokens": m.get("generated_tokens"),
+        "shared": p.shared_with(m),
         **(waits(gen, m) if gen is not None else {}),
     }
     limit = (gen.params or {}).get("max_new_tokens") if gen is not None else None
@@ -133,6 +137,8 @@ def validity(params: dict, verdict: bool | None, element_id: str = "gen-validity
 def waits(gen, metrics: dict | None = None) -> dict:
     """The wait for the model's worker and in line, apart from the time to first token: as stored, or
     (an answer ending now, not yet stored) from its admission and its terminal event's metrics."""
+    if gen.readiness_withheld():  # a blind verdict of its owner's is pending (arena/generations/readiness.py)
+        return {"load_s": None, "queue_s": None, "withheld": True}
     queue = gen.queue_wait_s
     if queue is None and metrics is not None and gen.admitted_at is not None:
         queue = gen.queue_wait(metrics)
@@ -142,7 +148,7 @@ def waits(gen, metrics: dict | None = None) -> dict:
 def stored_values(gen) -> dict:
     """A stored generation's figures, as `metrics` shows them."""
     return {"ttft_s": gen.time_to_first_token_s, "tokens_per_s": gen.tokens_per_s, "tokens": gen.generated_tokens,
-            **waits(gen)}
+            "shared": p.shared_with(gen.metrics or {}), **waits(gen)}
 
 
 def stored(gen) -> str:

@@ -103,8 +103,9 @@ def openai_spec(faulty, model: str, **overrides) -> str:
 
 
 def test_openai_worker_streams_from_the_endpoint_with_its_key(faulty, redis_url, tmp_path):
-    env = {"TEAM_ENDPOINT_KEY": "sk-team-secret"}
-    with serve_worker(openai_spec(faulty, "ok", api_key_env="TEAM_ENDPOINT_KEY"), redis_url, tmp_path, env) as served:
+    env = {"ARENA_ENDPOINT_KEY_TEAM": "sk-team-secret"}
+    spec = openai_spec(faulty, "ok", api_key_env="ARENA_ENDPOINT_KEY_TEAM")
+    with serve_worker(spec, redis_url, tmp_path, env) as served:
         assert float(served.status()["memory_mb"]) == 0  # nothing held here
         done = served.events(served.push())[-1]
         assert done["type"] == protocol.DONE and done["text"] == "Hello there"
@@ -136,9 +137,21 @@ def test_openai_worker_fails_a_job_with_the_endpoints_reason(faulty, redis_url, 
 
 
 def test_openai_worker_without_its_key_variable_fails_to_load(faulty, start_worker, redis_prefix, redis_client):
-    spec = openai_spec(faulty, "ok", api_key_env="ARENA_TEST_UNSET_KEY")
+    spec = openai_spec(faulty, "ok", api_key_env="ARENA_ENDPOINT_KEY_TEST_UNSET")
     worker = start_worker(spec, redis_prefix)
     assert worker.proc.wait(timeout=60) == 3
     status = redis_client.hgetall(Keys(redis_prefix).worker(worker.worker_id))
     assert status["state"] == protocol.W_FAILED
-    assert "The environment variable ARENA_TEST_UNSET_KEY" in status["error"] and "is not set" in status["error"]
+    assert "The environment variable ARENA_ENDPOINT_KEY_TEST_UNSET" in status["error"]
+    assert "is not set" in status["error"]
+
+
+def test_openai_worker_reads_no_variable_outside_the_key_prefix(faulty, start_worker, redis_prefix, redis_client):
+    """An entry saved before the prefix was the rule names HOME: the worker sends none of it anywhere."""
+    asked_before = len(faulty.requests)  # the server is the module's, shared with the tests above
+    worker = start_worker(openai_spec(faulty, "ok", api_key_env="HOME"), redis_prefix)
+    assert worker.proc.wait(timeout=60) == 3
+    status = redis_client.hgetall(Keys(redis_prefix).worker(worker.worker_id))
+    assert status["state"] == protocol.W_FAILED
+    assert "The key variable HOME is not read" in status["error"] and "ARENA_ENDPOINT_KEY_<NAME>" in status["error"]
+    assert len(faulty.requests) == asked_before

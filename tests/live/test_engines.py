@@ -24,13 +24,13 @@ def test_the_test_action_reports_a_llamacpp_entrys_speed(live_app, staff_token):
 
 
 def test_an_openai_entry_on_this_apps_own_v1_serves_a_generation(live_app, staff_token):
-    live_app.register_token("admin", live_app.env["ARENA_LIVE_SELF_KEY"])
+    live_app.register_token("admin", live_app.env["ARENA_ENDPOINT_KEY_LIVE_SELF"])
     entry = {"slug": "self-llamacpp", "name": "This arena's llama.cpp SmolLM2, over /v1", "engine": "openai",
              "base_url": live_app.url + "v1", "remote_model": "smollm2-135m-llamacpp",
-             "api_key_env": "ARENA_LIVE_SELF_KEY", "max_concurrency": 4}
+             "api_key_env": "ARENA_ENDPOINT_KEY_LIVE_SELF", "max_concurrency": 4}
     created = live_app.api(staff_token, "post", "/api/v1/catalogue", json=entry)
     assert created.status_code == 201, created.text
-    assert live_app.env["ARENA_LIVE_SELF_KEY"] not in created.text
+    assert live_app.env["ARENA_ENDPOINT_KEY_LIVE_SELF"] not in created.text
 
     token = live_app.token("admin")
     started = live_app.api(token, "post", "/api/v1/generations", json={

@@ -82,9 +82,9 @@ def test_the_test_button_posts_to_the_test_view(admin_client, hosted):
     response = admin_client.post(form.group(1), follow=True)
     page = response.content.decode()
     assert response.redirect_chain[-1][0] == f"/admin/catalogue/modelentry/{hosted.pk}/change/"
-    assert "Hosted: the check failed: The endpoint did not answer GET http://127.0.0.1:9/v1/models" in page
+    assert "Hosted: the check failed: The endpoint is not reachable: GET http://127.0.0.1:9/v1/models" in page
     hosted.refresh_from_db()
-    assert hosted.check_error.startswith("The endpoint did not answer") and not hosted.enabled
+    assert hosted.check_error.startswith("The endpoint is not reachable") and not hosted.enabled
     assert not Generation.objects.exists()  # a failed check starts nothing
 
 

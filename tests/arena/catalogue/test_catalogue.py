@@ -56,7 +56,7 @@ def test_the_admin_refuses_a_path_that_does_not_exist(admin_client):
         "context_length": 0, "enabled": "on",
     })
     assert response.status_code == 200
-    assert "/no/such/model" in response.content.decode() and "does not exist" in response.content.decode()
+    assert "Not found, or not a model this app can load" in response.content.decode()
     assert not ModelEntry.objects.filter(slug="ghost").exists()
 
 
@@ -109,24 +109,24 @@ def test_each_engine_refuses_what_it_cannot_serve(catalogue, fields, field, word
 
 def test_llamacpp_needs_a_gguf_file(tmp_path):
     (tmp_path / "config.json").write_text("{}")
-    with pytest.raises(ValidationError, match="serves a GGUF file"):
+    with pytest.raises(ValidationError, match="Not found, or not a model this app can load"):
         entry(engine="llamacpp", source=str(tmp_path)).full_clean()
 
 
 def test_an_endpoint_needs_no_source_and_costs_no_memory():
     endpoint = entry(engine="openai", base_url="https://api.example.com/v1", remote_model="gpt-x",
-                     api_key_env="TEAM_KEY", max_concurrency=4, memory_estimate_mb=1024)
+                     api_key_env="ARENA_ENDPOINT_KEY_TEAM", max_concurrency=4, memory_estimate_mb=1024)
     endpoint.full_clean()
     spec = endpoint.spec()
     assert (spec.engine, spec.base_url, spec.remote_model, spec.api_key_env) == (
-        "openai", "https://api.example.com/v1", "gpt-x", "TEAM_KEY")
+        "openai", "https://api.example.com/v1", "gpt-x", "ARENA_ENDPOINT_KEY_TEAM")
     assert spec.memory_mb == 0 and spec.max_concurrency == 4
 
 
 def test_the_admin_adds_an_endpoint_and_lists_engines(admin_client, catalogue):
     response = admin_client.post("/admin/catalogue/modelentry/add/", {
         "slug": "hosted", "name": "Hosted", "engine": "openai", "kind": "full", "precision": "auto",
-        "base_url": "https://api.example.com/v1", "remote_model": "gpt-x", "api_key_env": "TEAM_KEY",
+        "base_url": "https://api.example.com/v1", "remote_model": "gpt-x", "api_key_env": "ARENA_ENDPOINT_KEY_TEAM",
         "memory_estimate_mb": 0, "max_concurrency": 8, "default_params": "{}",
         "context_length": 0, "enabled": "on",
     })

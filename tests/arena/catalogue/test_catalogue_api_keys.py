@@ -6,6 +6,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from arena.catalogue import checks
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from tests.arena.api_client import api
@@ -44,6 +45,7 @@ def test_a_key_is_written_never_read_and_the_entry_enabled_once_checked(client, 
     assert body["enabled"] and body["api_key_stored"] and body["check_error"] == "" and body["checked_at"]
     assert "api_key" not in body and KEY not in created.content.decode()
     assert endpoint.seen == [("/good/v1/models", f"Bearer {KEY}")]
+    assert "notices" not in body  # the key stays where it was given for
     for path in ("/api/v1/catalogue", "/api/v1/catalogue/team"):
         assert KEY not in api(client, "get", path, staff_token).content.decode()
     assert KEY not in raw_rows()
@@ -52,21 +54,20 @@ def test_a_key_is_written_never_read_and_the_entry_enabled_once_checked(client, 
     removed = api(client, "patch", "/api/v1/catalogue/team", staff_token, {"api_key": None})
     assert removed.status_code == 200
     assert not removed.json()["api_key_stored"] and not removed.json()["enabled"]
-    assert removed.json()["check_error"] == (f"The endpoint refused the key: GET {endpoint.url()}/models "
-                                             "answered HTTP 401.")
+    assert removed.json()["check_error"] == checks.NOT_OPENAI.format(url=f"{endpoint.url()}/models")
     again = api(client, "patch", "/api/v1/catalogue/team", staff_token, {"api_key": KEY, "enabled": True})
     assert again.json()["enabled"] and again.json()["api_key_stored"]
 
 
 @pytest.mark.parametrize(("fields", "reason"), [
-    ({"api_key_env": "TEAM_KEY_THAT_IS_NOT_SET"},
-     "The environment variable TEAM_KEY_THAT_IS_NOT_SET is not set in this app's environment"),
-    ({"api_key": KEY, "base_url": "http://127.0.0.1:9/v1"}, "The endpoint did not answer GET http://127.0.0.1:9/v1"),
+    ({"api_key_env": "ARENA_ENDPOINT_KEY_NOT_SET"},
+     "The environment variable ARENA_ENDPOINT_KEY_NOT_SET is not set in this app's environment"),
+    ({"api_key": KEY, "base_url": "http://127.0.0.1:9/v1"}, "The endpoint is not reachable: GET http://127.0.0.1:9/v1"),
     ({"api_key": KEY, "remote_model": "team/model-z"}, "The endpoint does not list the model 'team/model-z'"),
 ])
 def test_an_entry_that_fails_its_check_stays_disabled_with_the_reason(client, staff_token, endpoint, fields,
                                                                      reason, monkeypatch):
-    monkeypatch.delenv("TEAM_KEY_THAT_IS_NOT_SET", raising=False)
+    monkeypatch.delenv("ARENA_ENDPOINT_KEY_NOT_SET", raising=False)
     created = api(client, "post", "/api/v1/catalogue", staff_token, entry_body(endpoint, **fields))
     assert created.status_code == 201, created.content
     assert not created.json()["enabled"] and created.json()["check_error"].startswith(reason)
@@ -82,7 +83,7 @@ def test_testing_an_endpoint_checks_it_first(client, staff_token, endpoint):
     assert response.status_code == 200
     result = response.json()
     assert result["status"] == "check failed" and not result["ok"]
-    assert result["error"].startswith("The endpoint did not answer GET http://127.0.0.1:9/v1/models")
+    assert result["error"].startswith("The endpoint is not reachable: GET http://127.0.0.1:9/v1/models")
     assert ModelEntry.objects.get(slug="team").check_error == result["error"]
     assert not Generation.objects.exists()
 

@@ -8,6 +8,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -79,36 +80,36 @@ def test_removing_the_stored_key(admin_client, endpoint):
     entry.refresh_from_db()
     assert not entry.has_stored_key and entry.api_key_sealed == ""
     # Without its key the endpoint refuses it: checked again (what the check covers changed), disabled.
-    assert not entry.enabled and "refused the key" in entry.check_error
-    assert "Team model stays disabled: The endpoint refused the key" in response.content.decode()
+    assert not entry.enabled and entry.check_error == checks.NOT_OPENAI.format(url=f"{endpoint.url()}/models")
+    assert "Team model stays disabled: Not an OpenAI-compatible endpoint" in response.content.decode()
 
 
 def test_a_missing_key_variable_keeps_the_entry_disabled_with_the_reason(admin_client, endpoint, monkeypatch):
-    monkeypatch.delenv("TEAM_KEY_NOT_SET", raising=False)
+    monkeypatch.delenv("ARENA_ENDPOINT_KEY_NOT_SET", raising=False)
     page = add(admin_client, base_url=endpoint.url(),
-               api_key_env="TEAM_KEY_NOT_SET")
+               api_key_env="ARENA_ENDPOINT_KEY_NOT_SET")
     entry = ModelEntry.objects.get(slug="team-model")
     assert not entry.enabled and not endpoint.seen  # refused before anything was asked of the endpoint
-    assert entry.check_error.startswith("The environment variable TEAM_KEY_NOT_SET is not set in this app's "
+    assert entry.check_error.startswith("The environment variable ARENA_ENDPOINT_KEY_NOT_SET is not set in this app's "
                                         "environment (on this single machine the workers get")
-    assert "Team model stays disabled: The environment variable TEAM_KEY_NOT_SET" in page
+    assert "Team model stays disabled: The environment variable ARENA_ENDPOINT_KEY_NOT_SET" in page
     change = admin_client.get(f"/admin/catalogue/modelentry/{entry.pk}/change/").content.decode()
     assert re.search(r'<div class="readonly">Failed \d{4}-\d\d-\d\d [\d:]+ UTC: The environment variable '
-                     r"TEAM_KEY_NOT_SET is not set", change)
+                     r"ARENA_ENDPOINT_KEY_NOT_SET is not set", change)
     assert not ModelEntry.objects.enabled().filter(slug="team-model").exists()
 
     # Set where the workers run (here: this process, the app), enabling it passes.
-    monkeypatch.setenv("TEAM_KEY_NOT_SET", KEY)
+    monkeypatch.setenv("ARENA_ENDPOINT_KEY_NOT_SET", KEY)
     admin_client.post(f"/admin/catalogue/modelentry/{entry.pk}/change/",
-                      {**FORM, "base_url": endpoint.url(), "api_key_env": "TEAM_KEY_NOT_SET"})
+                      {**FORM, "base_url": endpoint.url(), "api_key_env": "ARENA_ENDPOINT_KEY_NOT_SET"})
     entry.refresh_from_db()
     assert entry.enabled and entry.check_error == ""
 
 
 @pytest.mark.parametrize(("where", "reason"), [
-    ("closed", "The endpoint did not answer GET http://127.0.0.1:"),
-    ("broken", "answered HTTP 500, not an OpenAI-compatible list of models"),
-    ("html", "answered something else, not an OpenAI-compatible list of models"),
+    ("closed", "The endpoint is not reachable: GET http://127.0.0.1:"),
+    ("broken", "Not an OpenAI-compatible endpoint, or the key is not accepted"),
+    ("html", "Not an OpenAI-compatible endpoint, or the key is not accepted"),
 ])
 def test_an_endpoint_that_does_not_answer_keeps_the_entry_disabled(admin_client, endpoint, where, reason):
     url = closed_port_url() if where == "closed" else endpoint.url(where)
@@ -120,16 +121,10 @@ def test_an_endpoint_that_does_not_answer_keeps_the_entry_disabled(admin_client,
 
 def test_a_slow_endpoint_is_given_up_on_after_the_short_timeout(endpoint, monkeypatch):
     monkeypatch.setattr(checks, "READ_S", 0.3)  # the server answers after 2 s
+    started = time.monotonic()
     problem = checks.endpoint_problem(endpoint.url("slow"), "team/model-a", KEY)
-    assert problem == f"The endpoint did not answer GET {endpoint.url('slow')}/models: no answer within 0.3 s."
-
-
-def test_a_refused_key_and_an_unlisted_model_are_named_without_the_key(endpoint):
-    refused = checks.endpoint_problem(endpoint.url(), "team/model-a", "sk-wrong-key-Hq81")
-    assert refused == f"The endpoint refused the key: GET {endpoint.url()}/models answered HTTP 401."
-    missing = checks.endpoint_problem(endpoint.url(), "team/model-z", KEY)
-    assert missing == (f"The endpoint does not list the model 'team/model-z': GET {endpoint.url()}/models lists "
-                       "team/model-a, team/model-b.")
+    assert problem == checks.NOT_REACHABLE.format(url=f"{endpoint.url('slow')}/models")
+    assert time.monotonic() - started < 1.5
 
 
 def test_a_server_entry_needs_commands_allowed_and_its_program(monkeypatch):
@@ -156,13 +151,14 @@ def test_an_entry_already_enabled_is_not_checked_again_unless_what_the_check_cov
 
 def test_a_key_variable_may_not_name_the_apps_own_secrets(admin_client, endpoint):
     response = admin_client.post(ADD, {**FORM, "base_url": endpoint.url(), "api_key_env": "REDIS_URL"})
-    assert response.status_code == 200 and "REDIS_URL holds one of this app&#x27;s own secrets" in (
+    assert response.status_code == 200 and "REDIS_URL is not an endpoint key variable" in (
         response.content.decode())
     assert not endpoint.seen and not ModelEntry.objects.filter(slug="team-model").exists()
 
 
 def test_a_stored_key_and_a_key_variable_together_are_refused(admin_client, endpoint):
-    response = admin_client.post(ADD, {**FORM, "base_url": endpoint.url(), "api_key": KEY, "api_key_env": "TEAM_KEY"})
+    response = admin_client.post(ADD, {**FORM, "base_url": endpoint.url(), "api_key": KEY,
+                                       "api_key_env": "ARENA_ENDPOINT_KEY_TEAM"})
     assert response.status_code == 200 and KEY_TWICE[:40] in response.content.decode()
     assert KEY not in response.content.decode()  # the key field is not filled back in
     assert not ModelEntry.objects.filter(slug="team-model").exists()

@@ -13,7 +13,7 @@ from tests.arena.api_client import api
 pytestmark = pytest.mark.django_db
 
 ENDPOINT = {"slug": "hosted", "name": "Hosted model", "engine": "openai", "base_url": "https://api.example.com/v1",
-            "remote_model": "gpt-x", "api_key_env": "TEAM_KEY", "enabled": False}
+            "remote_model": "gpt-x", "api_key_env": "ARENA_ENDPOINT_KEY_TEAM", "enabled": False}
 
 
 @pytest.fixture
