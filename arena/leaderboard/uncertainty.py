@@ -4,10 +4,15 @@ verdicts would separate two entries at their current win rate.
 Pure: numbers in, numbers and words out; nothing of Django (the view reads the setting and the
 cached results and passes them here).
 
-Rank ranges come from the leaderboard's own bootstrap (ratings._table): in each resample every
-entry takes the rank 1 + the number of entries rated strictly above it there; its range is the
-2.5th to the 97.5th percentile of those ranks (rounded outwards), widened to hold its place in
-the table when the resamples rarely put it there.
+Rank ranges come from draws of the leaderboard's own posterior (ratings.Posterior.draws: the
+Laplace approximation of the Bayesian Bradley–Terry fit): in each draw every entry takes the rank
+1 + the number of entries rated strictly above it there; its range is the 2.5th to the 97.5th
+percentile of those ranks (rounded outwards), widened to hold its place in the table when the
+draws rarely put it there. The prior keeps the draws apart on few verdicts, so one verdict or a
+handful of ties never yields a single place.
+
+Below the provisional floor (ARENA_LEADERBOARD_PROVISIONAL_VERDICTS, read by the view) an entry
+shows NOT_ENOUGH_VERDICTS in place of a single rank (`rank_shown`); its rank range still shows.
 
 The separation estimate is the Wilson (score) interval's: at an observed rate p of A beating B,
 a two-sided interval at level z excludes 0.5 exactly when n > z² / (4·(p − 0.5)²), because the
@@ -31,13 +36,13 @@ Z95 = 1.959963984540054  # two-sided 95%: the normal distribution's 97.5th perce
 # --- Rank ranges -------------------------------------------------------------------------------
 
 def sample_ranks(samples: np.ndarray) -> np.ndarray:
-    """Each resample's ranks (rows: resamples, columns: entries): 1 + the entries rated above."""
+    """Each draw's ranks (rows: draws, columns: entries): 1 + the entries rated above."""
     return 1 + (samples[:, None, :] > samples[:, :, None]).sum(axis=2)
 
 
 def rank_ranges(samples: np.ndarray, point: np.ndarray) -> list[tuple[int, int]]:
-    """(best, worst) rank of each entry (a column of `samples`): the 2.5th and 97.5th percentiles
-    of its bootstrap ranks, rounded outwards and widened to hold its rank by the `point` ratings."""
+    """(best, worst) rank of each entry (a column of `samples`, the posterior's draws): the 2.5th
+    and 97.5th percentiles of its ranks there, rounded outwards and widened to hold its rank by the `point` ratings."""
     n = len(point)
     if n == 0:
         return []
@@ -63,9 +68,18 @@ def rank_words(best: int, worst: int) -> str:
 
 # --- Provisional entries ------------------------------------------------------------------------
 
+NOT_ENOUGH_VERDICTS = "not enough verdicts"  # in place of a provisional entry's single rank
+
+
 def provisional(verdicts: int, threshold: int) -> bool:
     """An entry rated on fewer verdicts than the threshold (in the view shown) is provisional."""
     return verdicts < threshold
+
+
+def rank_shown(rank: int, verdicts: int, threshold: int) -> str:
+    """The rank a table shows: the number, or NOT_ENOUGH_VERDICTS below the provisional floor (a
+    single place from a handful of verdicts says more than they do)."""
+    return NOT_ENOUGH_VERDICTS if provisional(verdicts, threshold) else str(rank)
 
 
 # --- How many more verdicts would separate two entries -------------------------------------------

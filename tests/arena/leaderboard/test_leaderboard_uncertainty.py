@@ -50,16 +50,18 @@ def separation(html: str) -> str:
     return " ".join(re.sub(r"<[^>]+>", "", found.group(1)).split())
 
 
-def test_each_entry_shows_its_rank_range_from_the_bootstrap(client, owner, verdicts):
+def test_each_entry_shows_its_rank_range_from_the_posterior(client, owner, verdicts):
     client.force_login(owner)
     html = page(client)
     rows = {r.model: r for r in leaderboard([(a, b, s) for a, b, s, _t in battle_records()])}
-    assert rows[TOP].rank_range == "1st" and rows[GEMMA].rank_range == "4th"
-    assert rows[SPEC].rank_range == rows[AWQ].rank_range == "2nd–3rd"
+    # 16 straight wins put smollm2 first; gemma lost 11 of 12, but only 4 verdicts to spec (3 of them
+    # lost): gemma may be 3rd and spec 4th.
+    assert rows[TOP].rank_range == "1st" and rows[GEMMA].rank_range == "3rd–4th"
+    assert rows[SPEC].rank_range == "2nd–4th" and rows[AWQ].rank_range == "2nd–3rd"
     for slug, rating in rows.items():
         assert f'<td class="rank-range">{rating.rank_range}</td>' in row(html, slug)
     assert "<th>Rank range (95%)</th>" in html
-    assert "the ranks a model takes in 95% of the bootstrap's resamples of the verdicts" in html
+    assert "the ranks a model takes in 95% of draws from the fit's posterior" in html
 
 
 def test_provisional_marks_entries_below_the_setting_s_count(client, owner, verdicts, settings):

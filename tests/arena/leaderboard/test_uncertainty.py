@@ -122,6 +122,11 @@ def test_provisional_below_the_threshold_only():
     assert not U.provisional(0, 0)
 
 
+def test_below_the_floor_the_rank_reads_not_enough_verdicts():
+    assert U.rank_shown(1, 29, 30) == "not enough verdicts" == U.NOT_ENOUGH_VERDICTS
+    assert U.rank_shown(1, 30, 30) == "1" and U.rank_shown(3, 500, 30) == "3"
+
+
 # --- Separation ----------------------------------------------------------------------------------
 
 def test_known_counts():
