@@ -19,7 +19,8 @@ def _row_json(t: dict) -> dict:
             "family": t["family"].key, "variant": t["family"].variant,
             "rank": r.rank, "rank_range": r.rank_range, "rank_best": r.rank_best, "rank_worst": r.rank_worst,
             "rating": r.rating, "interval": [r.lower, r.upper], "battles": r.battles, "win_rate": r.win_rate,
-            "from_tournaments": t["from_tournaments"], "provisional": t["provisional"]}
+            "from_tournaments": t["from_tournaments"], "provisional": t["provisional"],
+            "provisional_floor": t["provisional_floor"], "rank_shown": t["rank_shown"], "rating_sd": r.sd}
 
 
 def board_json(b: board.Board) -> dict:

@@ -155,7 +155,8 @@ def board(user, f: Filters) -> Board:
     without = {r.model: r for r in plain}
     table = [{"row": r, "name": labels.get(r.model) or Name(r.model, r.model),
               "from_tournaments": res["from_tournaments"].get(r.model, 0), "plain": without[r.model],
-              "provisional": uncertainty.provisional(r.battles, threshold),
+              "provisional": uncertainty.provisional(r.battles, threshold), "provisional_floor": threshold,
+              "rank_shown": uncertainty.rank_shown(r.rank, r.battles, threshold),  # "not enough verdicts" below it
               "family": kin.get(r.model) or records.Family(f"entry:{r.model}", r.model, records.FULL_VARIANT)}
              for r in rows]
     points = measures.points(user, {r.model: r.rating for r in rows}, labels)

@@ -38,7 +38,8 @@ DECISION = {
 ENTRY = {
     "type": "object",
     "required": ["model", "label", "name", "family", "variant", "rank", "rank_range", "rating", "interval",
-                 "battles", "win_rate", "from_tournaments", "provisional"],
+                 "battles", "win_rate", "from_tournaments", "provisional", "provisional_floor", "rank_shown",
+                 "rating_sd"],
     "properties": {
         "model": {"type": "string"}, "label": {"type": "string"}, "name": {"type": "string"},
         "family": {"type": "string", "description": "Its base model: entries serving the same weights or remote "
@@ -49,7 +50,14 @@ ENTRY = {
         "rank_worst": {"type": "integer"}, "rating": _NUMBER,
         "interval": {"type": "array", "items": _NUMBER, "minItems": 2, "maxItems": 2},
         "battles": {"type": "integer"}, "win_rate": _NUMBER, "from_tournaments": {"type": "integer"},
-        "provisional": {"type": "boolean"},
+        "provisional": {"type": "boolean", "description": "Rated on fewer verdicts than provisional_floor in this "
+                        "view: its rating can still move a lot"},
+        "provisional_floor": {"type": "integer", "description": "The verdicts an entry needs in this view to be "
+                              "no longer provisional (ARENA_LEADERBOARD_PROVISIONAL_VERDICTS)"},
+        "rank_shown": {"type": "string", "description": "The rank as the page shows it: the number, or 'not enough "
+                       "verdicts' for a provisional entry"},
+        "rating_sd": {**_NUMBER, "description": "The rating's posterior standard deviation (rating points); the "
+                      "interval is rating ± 1.96 of them"},
     },
 }
 
