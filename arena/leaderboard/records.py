@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from arena.battles.models import Battle
 
-from . import trust
+from . import cache, trust
 from .charts import Name, distinct
 
 SEP = " · "
@@ -41,15 +41,17 @@ def counted_battles():
 
 
 def unreliable_judges() -> frozenset[str]:
-    """The slugs of the model judges marked unreliable, whose verdicts count only when asked for
-    (arena.leaderboard.trust: the reliability panel's verdict on each judge's stored readings)."""
-    return frozenset(trust.unreliable_judges())
+    """The slugs of the model judges their stored readings mark unreliable (arena.leaderboard.trust:
+    reading positions, disagreeing with itself, saying ties), whose verdicts count only when asked
+    for. Read once per verdict generation: every judged verdict bumps it (cache.py)."""
+    return frozenset(cache.cached("unreliable-judges", (), trust.unreliable_judges))
 
 
 def leave_out_unreliable(battles):
-    """The one place that decides which judges' verdicts count unasked: `battles` less the
-    verdicts an unreliable judge took part in (a jury's too: arena.leaderboard.trust)."""
-    return trust.leave_out_unreliable(battles)
+    """The one place that decides which judges' verdicts count unasked: `battles` less every verdict
+    an unreliable judge took part in (a jury's too: its majority counted that judge's reading)."""
+    left_out = unreliable_judges()
+    return battles.exclude(id__in=trust.unreliable_battles(set(left_out))) if left_out else battles
 
 
 def _kinds(source: str | frozenset[str]) -> frozenset[str]:

@@ -113,3 +113,23 @@ def test_the_page_and_api_end_with_a_decision_summary(client, owner, token, team
     assert decision["best"] is None and len(decision["contenders"]) >= 2
     assert decision["sentences"][0].startswith(f"{len(decision['contenders'])} entries cannot be told apart")
     assert any(c.startswith("2 of the 6 verdicts come from tournament matches") for c in decision["caveats"])
+
+
+def test_an_unreliable_judge_is_left_out_by_default_and_named_in_the_caveats_when_counted(client, owner, token,
+                                                                                          catalogue):
+    """A judge answering "A" on every reading (always the answer shown first) is marked unreliable."""
+    from arena.suite_runs.services import start_run
+    from tests.arena.factories import suite
+    from tests.arena.suite_runs.running import run_to_end
+
+    prompts = [f"Name the capital of country number {i}." for i in range(9)]
+    run = start_run(owner, suite=suite(owner, *prompts), contestants=catalogue[:2], judge_model=catalogue[2])
+    run_to_end(run, verdict="A")
+    verdict(owner, catalogue[0], catalogue[1], "left")
+    body = api(client, "get", "/api/v1/leaderboard", token).json()
+    assert body["verdicts"] == 1 and body["unreliable_left_out"] == 9 and body["sources"]["judge"]["count"] == 0
+    assert not any("marked unreliable" in c for c in body["decision"]["caveats"])
+    counted = api(client, "get", "/api/v1/leaderboard?unreliable=include", token).json()
+    assert counted["verdicts"] == 10 and counted["sources"]["judge"]["count"] == 9
+    assert f"Verdicts of a judge marked unreliable are counted here: {catalogue[2].label}." in counted["decision"][
+        "caveats"]
