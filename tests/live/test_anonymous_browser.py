@@ -18,9 +18,17 @@ SPEED = re.compile(r"tok(en)?s?\s*/\s*s|tokens per second|data-metric=\"(tps|ttf
 
 
 def exclude_all_but(live_app, keep) -> None:
+    """Only `keep` in the draw; its base model (Gemma) let into chat draws, as staff may."""
     live_app.manage("shell", "-c", (
         "from arena.battles.models import ArenaExclusion as X; from arena.catalogue.models import ModelEntry as M; "
-        f"[X.objects.get_or_create(model=m) for m in M.objects.exclude(slug__in={list(keep)!r})]"))
+        f"[X.objects.get_or_create(model=m) for m in M.objects.exclude(slug__in={list(keep)!r})]; "
+        f"M.objects.filter(slug__in={list(keep)!r}, base=True).update(in_chat_draws=True)"))
+
+
+def set_defaults(live_app, defaults: dict) -> None:
+    live_app.manage("shell", "-c", (
+        "from arena.catalogue.models import ModelEntry as M\n"
+        f"for slug, params in {defaults!r}.items(): M.objects.filter(slug=slug).update(default_params=params)"))
 
 
 def test_an_anonymous_battle_names_nobody_until_the_vote(browser, live_app):
@@ -101,4 +109,56 @@ def test_an_anonymous_battle_names_nobody_until_the_vote(browser, live_app):
               f"{len(frames)} WebSocket frames checked before the vote; speeds {tps}")
     finally:
         context.close()
+        live_app.manage("shell", "-c", "from arena.battles.models import ArenaExclusion as X; X.objects.all().delete()")
+
+
+def test_both_sides_get_one_token_limit_whatever_their_defaults(browser, live_app):
+    """Defaults that differ (SmolLM2 24 tokens, Gemma 8 and a stop at a newline) and no limit asked:
+    both sides get the battle's one limit (ARENA_BLIND_MAX_NEW_TOKENS, 256) and no stop sequence,
+    the page says so before the vote, and after it each side's status reads alike and names the form
+    its prompt was given in."""
+    exclude_all_but(live_app, PAIR)
+    own = {PAIR[0]: {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 24},
+           PAIR[1]: {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 8, "stop": ["\n"]}}
+    set_defaults(live_app, own)
+    token = live_app.token("admin")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        live_app.log_in_page(page, "arena/")
+        assert "or 256 tokens if you leave it empty" in page.text_content("#limit-hint")
+        page.fill("#id_prompt", "Write one sentence about a lighthouse.")
+        with page.expect_navigation():
+            page.click("#arena-form button[type=submit]")
+        battle_id = page.url.rstrip("/").split("/")[-1]
+        assert page.text_content("#token-limit").strip() == "Both answers are limited to 256 tokens."
+        assert page.locator("#prompt-forms").count() == 0  # the forms would name a base model: after the vote
+        page.wait_for_selector("#left-status[data-state=done]", timeout=300_000)
+        page.wait_for_selector("#right-status[data-state=done]", timeout=300_000)
+        for name, size in (("arena-limit-desktop", DESKTOP), ("arena-limit-phone", PHONE)):
+            page.set_viewport_size(size)
+            screenshot(page, name)
+        page.set_viewport_size(DESKTOP)
+        page.wait_for_selector("#vote-buttons button[value=left]:not([disabled])")
+        with page.expect_navigation():
+            page.click("#vote-buttons button[value=left]")
+        page.wait_for_selector("#pick-reason")
+        revealed = live_app.api(token, "get", f"/api/v1/arena/{battle_id}").json()
+        sides = [revealed["left"], revealed["right"]]
+        assert [s["params"]["max_new_tokens"] for s in sides] == [256, 256] and revealed["max_new_tokens"] == 256
+        assert [s["params"]["stop"] for s in sides] == [[], []]
+        statuses = [page.text_content(f"#{side}-status").strip() for side in ("left", "right")]
+        assert all(s in ("Done", "Stopped at 256 tokens") for s in statuses), statuses  # never 8 or 24
+        forms = page.text_content("#prompt-forms")
+        assert "chat template" in forms and "plain text to continue (base model)" in forms
+        for name, size in (("arena-limit-revealed-desktop", DESKTOP), ("arena-limit-revealed-phone", PHONE)):
+            page.set_viewport_size(size)
+            screenshot(page, name)
+        print(f"\none limit: both sides 256 tokens (defaults 24 and 8); statuses {statuses}; "
+              f"answers of {[s['metrics']['generated_tokens'] for s in sides]} tokens")
+    finally:
+        context.close()
+        set_defaults(live_app, {slug: {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 128 if "gemma" in slug
+                                       else 256} for slug in PAIR})
         live_app.manage("shell", "-c", "from arena.battles.models import ArenaExclusion as X; X.objects.all().delete()")
