@@ -87,7 +87,8 @@ ENTRY_FIELDS = {
     "remote_model": {"type": "string", "maxLength": 200, "description": "openai engine: the model's name there"},
     "api_key_env": {"type": "string", "maxLength": 128,
                     "description": "openai engine: the NAME of the environment variable holding the key (where the "
-                                   "workers run), or use api_key instead"},
+                                   "workers run), which must begin with ARENA_ENDPOINT_KEY_ (else 400, code "
+                                   "key_variable_not_allowed); or use api_key instead"},
     "server_command": {"type": "string",
                        "description": "server engine: the command that starts an OpenAI-compatible server, with "
                                       "{port} (and {host}, {api_key}, {model}, {fraction})"},
@@ -112,6 +113,12 @@ READ_ONLY_FIELDS = {
                                    "endpoint answers and lists the model); empty once it passed. An entry that "
                                    "fails it stays disabled"},
     "checked_at": {"type": ["string", "null"], "format": "date-time", "readOnly": True},
+    "notices": {"type": "array", "readOnly": True,
+                "description": "Only in a write's answer, when there is one: api_key_dropped when a new base URL on "
+                               "another origin (scheme, host, port) removed the stored key (give it again)",
+                "items": {"type": "object", "required": ["code", "message"],
+                          "properties": {"code": {"type": "string", "enum": ["api_key_dropped"]},
+                                         "message": {"type": "string"}}}},
 }
 ENTRY = {"type": "object", "properties": {**ENTRY_FIELDS, **READ_ONLY_FIELDS}}
 NEW_ENTRY = {"type": "object", "required": ["slug", "name", "engine"], "additionalProperties": False,
