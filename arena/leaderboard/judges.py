@@ -63,7 +63,7 @@ def rows(report: reliability.Report, labels: dict) -> dict:
     judges = [{"slug": f.judge, "label": label(f.judge), "pairs": f.pairs, "readings": f.readings,
                "enough": f.pairs >= report.min_pairs, "verdict": f.verdict, "verdict_label": VERDICT_LABELS[f.verdict],
                "unreliable": f.unreliable, "sentence": f.sentence,
-               "agreed": f.consistent.count, "percent": round(100 * f.consistent.value) if f.pairs else None,
+               "agreed": f.consistent.count,
                "self_consistency": share_text(f.consistent, "no pair read both ways"),
                "position_bias": share_text(f.first, "no decisive reading"),
                "tie_rate": share_text(f.ties, "no reading"), "people": _kappa(f.people, report.min_pairs),

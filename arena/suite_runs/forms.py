@@ -58,7 +58,7 @@ class SuiteRunForm(ParamsMixin, forms.Form):
         runs and quick checks, or none yet (arena.suite_runs.judge_checks.known_judges)."""
         judge = self.fields["judge"]
         assert isinstance(judge, forms.ModelChoiceField)  # as declared above
-        return known_judges(list(judge.queryset))
+        return known_judges(list(judge.queryset or ()))
 
     def contestant_fields(self):
         return [self[f"contestant_{i}"] for i in range(1, SuiteRun.MAX_CONTESTANTS + 1)]

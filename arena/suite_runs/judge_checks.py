@@ -15,6 +15,7 @@ too few to call a judge reliable on their own (that needs MIN_PAIRS pairs)."""
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.exceptions import NotRegistered
 from django.db import transaction
 
 from arena.battles.judging import ORDERS
@@ -101,7 +102,7 @@ def known_judges(entries) -> list[dict]:
     check = check_readings()
     report = reliability.reliability(trust.stored_readings() + check, between=False)
     rows = {row["slug"]: row for row in judges.rows(report, {})["judges"]}
-    right = {}
+    right: dict[str, tuple[int, int]] = {}
     for reading in check:
         if reading.both:
             done, correct = right.get(reading.judge, (0, 0))
@@ -130,7 +131,7 @@ def add_admin_action() -> None:
     the quick check among its actions; SuiteRunsConfig.ready() calls this."""
     try:
         model_admin = admin.site.get_model_admin(ModelEntry)
-    except admin.exceptions.NotRegistered:
+    except NotRegistered:
         return
     if quick_judge_check not in (model_admin.actions or ()):
         model_admin.actions = [*(model_admin.actions or ()), quick_judge_check]
