@@ -111,3 +111,26 @@ def test_the_test_button_reports_a_generation_on_the_entry_page(live_app, admin_
     assert message.inner_text().lower().startswith("smollm2-135m-llamacpp: answered in")
     assert "tokens/s" in message.inner_text()
     screenshot(page, "catalogue-entry-tested-desktop")
+
+
+def test_a_new_host_on_the_entry_page_removes_the_stored_key_and_says_so(live_app, admin_page, staff_token):
+    """The same app under another name is another origin: the key pasted for the first stays behind."""
+    created = live_app.api(staff_token, "post", "/api/v1/catalogue", json={
+        "slug": "moved-key", "name": "Moved key", "engine": "openai", "base_url": live_app.url + "v1",
+        "remote_model": "smollm2-135m-llamacpp", "api_key": live_app.token("admin"), "cpus": 0.25})
+    assert created.status_code == 201 and created.json()["enabled"], created.text
+    page = admin_page
+    entry_page(page, live_app, "moved-key")
+    assert page.is_visible("text=It goes only to this base URL's host")
+    assert page.is_visible("text=must begin with ARENA_ENDPOINT_KEY_")
+    page.fill("#id_base_url", live_app.url.replace("127.0.0.1", "localhost") + "v1")
+    page.click("input[name=_continue]")
+    warning = page.wait_for_selector("ul.messagelist li.warning >> text=The stored key was removed")
+    assert "give the key again" in warning.inner_text().lower()
+    assert page.is_visible("text=Moved key stays disabled: Not an OpenAI-compatible endpoint")
+    assert not page.is_visible("text=A key is stored (it is never shown)")
+    screenshot(page, "catalogue-entry-key-removed-desktop")
+    page.set_viewport_size(PHONE)
+    screenshot(page, "catalogue-entry-key-removed-phone")
+    page.set_viewport_size(DESKTOP)
+    assert not live_app.api(staff_token, "get", "/api/v1/catalogue/moved-key").json()["api_key_stored"]
