@@ -129,7 +129,7 @@ def sources(f: Filters, counts: dict[str, int]) -> dict:
     kinds = [{"key": k, "label": KINDS[k], "count": counts[k], "shown": k in f.kinds,
               "only": f.query(kinds=frozenset({k}))} for k in KINDS]
     return {"total": sum(counts.values()), "kinds": kinds, "present": [k for k in kinds if k["count"]],
-            "shown_words": decision.names([k["label"] for k in kinds if k["shown"]]) if f.kinds else "none",
+            "shown_words": decision.names([KINDS[k] for k in KINDS if k in f.kinds]) if f.kinds else "none",
             "every": f.query(kinds=EVERY_KIND), "every_kind": f.every_kind}
 
 

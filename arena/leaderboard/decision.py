@@ -147,7 +147,8 @@ def summarise(entries: Sequence[Entry], cells: Mapping[tuple[str, str], tuple[fl
                        (ONE_RATED.format(label=only.label), *figures, *caveats))
     top, second = ranked[0], ranked[1]
     chosen = contenders(ranked)
-    estimate = uncertainty.pair_estimate(top.slug, second.slug, {e.slug: e.rating for e in ranked}, cells or {})
+    estimate = uncertainty.pair_estimate(top.slug, second.slug, {e.slug: e.rating for e in ranked},
+                                          dict(cells or {}))
     separation = estimate.separation if estimate else None
     met = bool(estimate and estimate.met)
     sentences: list[str] = []
