@@ -34,6 +34,7 @@ class Point(NamedTuple):
     name: str = ""  # the entry's full catalogue name (tooltips); empty: the label
     slug: str = ""
     first_token_s: float | None = None  # median time to first token; None: never measured
+    speed_mixed: bool = False  # no answer of it ran alone: its speed was measured while others shared the worker
 
 
 class Measure(TypedDict):
@@ -87,7 +88,7 @@ def _chart(key: str, measured: list[tuple[int, Point, float]]) -> dict:
     dots: list[dict[str, Any]] = [
         {"number": n, "name": p.entry, "full": p.name or p.entry, "slug": p.slug, "cx": to_x(x),
          "cy": to_y(p.rating), "front": n in front, "x": x, "rating": p.rating,
-         "estimate": key == "memory" and not p.memory_measured}
+         "estimate": key == "memory" and not p.memory_measured, "mixed": key == "speed" and p.speed_mixed}
         for n, p, x in measured]
     _place_numbers(dots)
     line = sorted((d for d in dots if d["front"]), key=lambda d: d["cx"])

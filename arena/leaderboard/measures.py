@@ -4,7 +4,9 @@ decode speed and its memory.
 Speed: the median of Generation.tokens_per_s (the decode rate after the first token, as the
 worker measured it: never the model's load, the wait in line or the time to first token, which
 are recorded apart, so a cold start does not make an entry look slow) over the entry's
-finished generations that may be named (an unrevealed blind battle's answers are left out).
+finished generations that may be named (an unrevealed blind battle's answers are left out), and
+of those, the ones that ran alone on their worker where there are any (a suite run's answers
+share a worker: 20 tok/s against 54–83 alone); else the point is marked mixed.
 Memory: the resident memory a running worker of the entry reports (the orchestrator's status
 snapshot, as the status page shows it, without the viewer's secret models) where one is running,
 else the catalogue's estimate; an endpoint holds no memory on our machines and has none.
@@ -32,13 +34,29 @@ def _answers(generations: QuerySet | None) -> QuerySet:
 
 
 def median_speeds(generations: QuerySet | None = None) -> dict[str, float]:
-    """Entry slug -> median decode tokens/s over `generations` (default: every visible one) that finished."""
-    qs = _answers(generations)
-    rates: dict[str, list[float]] = {}
-    rows = qs.filter(status=Generation.Status.DONE, tokens_per_s__gt=0).values_list("model__slug", "tokens_per_s")
-    for slug, rate in rows:
-        rates.setdefault(slug, []).append(rate)
-    return {slug: median(values) for slug, values in rates.items()}
+    """Entry slug -> median decode tokens/s over `generations` (default: every visible one) that finished
+    (those that ran alone on their worker where the entry has any: `speeds`)."""
+    return {slug: rate for slug, (rate, _mixed) in speeds(generations).items()}
+
+
+def speeds(generations: QuerySet | None = None) -> dict[str, tuple[float, bool]]:
+    """Entry slug -> (median decode tokens/s, mixed?) over `generations` (default: every visible one)
+    that finished. A rate measured while other answers shared the worker (metrics.shared_with_max > 0)
+    is not the model's speed alone: the median is over the answers that ran alone where the entry has
+    any; otherwise over all of them, and `mixed` says some were measured while others shared the worker."""
+    alone: dict[str, list[float]] = {}
+    every: dict[str, list[float]] = {}
+    shared: set[str] = set()
+    rows = _answers(generations).filter(status=Generation.Status.DONE, tokens_per_s__gt=0).values_list(
+        "model__slug", "tokens_per_s", "metrics__shared_with_max")
+    for slug, rate, others in rows:
+        every.setdefault(slug, []).append(rate)
+        if others == 0:
+            alone.setdefault(slug, []).append(rate)
+        elif others:
+            shared.add(slug)
+    return {slug: (median(alone[slug]), False) if slug in alone else (median(rates), slug in shared)
+            for slug, rates in every.items()}
 
 
 def median_first_tokens(generations: QuerySet | None = None) -> dict[str, float]:
@@ -75,10 +93,11 @@ def points(user, ratings: dict[str, float], labels: dict[str, Name],
     """One point per rated entry (slug -> rating), named by `labels` (records.names()), for
     frontier.charts; speeds measured over `generations` (a suite run's answers, say), else over
     every visible one."""
-    speeds, memory = median_speeds(generations), memory_figures(user, list(ratings))
+    measured, memory = speeds(generations), memory_figures(user, list(ratings))
     first_tokens = median_first_tokens(generations)
     named = {slug: labels.get(slug) or Name(slug, slug) for slug in ratings}
     held = {slug: memory.get(slug, (None, False)) for slug in ratings}
-    return [Point(named[slug].label, rating, speeds.get(slug), held[slug][0], held[slug][1], named[slug].full, slug,
-                  first_tokens.get(slug))
+    return [Point(named[slug].label, rating, measured[slug][0] if slug in measured else None, held[slug][0],
+                  held[slug][1], named[slug].full, slug, first_tokens.get(slug),
+                  speed_mixed=slug in measured and measured[slug][1])
             for slug, rating in ratings.items()]
