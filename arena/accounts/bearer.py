@@ -2,11 +2,16 @@
 
 import functools
 
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from arena.api.http import answer_refusals, error
 
 from .models import ApiToken
+
+# A member makes their own tokens on the API tokens page (manage.py arena_token is the operators').
+TOKEN_REFUSED = ("Missing or invalid API token: send 'Authorization: Bearer <token>'. "
+                 "Make a token on your API tokens page: {url}")
 
 
 def token_required(view):
@@ -23,7 +28,7 @@ def token_required(view):
         scheme, _, token = header.partition(" ")
         user = ApiToken.objects.user_for(token.strip()) if scheme.lower() == "bearer" else None
         if user is None:
-            response = error(401, "Missing or invalid API token: send 'Authorization: Bearer <token>'.")
+            response = error(401, TOKEN_REFUSED.format(url=request.build_absolute_uri(reverse("account-tokens"))))
             response["WWW-Authenticate"] = 'Bearer realm="llm-arena"'
             return response
         request.user = user

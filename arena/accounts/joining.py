@@ -33,6 +33,12 @@ INVITATION_UNKNOWN = "There is no invitation at this address. Check that the lin
 INVITATION_TAKEN_MEANWHILE = "This invitation was used or withdrawn while you filled in the form."
 MAIL_FAILED = "The e-mail could not be sent ({error}); copy the link below and pass it on yourself."
 MAIL_SENT = "The link was also sent to {email}."
+MAIL_NOT_SET = "No mail server is set (EMAIL_HOST), so nothing was sent to {email}: send this link yourself."
+# Backends that deliver nothing: the console prints the mail in the server's log, dummy drops it,
+# filebased writes it to disk. Saying "sent" after those would send staff waiting for nothing.
+UNDELIVERED_BACKENDS = frozenset({"django.core.mail.backends.console.EmailBackend",
+                                  "django.core.mail.backends.dummy.EmailBackend",
+                                  "django.core.mail.backends.filebased.EmailBackend"})
 
 
 class ArenaLoginView(LoginView):
@@ -61,7 +67,9 @@ def invitations_page(request):
         data = form.cleaned_data
         token, invitation = Invitation.create(request.user, email=data["email"], note=data["note"], days=data["days"])
         new_link = request.build_absolute_uri(reverse("invitation-accept", args=[token]))
-        if invitation.email:
+        if invitation.email and settings.EMAIL_BACKEND in UNDELIVERED_BACKENDS:
+            mail_note = MAIL_NOT_SET.format(email=invitation.email)
+        elif invitation.email:
             try:
                 send_mail("Your invitation to LLM Arena", _invitation_mail(request, token, invitation), None,
                           [invitation.email])

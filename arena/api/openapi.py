@@ -137,7 +137,8 @@ def document(schemas: dict, *paths: dict) -> dict:
             "title": "LLM Arena API",
             "version": "1.0.0",
             "description": "Automate generations against the model catalogue. "
-            "Authenticate with `Authorization: Bearer <token>` (`python manage.py arena_token USERNAME`).",
+            "Authenticate with `Authorization: Bearer <token>`: make a token on your API tokens page "
+            "(`/account/tokens/`), or an operator runs `python manage.py arena_token USERNAME`.",
         },
         "servers": [{"url": "/"}],
         "components": {

@@ -40,11 +40,15 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+BATTLE_NOUNS = {"comparison": "comparison", "anonymous": "anonymous battle", "tournament": "tournament match",
+                "suite": "suite-run pair"}  # by Battle.Mode
+
+
 def noun(obj) -> str:
-    """What a user calls the object: generation, comparison, tournament match, tournament, prompt suite
-    or suite run."""
+    """What a user calls the object: generation, comparison, anonymous battle, tournament match,
+    suite-run pair, tournament, prompt suite or suite run."""
     if obj._meta.model_name == "battle":
-        return "comparison" if obj.mode == "comparison" else "tournament match"
+        return BATTLE_NOUNS.get(obj.mode, "battle")
     return {"suite": "prompt suite", "suiterun": "suite run"}.get(obj._meta.model_name, obj._meta.model_name)
 
 

@@ -71,10 +71,13 @@ def model_not_found(slug: str) -> OpenAIError:
 
 
 def authentication_failed(present: bool) -> OpenAIError:
-    message = ("Incorrect API key provided. Use an arena API token (manage.py arena_token USERNAME)."
-               if present else
-               "You didn't provide an API key. Send 'Authorization: Bearer <token>' with an arena API token "
-               "(manage.py arena_token USERNAME).")
+    """The 401: where a member gets a token (their API tokens page; the command is the operators')."""
+    from django.urls import reverse
+
+    where = f"make one on your API tokens page, {reverse('account-tokens')}"
+    message = (f"Incorrect API key provided. Use an arena API token: {where}." if present else
+               f"You didn't provide an API key. Send 'Authorization: Bearer <token>' with an arena API token: "
+               f"{where}.")
     return OpenAIError(401, message, AUTHENTICATION, None, "invalid_api_key")
 
 

@@ -82,7 +82,8 @@ def shared_side(battle, side: str, heading: str = "h2", thread: bool = False):
 
     gen = battle.left if side == "left" else battle.right
     visible = battle.names_visible
-    reason = gen.failure_reason if visible or not gen.failure_reason else BLIND_FAILURE
+    # A blind failure's own words could tell the sides apart; a stop's (the page closed) could not.
+    reason = gen.failure_reason if visible or gen.status != gen.Status.FAILED else BLIND_FAILURE
     line = status_line.of(gen, detail=reason, blind=not visible)
     text = gen.text
     view = battle.paced_side(side)

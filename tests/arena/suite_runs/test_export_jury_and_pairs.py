@@ -1,4 +1,4 @@
-"""A suite run's exports name its whole jury (the run's judges, and each verdict's), and the LLM
+"""A suite run's exports and charts name its whole jury (the run's judges, and each verdict's), and the LLM
 Comparator export compares the pair the user chooses (the first two contestants unless chosen, as
 the run page's form says) or every pair, one file each in a .zip. Runs are driven by hand as in
 test_jury.py: each generation is finished by the test as its run would."""
@@ -63,3 +63,10 @@ def test_llm_comparator_exports_every_pair_in_a_zip(mine, jury_run):
     for name in names:
         document = json.loads(archive.read(name))
         assert len(document["models"]) == 2 and len(document["examples"]) == 1
+
+
+def test_the_charts_note_says_a_jury_rated_them(mine, jury_run):
+    run, _contestants, _judges = jury_run
+    page = mine.get(run.get_absolute_url()).content.decode()
+    assert "Ratings from this run's jury: on each pair, the majority of its 3 judges" in page
+    assert "judge's verdicts;" not in page
