@@ -70,6 +70,9 @@ class Config:
     """ARENA_ALLOW_SERVER_COMMANDS=1: "server" entries may run their command."""
     endpoint_api_key: str = ""
     """ARENA_ENDPOINT_API_KEY: this worker's endpoint's stored key, opened by its backend."""
+    endpoint_hosts: str = ""
+    """ARENA_ENDPOINT_HOSTS: the only hosts (host or host:port, comma-separated) openai entries may
+    point at, on the web side and in every worker (inference.destinations); unset: any host."""
 
 
 def current(env: Mapping[str, str] | None = None) -> Config:
@@ -93,6 +96,7 @@ def current(env: Mapping[str, str] | None = None) -> Config:
         llamacpp_verbosity=_number(env, "ARENA_LLAMACPP_VERBOSITY", int, defaults.llamacpp_verbosity),
         allow_server_commands=env.get(SERVER_COMMANDS_ENV, "") == "1",
         endpoint_api_key=env.get(STORED_KEY_ENV, ""),
+        endpoint_hosts=env.get("ARENA_ENDPOINT_HOSTS", "").strip(),
     )
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from inference import config
+from inference import config, destinations
 from inference.decoding import WARM_UP_MESSAGES
 from inference.endpoint import EndpointEngine
 from inference.hardware import resident_mb, usable_cpus
@@ -102,6 +102,9 @@ def _serve_llamacpp(spec: ModelSpec, max_batch: int) -> Served:
 def _serve_endpoint(spec: ModelSpec) -> Served:
     if not spec.base_url.startswith(("http://", "https://")):
         raise EngineConfigError(f"The endpoint's base URL must start with http:// or https:// (got '{spec.base_url}').")
+    if not destinations.host_allowed(spec.base_url, destinations.parse_hosts(config.current().endpoint_hosts)):
+        raise EngineConfigError(f"The endpoint's host is not one ARENA_ENDPOINT_HOSTS allows on this machine "
+                                f"(got '{spec.base_url}').")
     key = ""
     if spec.api_key_sealed:
         key = config.current().endpoint_api_key

@@ -52,7 +52,7 @@ TYPES: dict[str, type | tuple[type, ...]] = {
 }
 JSON_FIELDS = ("default_params", "aliases")
 MAX_NUMBER = 1e300  # a JSON number beyond this is no resource figure (float() of a 400-digit integer overflows)
-ERROR_CODES = (keys.KEY_VARIABLE_CODE,)
+ERROR_CODES = (keys.KEY_VARIABLE_CODE, keys.HOST_CODE)
 STAFF_ONLY = "Managing the catalogue needs a staff token (manage.py arena_token USERNAME --staff)."
 
 
@@ -176,7 +176,7 @@ def _save(request, entry: ModelEntry | None) -> JsonResponse:
 
 def _invalid(form: EntryForm) -> JsonResponse:
     """form_error's 400, with the machine code of a refusal that has one of its own (a key variable
-    outside ARENA_ENDPOINT_KEY_), else "invalid"."""
+    outside ARENA_ENDPOINT_KEY_, a host outside ARENA_ENDPOINT_HOSTS), else "invalid"."""
     response = form_error(form)
     codes = [e.code for errors in form.errors.as_data().values() for e in errors if e.code in ERROR_CODES]
     body = json.loads(response.content)

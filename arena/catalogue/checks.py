@@ -22,7 +22,7 @@ from inference import config
 from inference.managed import commands_allowed
 from orchestration.sealing import SealError
 
-from .keys import KEY_VARIABLE_OUTSIDE
+from .keys import KEY_VARIABLE_OUTSIDE, host_problem
 
 if TYPE_CHECKING:
     from .models import ModelEntry
@@ -55,6 +55,8 @@ def problem(entry: ModelEntry) -> str | None:
         return server_problem(entry.server_command)
     if entry.engine != entry.Engine.OPENAI:
         return None
+    if where := host_problem(entry.base_url):  # saved before the allow-list was set: nothing is sent
+        return where
     if entry.api_key_env and not entry.api_key_sealed:
         if not config.is_key_variable(entry.api_key_env):  # saved before the prefix was the rule
             return KEY_VARIABLE_OUTSIDE.format(name=entry.api_key_env)

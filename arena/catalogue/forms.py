@@ -2,9 +2,9 @@
 
 from django import forms
 
+from inference import destinations
 from inference.config import KEY_VARIABLE_PREFIX
 
-from . import keys
 from .models import ModelEntry
 
 KEY_STORED = ("A key is stored (it is never shown). It goes only to this base URL's host: a new host (or scheme or "
@@ -62,4 +62,4 @@ class StoredKeyForm(forms.ModelForm):
         if base_url is None or not self.instance.pk or not self.instance.has_stored_key:
             return False
         saved = ModelEntry.objects.filter(pk=self.instance.pk).values_list("base_url", flat=True).first()
-        return not keys.same_origin(saved or "", base_url)
+        return not destinations.same_origin(saved or "", base_url)

@@ -1,22 +1,14 @@
 """Where an endpoint's key may go, one rule for the admin form and the staff API (forms.StoredKeyForm,
-ModelEntry.clean): a stored key only to the origin (scheme, host, port) it was given for, a key
-variable only if it is named ARENA_ENDPOINT_KEY_<NAME> (inference.config.KEY_VARIABLE_PREFIX).
-
-No Django here. URLs are read by httpx, the client that sends the key (the check and the worker's
-adapter), so the host compared is the host it would connect to: `http://a.example@b.example/`
-is b.example to both.
+ModelEntry.clean): a stored key only to the origin (scheme, host, port) it was given for
+(inference.destinations.same_origin), a key variable only if it is named ARENA_ENDPOINT_KEY_<NAME>
+(inference.config.KEY_VARIABLE_PREFIX), an endpoint only on a host the operator allows
+(ARENA_ENDPOINT_HOSTS, when set). The sentences and codes staff read about them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
-
-import httpx
-
+from inference import config, destinations
 from inference.config import KEY_VARIABLE_PREFIX
-
-DEFAULT_PORTS = {"http": 80, "https": 443}
 
 KEY_DROPPED_CODE = "api_key_dropped"
 KEY_DROPPED = ("The stored key was removed: it was given for the old base URL's host, and a stored key goes only to "
@@ -27,32 +19,21 @@ KEY_VARIABLE_OUTSIDE = ("{name} is not an endpoint key variable: an entry may na
                         "Rename the variable and name the new one here.")
 USERINFO_IN_URL = ("A base URL with a user name or password in it (user@host) would keep a secret in plain text: "
                    "give the host only, and the key as the entry's key.")
+HOST_CODE = "endpoint_host_not_allowed"
+HOST_NOT_ALLOWED = ("This app's operator allows endpoints only on these hosts (ARENA_ENDPOINT_HOSTS): {hosts}. Ask "
+                    "them to add this one.")
 
 
-def origin(url: str) -> tuple[str, str, int] | None:
-    """The scheme, host and port a client would send to, normalised: the host in lower case without a
-    trailing dot, an IP address in one spelling (http://[0:0::1] is http://[::1]), the default port
-    written out (http://a:80 is http://a). None for what is no http(s) URL with a host."""
-    try:
-        parsed = httpx.URL(url.strip())
-    except (httpx.InvalidURL, TypeError):
-        return None
-    if parsed.scheme not in DEFAULT_PORTS or not parsed.host:
-        return None
-    host = parsed.host.lower().rstrip(".")
-    with contextlib.suppress(ValueError):  # an address, in one spelling; else a name, as it is
-        host = ipaddress.ip_address(host).compressed
-    return parsed.scheme, host, parsed.port or DEFAULT_PORTS[parsed.scheme]
+def host_problem(base_url: str) -> str:
+    """Why `base_url` is on no host ARENA_ENDPOINT_HOSTS allows, or "" (also when it is not set)."""
+    allowed = destinations.parse_hosts(config.current().endpoint_hosts)
+    if destinations.host_allowed(base_url, allowed):
+        return ""
+    assert allowed is not None, "host_allowed allows every host without a list"
+    shown = ", ".join(_written(host, port) for host, port in allowed)
+    return HOST_NOT_ALLOWED.format(hosts=shown or "none (the setting names no valid host)")
 
 
-def same_origin(before: str, after: str) -> bool:
-    """Whether a key given for `before` may go to `after`: both the same origin (a change of path is)."""
-    was = origin(before)
-    return was is not None and was == origin(after)
-
-
-def has_userinfo(url: str) -> bool:
-    try:
-        return bool(httpx.URL(url.strip()).userinfo)
-    except (httpx.InvalidURL, TypeError):
-        return False
+def _written(host: str, port: int | None) -> str:
+    host = f"[{host}]" if ":" in host else host
+    return host if port is None else f"{host}:{port}"

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from inference import config
+from inference import config, destinations
 from inference.managed import check_template
 from inference.protocol import ENGINE_KINDS, ModelSpec, ParamError, SamplingParams
 from inference.sources import ModelSourceError, SourceNameError, check_source
@@ -305,10 +305,12 @@ class ModelEntry(models.Model):
 
     def _endpoint_errors(self) -> dict[str, str | ValidationError]:
         errors: dict[str, str | ValidationError] = {}
-        if not self.base_url.startswith(("http://", "https://")) or keys.origin(self.base_url) is None:
+        if not self.base_url.startswith(("http://", "https://")) or destinations.origin(self.base_url) is None:
             errors["base_url"] = "An endpoint needs its base URL (http:// or https://, up to /v1)."
-        elif keys.has_userinfo(self.base_url):
+        elif destinations.has_userinfo(self.base_url):
             errors["base_url"] = keys.USERINFO_IN_URL
+        elif problem := keys.host_problem(self.base_url):
+            errors["base_url"] = ValidationError(problem, code=keys.HOST_CODE)
         if not self.remote_model.strip():
             errors["remote_model"] = "An endpoint needs the model's name at the endpoint."
         if self.api_key_env and not ENV_NAME.match(self.api_key_env):

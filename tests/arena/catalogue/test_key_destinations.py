@@ -8,7 +8,7 @@ import threading
 import pytest
 from django.core.management import call_command
 
-from arena.catalogue import checks
+from arena.catalogue import checks, keys
 from arena.catalogue.keys import KEY_DROPPED, KEY_VARIABLE_OUTSIDE
 from arena.catalogue.models import ModelEntry
 from inference import engines
@@ -175,3 +175,23 @@ def test_the_spec_of_an_endpoint_names_the_variable_only(monkeypatch):
                      api_key_env="HOME")
     with pytest.raises(engines.EngineConfigError, match=KEY_VARIABLE_PREFIX):
         engines.serve(spec, max_batch=1)
+
+
+def test_an_endpoint_off_the_operators_host_list_is_refused_and_never_asked(client, staff_token, first, second,
+                                                                           monkeypatch):
+    monkeypatch.setenv("ARENA_ENDPOINT_HOSTS", f"api.example.com, 127.0.0.1:{first.server_address[1]}")
+    refused = api(client, "post", "/api/v1/catalogue", staff_token, entry_body(second.url(), api_key=KEY))
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "endpoint_host_not_allowed"
+    assert refused.json()["error"]["fields"]["base_url"] == keys.HOST_NOT_ALLOWED.format(
+        hosts=f"api.example.com, 127.0.0.1:{first.server_address[1]}")
+    allowed = api(client, "post", "/api/v1/catalogue", staff_token, entry_body(first.url(), api_key=KEY))
+    assert allowed.status_code == 201 and allowed.json()["enabled"]
+
+    # An entry saved before the list was set: its check and its worker send nothing to its host.
+    older = ModelEntry.objects.create(slug="older", name="Older", engine="openai", base_url=second.url(),
+                                      remote_model="team/model-a", enabled=False)
+    older.store_key(KEY)
+    assert older.run_check() == keys.host_problem(second.url()) != ""
+    with pytest.raises(engines.EngineConfigError, match="ARENA_ENDPOINT_HOSTS"):
+        engines.serve(older.spec(), max_batch=1)
+    assert not second.seen

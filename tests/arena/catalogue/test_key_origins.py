@@ -1,12 +1,12 @@
-"""The origin rule of a stored key (arena/catalogue/keys.py): the same scheme, host and port however
+"""The origin rule of a stored key (inference/destinations.py): the same scheme, host and port however
 they are written keeps it; anything else, or what is no http(s) URL, drops it."""
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena.catalogue.keys import has_userinfo, origin, same_origin
 from inference.config import is_key_variable
+from inference.destinations import has_userinfo, host_allowed, origin, parse_hosts, same_origin
 
 
 @pytest.mark.parametrize(("before", "after"), [
@@ -76,3 +76,17 @@ def test_a_key_variable_is_the_prefix_and_a_name(suffix):
     assert is_key_variable(name) == (0 < len(suffix) <= 100 and all(c.isascii() and (c.isalnum() or c == "_")
                                                                      for c in suffix))
     assert not is_key_variable(suffix) or suffix.startswith("ARENA_ENDPOINT_KEY_")
+
+
+def test_the_endpoint_hosts_allow_list():
+    hosts = parse_hosts(" API.example.com. , gpu-node-1:8000, [0:0::1]:8080, 10.0.0.7:80, bad/host, user@h ")
+    assert hosts == (("api.example.com", None), ("gpu-node-1", 8000), ("::1", 8080), ("10.0.0.7", 80))
+    assert host_allowed("https://api.example.com/v1", hosts) and host_allowed("http://api.example.com:9/v1", hosts)
+    assert host_allowed("http://gpu-node-1:8000/v1", hosts) and not host_allowed("http://gpu-node-1:8001/v1", hosts)
+    assert host_allowed("http://[::1]:8080/v1", hosts) and not host_allowed("http://[::1]:8081/v1", hosts)
+    assert host_allowed("http://10.0.0.7/v1", hosts) and not host_allowed("https://10.0.0.7/v1", hosts)
+    assert not host_allowed("http://api.example.com@evil.example/v1", hosts)
+    assert not host_allowed("http://evil.example/v1", hosts) and not host_allowed("not a url", hosts)
+    assert parse_hosts("") is None and parse_hosts("  ") is None
+    assert host_allowed("http://anywhere.example/v1", None)  # no list: every host
+    assert parse_hosts("bad/host") == () and not host_allowed("http://bad/v1", ())  # nothing valid: nothing
