@@ -24,7 +24,7 @@ def test_an_anonymous_battles_share_panel_names_it_so(client, owner, catalogue):
     client.force_login(owner)
     page = client.get(reverse("arena-battle", args=[battle.id])).content.decode()
     assert "can read this anonymous battle" in page and "until your vote" in page
-    assert "tournament match" not in page
+    assert "tournament match" not in page and "until the reveal" not in page
 
 
 @pytest.mark.django_db
