@@ -171,7 +171,7 @@ def _entry(t: dict, points) -> decision.Entry:
     point = next((p for p in points if p.slug == r.model), None)
     return decision.Entry(
         r.model, t["name"].label, r.rating, r.lower, r.upper, r.rank_best or r.rank, r.rank_worst or r.rank,
-        r.battles, t["provisional"], point.tokens_per_s if point else None, False,
+        r.battles, t["provisional"], point.tokens_per_s if point else None, bool(point and point.speed_mixed),
         point.memory_mb if point else None, bool(point and point.memory_measured))
 
 

@@ -45,8 +45,8 @@ MEASURED, ESTIMATED = "measured", "the catalogue's estimate"
 PROVISIONAL = ("Provisional: {names} {verb} rated on fewer than {threshold} verdicts in this view; "
                "{pronoun} can still move a lot.")
 UNRELIABLE_JUDGE = "Verdicts of a judge marked unreliable are counted here: {names}."
-MIXED_SPEEDS = ("Speeds not measured alone: {names} {verb} measured while other generations ran beside "
-                "{object}{others}; compare speeds with care.")
+MIXED_SPEEDS = ("Speeds not measured alike: {names} {verb} measured only while other answers shared the worker"
+                "{others}; compare speeds with care.")
 OTHERS_ALONE = ", the others alone"
 NO_SPEED = "No speed measured for {names}."
 NO_SPEED_AT_ALL = "No speed measured for any of them."
@@ -68,7 +68,7 @@ class Entry:
     verdicts: int
     provisional: bool = False
     tokens_per_s: float | None = None  # median decode speed; None: never measured
-    speed_mixed: bool = False  # its speed was measured while other generations ran beside it
+    speed_mixed: bool = False  # no answer of it ran alone: its speed was measured while others shared the worker
     memory_mb: float | None = None  # None: holds no memory here (an endpoint) or unknown
     memory_measured: bool = False  # a worker's resident figure, not the catalogue's estimate
 
@@ -246,7 +246,6 @@ def _caveats(chosen: Sequence[Entry], context: Context) -> list[str]:
     mixed = [e.label for e in timed if e.speed_mixed]
     if mixed:
         caveats.append(MIXED_SPEEDS.format(names=names(mixed), verb=_plural(mixed)["verb"],
-                                           object="it" if len(mixed) == 1 else "them",
                                            others=OTHERS_ALONE if len(mixed) < len(timed) else ""))
     unmeasured = [e.label for e in chosen if e.tokens_per_s is None]
     if unmeasured and len(chosen) > 1:

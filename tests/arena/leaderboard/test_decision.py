@@ -61,7 +61,8 @@ def test_caveats_provisional_unreliable_judge_mixed_speeds_tournaments():
     caveats = " ".join(s.caveats)
     assert "Provisional: A is rated on fewer than 30 verdicts" in caveats
     assert "Verdicts of a judge marked unreliable are counted here: Judge J." in caveats
-    assert "A is measured while other generations ran beside it, the others alone" in caveats
+    assert "Speeds not measured alike: A is measured only while other answers shared the worker, the others alone" in (
+        caveats)
     assert "4 of the 12 verdicts come from tournament matches" in caveats
     assert "Smallest of them: B, 300 MB (measured)." in s.sentences
     assert set(s.caveats) <= set(s.sentences)  # every caveat is said

@@ -133,3 +133,21 @@ def test_an_unreliable_judge_is_left_out_by_default_and_named_in_the_caveats_whe
     assert counted["verdicts"] == 10 and counted["sources"]["judge"]["count"] == 9
     assert f"Verdicts of a judge marked unreliable are counted here: {catalogue[2].label}." in counted["decision"][
         "caveats"]
+
+
+def test_a_speed_measured_only_beside_other_answers_is_a_caveat(client, owner, token, catalogue):
+    """Two entries that cannot be told apart: one has an answer that ran alone on its worker, the
+    other's answers all ran while other answers shared it (metrics.shared_with_max, H7's count)."""
+    from arena.generations.models import Generation
+
+    smollm, gemma = catalogue[0], catalogue[3]
+    verdict(owner, smollm, gemma, "left")
+    verdict(owner, smollm, gemma, "right")
+    for model, rate, shared in ((smollm, 60.0, 0), (gemma, 20.0, 3), (gemma, 22.0, 1)):
+        gen = Generation.objects.create(owner=owner, model=model, prompt="Hi", params={"max_new_tokens": 8})
+        assert gen.finish(Generation.Status.DONE, text="Blue.", finish_reason="stop",
+                          metrics={"generated_tokens": 8, "decode_tokens_per_s": rate, "shared_with_max": shared})
+    decision = api(client, "get", "/api/v1/leaderboard", token).json()["decision"]
+    assert decision["best"] is None and decision["fastest"]["model"] == smollm.slug
+    assert (f"Speeds not measured alike: {gemma.label} is measured only while other answers shared the worker, "
+            "the others alone; compare speeds with care.") in decision["caveats"]
