@@ -337,8 +337,7 @@ def judge_verdict(consistent: Share, first: Share, ties: Share, min_pairs: int =
                             "its verdicts tell almost no answer from another.")
     if consistent.total < min_pairs:
         read = f"{consistent.total} pair{'' if consistent.total == 1 else 's'}"
-        return NOT_ENOUGH, (f"Not enough readings yet: {read} read both ways, of the {min_pairs} needed "
-                            "to call it reliable.")
+        return NOT_ENOUGH, f"Only {read} read both ways, of the {min_pairs} needed to call it reliable."
     return RELIABLE, (f"No sign of reading positions: it agreed with itself on {_of(consistent, 'pair')} "
                       f"and picked the answer shown first in {_of(first, readings)}.")
 

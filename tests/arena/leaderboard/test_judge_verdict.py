@@ -49,7 +49,7 @@ def test_three_pairs_show_too_little_to_call_either_way():
     # 6 of 6 first: the interval reaches down to 61%; 0 of 3 consistent: up to 56%.
     few = figures_of(judge("j", PAIRS[:3], "left", "right"))
     assert few.verdict == R.NOT_ENOUGH
-    assert few.sentence == "Not enough readings yet: 3 pairs read both ways, of the 10 needed to call it reliable."
+    assert few.sentence == "Only 3 pairs read both ways, of the 10 needed to call it reliable."
 
 
 def test_a_steady_judge_on_enough_pairs_is_reliable():

@@ -65,7 +65,7 @@ def test_the_admin_queues_a_check_and_the_form_marks_an_always_a_judge_unreliabl
     assert line.startswith("unreliable | ")
     assert ("This judge picked the answer shown first in 16 of 16 readings: its verdicts say nothing about the "
             "answers.") in line
-    assert "its latest quick check judged 0 of 8 plain pairs right" in line and "running" not in line
+    assert "its quick checks judged 0 of 8 plain pairs right" in line and "running" not in line
     # Its replies are the judging's, not the model's structured-output results.
     assert entry.slug not in {row["model"] for row in validity.rates()}
 
