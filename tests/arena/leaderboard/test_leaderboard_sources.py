@@ -97,7 +97,7 @@ def test_variants_grouped_under_their_base_model(client, owner, team):
     smollm_family = next(key for key, slugs in members.items() if "smollm2-135m" in slugs)
     assert set(members[smollm_family]) == {"smollm2-135m", "smollm2-135m-spec", "smollm2-135m-awq"}
     body = dict(families)[smollm_family]
-    assert '<span class="family-name">SmolLM2 135M</span>' in body and "3 variants" in body
+    assert '<span class="family-name">SmolLM2 135M</span>' in body and "3 variants; top-rated:" in body
     assert '<span class="variant-kind">AWQ 4-bit</span>' in body and '<span class="variant-kind">spec</span>' in body
     assert '<span class="variant-kind">full precision</span>' in body
     assert 'class="family"' not in page(client, "?kind=all")  # off unless asked
