@@ -107,10 +107,10 @@ class LiveApp:
         url = self.url.replace("http", "ws", 1) + f"ws/generations/{gen_id}/"
         return url + "?format=json" if json_frames else url
 
-    @staticmethod
-    def ws_headers(session: requests.Session) -> dict[str, str]:
+    def ws_headers(self, session: requests.Session) -> dict[str, str]:
+        """What the app's own page sends: its session cookie and its origin (scheme, host and port)."""
         cookie = "; ".join(f"{k}={v}" for k, v in session.cookies.items())
-        return {"Cookie": cookie, "Origin": "http://127.0.0.1"}
+        return {"Cookie": cookie, "Origin": self.url.rstrip("/")}
 
     def wait_tokens(self, gen_id: str, at_least: int = 3, timeout: float = 240) -> None:
         key = f"{self.prefix}:gen:{gen_id}:events"

@@ -105,7 +105,6 @@ FAULT_SLACK_S = 20  # a fault's effects (sweeper, relaunch) reach a generation w
 SAMPLE_EVERY_S = 5
 REDIS_GROWTH_MB = 5.0
 RSS_GROWTH_PCT = 10.0
-WS_HEADERS_ORIGIN = "http://127.0.0.1"
 
 
 @dataclass
@@ -184,7 +183,7 @@ def ws_connect(soak: Soak, user: User, path: str):
     """A socket with the user's session cookie; None (and counted) when the handshake gets a 5xx."""
     url = soak.app.url.replace("http", "ws", 1) + path
     headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in user.session.cookies.items()),
-               "Origin": WS_HEADERS_ORIGIN}
+               "Origin": soak.app.url.rstrip("/")}
     try:
         return ws_client.connect(url, additional_headers=headers, open_timeout=30)
     except InvalidStatus as exc:

@@ -74,7 +74,7 @@ def emit(gen, kind, **fields):
 
 def socket(world, path: str, who: str = "cookie") -> WebsocketCommunicator:
     headers = [(b"cookie", f"{django_settings.SESSION_COOKIE_NAME}={world[who]}".encode()),
-               (b"origin", b"http://localhost"), (b"host", b"localhost")]
+               (b"origin", f"http://localhost:{django_settings.PORT}".encode()), (b"host", b"localhost")]
     return WebsocketCommunicator(application, path, headers=headers)
 
 

@@ -368,11 +368,12 @@ def test_sockets_check_origin_and_session(client, owner, outsider, staff, catalo
     run = async_to_sync(socket)
     for path in paths:
         assert run(path, "http://127.0.0.1:8000", owners)[0], path  # the owner, from this site
-        assert run(path, "http://localhost", owners)[0], path  # any ALLOWED_HOSTS name
+        assert run(path, "http://localhost:8000", owners)[0], path  # any loopback name of ALLOWED_HOSTS
         # Another site's page cannot open the owner's socket with the owner's cookie (refused before
-        # any consumer runs: a plain close)...
+        # any consumer runs: a plain close), nor can another local web application (another port
+        # of this machine: issue 39)...
         for origin in ("http://evil.example", "https://127.0.0.1.evil.example", "http://localhost.evil.example",
-                       "null", "file://"):
+                       "null", "file://", "http://127.0.0.1:9999", "http://localhost", "http://[::1]:3000"):
             assert run(path, origin, owners) == (False, 1000), (path, origin)
         # ...nor can a client that sends no Origin at all (browsers always send one on a WebSocket).
         assert run(path, None, owners) == (False, 1000), path

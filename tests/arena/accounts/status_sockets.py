@@ -18,7 +18,7 @@ def browser(user) -> tuple[Client, str]:
 
 def status_socket(session: str) -> WebsocketCommunicator:
     headers = [(b"cookie", f"{settings.SESSION_COOKIE_NAME}={session}".encode()),
-               (b"origin", b"http://localhost"), (b"host", b"localhost")]
+               (b"origin", f"http://localhost:{settings.PORT}".encode()), (b"host", b"localhost")]
     return WebsocketCommunicator(application, "/ws/status/", headers=headers)
 
 
