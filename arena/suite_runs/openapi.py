@@ -70,6 +70,10 @@ RUN_SUMMARY: Schema = {
 _SHARE = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
 _INTERVAL = {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2,
              "description": "95% bootstrap interval (seeded); null without a value"}
+_COUNTED = {"type": "object", "required": ["count", "total", "value", "interval"],
+            "properties": {"count": {"type": "integer", "minimum": 0}, "total": {"type": "integer", "minimum": 0},
+                           "value": _SHARE,
+                           "interval": {**_INTERVAL, "description": "95% Wilson interval; null when total is 0"}}}
 KAPPA = {"kappa": {"type": ["number", "null"], "description": "Cohen's kappa; null: too few pairs, or undefined"},
          "interval": _INTERVAL, "pairs": {"type": "integer", "minimum": 0}}
 RELIABILITY = {
@@ -86,6 +90,13 @@ RELIABILITY = {
         "kappa_people": {"type": ["number", "null"], "description": "Cohen's kappa with people's verdicts"},
         "kappa_people_interval": _INTERVAL,
         "kappa_people_pairs": {"type": "integer", "minimum": 0, "description": "Pairs both it and people judged"},
+        "verdict": {"type": "string", "enum": ["reliable", "unreliable", "not enough readings"],
+                    "description": "The judge checked (docs/leaderboard.md, 'Judges checked before they count'): "
+                                   "unreliable verdicts stay out of the leaderboard and the run's charts unless asked"},
+        "sentence": {"type": "string", "description": "The verdict in words, with the figures that gave it"},
+        "consistent": {**_COUNTED, "description": "Pairs whose two readings agree, of the pairs read both ways"},
+        "first": {**_COUNTED, "description": "Decisive readings naming the answer shown first, of the decisive ones"},
+        "ties": {**_COUNTED, "description": "Readings saying a tie, of the readings"},
     },
 }
 
@@ -101,8 +112,9 @@ RUN = {**RUN_SUMMARY, "required": [*RUN_SUMMARY["required"], "results"],
                       "judge_reliability": {
                           "type": ["object", "null"],
                           "description": "Each judge's reliability on this run's pairs "
-                                         "(arena.leaderboard.reliability): a figure is null below min_pairs "
-                                         "pairs; null: people judge",
+                                         "(arena.leaderboard.reliability): each share with its counts and "
+                                         "95% Wilson interval (null: nothing to count), its verdict and "
+                                         "sentence; kappa is null below min_pairs pairs; null: people judge",
                           "required": ["min_pairs", "judges", "between"],
                           "properties": {
                               "min_pairs": {"type": "integer", "minimum": 1},

@@ -12,9 +12,12 @@ import pytest
 from django.urls import reverse
 
 from arena.leaderboard import records, reliability
+from arena.suite_runs import runner
+from arena.suite_runs.models import SuiteJudgement
 from arena.suite_runs.services import start_run
-from tests.arena.factories import suite
-from tests.arena.suite_runs.running import run_to_end
+from tests.arena.api.conformance import assert_conforms
+from tests.arena.factories import finish, suite
+from tests.arena.suite_runs.running import live, run_to_end
 
 pytestmark = pytest.mark.django_db
 
@@ -83,11 +86,26 @@ def test_a_steady_judge_is_not_left_out(client, owner, catalogue):
     # "A" when the left answer is shown first and "B" when the right one is: the same answer both ways.
     run = start_run(owner, suite=suite(owner, *PROMPTS, "One more?"), contestants=catalogue[:2],
                     judge_model=catalogue[2])
-    from tests.arena.suite_runs.test_jury import PREFERS_LEFT, drive
-    drive(run, {catalogue[2].slug: PREFERS_LEFT})
+    while run.live:
+        runner.step(run)
+        orders = dict(SuiteJudgement.objects.filter(run=run).values_list("generation_id", "order"))
+        for gen in live(run):
+            order = orders.get(gen.id)
+            letter = "A" if order == "left_first" else "B"
+            finish(gen, f'{{"verdict": "{letter}", "reason": "clearer"}}' if order else f"Answer of {gen.model.slug}")
+        run.refresh_from_db()
     assert records.unreliable_judges() == frozenset()
     assert len(records.battle_records(source="judge")) == 10
     client.force_login(owner)
     page = text(client.get(run.get_absolute_url()))
     assert f'<tr data-judge="{catalogue[2].slug}" data-verdict="reliable"' in page
     assert 'id="charts-left-out"' not in page
+
+
+def test_the_api_gives_the_verdict_with_its_counts_as_described(client, token, always_a, catalogue):
+    data = client.get(f"/api/v1/suite-runs/{always_a.id}", HTTP_AUTHORIZATION=f"Bearer {token}").json()
+    assert_conforms(data, "/api/v1/suite-runs/{id}")
+    [judge] = data["judge_reliability"]["judges"]
+    assert judge["verdict"] == "unreliable" and judge["sentence"] == SENTENCE
+    assert judge["first"]["count"] == judge["first"]["total"] == 18 and judge["first"]["interval"][0] > 0.8
+    assert data["judge_agreement"] == {"agreed": 0, "total": 9, "percent": 0}
