@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body
+from arena.api.params import NotAnObject, params_object
 from arena.conversations import ConversationTooLong
 from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
@@ -66,12 +67,13 @@ def create_comparison(request):
         body = json_body(request, FIELDS)
     except ValueError as exc:
         return error(400, str(exc))
-    for key in ("params", "left_params", "right_params"):
-        if key in body and not isinstance(body[key], dict):
-            return error(400, f"{key} must be an object.", {key: "must be an object"})
+    try:
+        given = {key: params_object(body, key) for key in ("params", "left_params", "right_params")}
+    except NotAnObject as exc:
+        return exc.response()
     side_params = {}
     for side in ("left", "right"):
-        params = {**body.get("params", {}), **body.get(f"{side}_params", {})}
+        params = {**given["params"], **given[f"{side}_params"]}
         try:
             SamplingParams.from_dict(params)  # strict types and ranges before the form's merge
         except ParamError as exc:

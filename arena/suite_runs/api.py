@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, json_body
+from arena.api.params import NotAnObject, params_object
 from arena.battles.judging import MAX_JUDGES
 from arena.catalogue.models import ModelEntry
 from arena.suites.models import Suite
@@ -118,11 +119,11 @@ def _judges(value) -> list[ModelEntry]:
     return [_model("judges", slug) for slug in value]
 
 
-def _params(value) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise Refused("params", "params must be an object.")
+def _params(body: dict) -> dict:
+    try:
+        value = params_object(body)
+    except NotAnObject as exc:
+        raise Refused("params", str(exc)) from None
     if unknown := sorted(set(value) - PARAM_FIELDS):
         raise Refused("params", f"params: unknown parameter(s) {', '.join(unknown)}; a run takes "
                                 f"{', '.join(sorted(PARAM_FIELDS))}.")
@@ -158,7 +159,7 @@ def _start(request) -> SuiteRun:
     try:
         return start_run(request.user, suite=suite, contestants=contestants, judge_model=judge, judges=judges,
                          format=_text(body, "format", SuiteRun.Format.ROUND_ROBIN),
-                         judge_template=_text(body, "judge_template", ""), params=_params(body.get("params")),
+                         judge_template=_text(body, "judge_template", ""), params=_params(body),
                          budget=_budget(body.get("budget")))
     except RunError as exc:
         raise Refused(exc.field, str(exc)) from None

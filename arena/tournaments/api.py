@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from arena import conversations
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body
+from arena.api.params import NotAnObject, params_object
 
 from . import display
 from .forms import MAX_CONTESTANTS, TournamentForm
@@ -60,9 +61,10 @@ def create_tournament(request):
                          {"contestants": "4 or 8 slugs"})
         if len(set(contestants)) != len(contestants):
             return error(400, "Each contestant may appear only once.", {"contestants": "duplicates"})
-        params = body.get("params") or {}
-        if not isinstance(params, dict):
-            return error(400, "params must be an object.", {"params": "must be an object"})
+        try:
+            params = params_object(body)
+        except NotAnObject as exc:
+            return exc.response()
         for name in ("prompt", "system_prompt", "seeding", "tag"):
             if not isinstance(body.get(name, ""), str):
                 raise ValueError(f"{name} must be a string.")

@@ -48,7 +48,7 @@ def test_start_a_run(client, token, mine, catalogue):
 
 
 def test_the_defaults_a_round_robin_judged_by_people(client, token, mine, catalogue):
-    created = start(client, token, body(mine, catalogue, format=None, judge=None, judge_template=None, params=None))
+    created = start(client, token, body(mine, catalogue, format=None, judge=None, judge_template=None))
     assert created.status_code == 201, created.content
     assert (created.json()["format"], created.json()["judge"]) == ("round_robin", None)
 
