@@ -66,8 +66,9 @@ def test_the_admin_queues_a_check_and_the_form_marks_an_always_a_judge_unreliabl
     assert ("This judge picked the answer shown first in 16 of 16 readings: its verdicts say nothing about the "
             "answers.") in line
     assert "its quick checks judged 0 of 8 plain pairs right" in line and "running" not in line
-    # Its replies are the judging's, not the model's structured-output results.
+    # Its replies are the judging's, not the model's results: not in structured output, not in History.
     assert entry.slug not in {row["model"] for row in validity.rates()}
+    assert "Reply with a JSON object" not in client.get(reverse("history")).content.decode()
 
 
 def test_a_judge_that_picks_the_better_answer_is_counted_right_but_not_yet_called_reliable(client, staff, catalogue):
