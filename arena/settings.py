@@ -4,7 +4,6 @@ each can be overridden from the environment (see README, "Configuration")."""
 import base64
 import os
 import secrets
-from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -87,7 +86,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
-    "axes",  # login throttling (arena/accounts/throttle.py)
     "channels",
     "django_htmx",
     "template_partials",
@@ -116,7 +114,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into the lockout page
+    "arena.accounts.throttle.LoginThrottleMiddleware",  # last: a held login's 429 page, the trusted-browser cookie
 ]
 
 ROOT_URLCONF = "arena.urls"
@@ -174,22 +172,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before any password check
+    "arena.accounts.throttle.ThrottleBackend",  # first: refuses a held login before any password check
     "django.contrib.auth.backends.ModelBackend",
 ]
-# --- Login throttling (django-axes; arena/accounts/throttle.py) ---------------------------
-# ARENA_LOGIN_FAILURE_LIMIT failed logins lock that username (from any address) and that client
-# address (for any username) for ARENA_LOGIN_COOLOFF_MIN minutes, the right password included;
-# a failure meanwhile starts the wait again. A successful login clears its username's failures.
-AXES_FAILURE_LIMIT = int(os.environ.get("ARENA_LOGIN_FAILURE_LIMIT", 5))
-AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("ARENA_LOGIN_COOLOFF_MIN", 15)))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each alone: per username, and per address
-AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
-AXES_CLIENT_IP_CALLABLE = "arena.accounts.throttle.client_address"
-AXES_LOCKOUT_CALLABLE = "arena.accounts.throttle.locked_out"
-AXES_RESET_ON_SUCCESS = False  # our own, narrower reset: arena.accounts.throttle.reset_on_success
-AXES_DISABLE_ACCESS_LOG = True  # failures are counted; successful logins are not recorded
-AXES_VERBOSE = False
+# --- Login throttling (arena/accounts/throttle.py, the rule in login_policy.py) ---------------
+# Failures count for ARENA_LOGIN_WINDOW_MIN minutes. Per username and client (its address, or a
+# browser that logged in to that account before): ARENA_LOGIN_FREE_FAILURES cost nothing, then
+# each one more makes the next try wait 1, 2, 4 ... s, at most ARENA_LOGIN_MAX_DELAY_S. Per address
+# across usernames: ARENA_LOGIN_ADDRESS_LIMIT; per username across addresses:
+# ARENA_LOGIN_USERNAME_LIMIT. Neither holds a browser that logged in to the account within
+# ARENA_LOGIN_TRUSTED_DAYS (and since its password last changed). Staff: manage.py arena_unlock.
+ARENA_LOGIN_WINDOW_MIN = float(os.environ.get("ARENA_LOGIN_WINDOW_MIN", 15))
+ARENA_LOGIN_FREE_FAILURES = int(os.environ.get("ARENA_LOGIN_FREE_FAILURES", 2))
+ARENA_LOGIN_MAX_DELAY_S = float(os.environ.get("ARENA_LOGIN_MAX_DELAY_S", 300))
+ARENA_LOGIN_ADDRESS_LIMIT = int(os.environ.get("ARENA_LOGIN_ADDRESS_LIMIT", 20))
+ARENA_LOGIN_USERNAME_LIMIT = int(os.environ.get("ARENA_LOGIN_USERNAME_LIMIT", 50))
+ARENA_LOGIN_TRUSTED_DAYS = int(os.environ.get("ARENA_LOGIN_TRUSTED_DAYS", 90))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "playground"
 LOGOUT_REDIRECT_URL = "login"
@@ -309,8 +307,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("ARENA_LOG_LEVEL", "INFO")},
-    # axes says INFO on every login and logout: only its warnings go to the log.
-    "loggers": {"django.channels.server": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
+    "loggers": {"django.channels.server": {"level": "WARNING"}},
 }
 
 # --- Limits (arena/generations/limits.py) ---------------------------------------------------------

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.core.exceptions import ValidationError
 
+from . import throttle
 from .models import NAME_MAX_LENGTH, SignUp
 
 MAX_INVITATION_DAYS = 90
@@ -47,12 +48,12 @@ class SignUpForm(JoinForm):
 
 
 class LoginForm(AuthenticationForm):
-    """Django's login form (throttled by django-axes, as every authenticate() is). A sign-up that
+    """Django's login form (throttled, as every authenticate() is: arena/accounts/throttle.py). A sign-up that
     waits for approval is told so, but only when its password is right: anyone else learns nothing
     more than from any failed login."""
 
     def get_invalid_login_error(self):
-        if not getattr(self.request, "axes_locked_out", False) and self._waiting_with_right_password():
+        if not hasattr(self.request, throttle.REFUSED) and self._waiting_with_right_password():
             return ValidationError(WAITING_FOR_APPROVAL, code="waiting")
         return super().get_invalid_login_error()
 

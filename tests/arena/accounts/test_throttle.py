@@ -1,20 +1,25 @@
-"""Login throttling (django-axes, arena/accounts/throttle.py): ARENA_LOGIN_FAILURE_LIMIT (5) failed
-logins lock that username from any address and that address for any username, the right
-password included, until the cool-off; a success clears its username's failures."""
+"""Login throttling (arena/accounts/throttle.py; the rule in login_policy.py), through the login
+page with real Redis and a clock the test moves.
 
-from datetime import timedelta
+Issue 39: five wrong passwords from anywhere locked any username, admin included, for 15 minutes
+(each further try restarting the wait; the right password got 429), and the same five locked the
+address for every username. Now: a growing delay per (username, client), a cap per address
+across usernames, a much higher cap per username across addresses, and a browser that logged in
+to the account before is held by none of the others' failures."""
+
+from io import StringIO
 
 import pytest
-from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.test import Client, RequestFactory
-from django.utils import timezone
 
+from arena.accounts import throttle
 from arena.accounts.throttle import client_address
 
 pytestmark = pytest.mark.django_db
-LIMIT = settings.AXES_FAILURE_LIMIT
+RIGHT = "owner-pass-1"
 
 
 def login(username, password, address="10.0.0.1", client=None):
@@ -22,68 +27,133 @@ def login(username, password, address="10.0.0.1", client=None):
                                      REMOTE_ADDR=address)
 
 
-def test_the_limit_is_five_with_a_cool_off():
-    assert LIMIT == 5
-    assert timedelta(minutes=15) == settings.AXES_COOLOFF_TIME
+def held(response, retry_after: int | None = None) -> bool:
+    """The lockout page (and, when given, exactly this Retry-After)."""
+    ok = response.status_code == 429 and "Too many failed logins" in response.content.decode()
+    return ok and (retry_after is None or response["Retry-After"] == str(retry_after))
 
 
-def test_failures_lock_the_username_from_any_address(owner, outsider):
-    responses = [login("owner", "wrong-pass", f"10.0.1.{i}") for i in range(LIMIT)]
-    assert [r.status_code for r in responses[:-1]] == [200] * (LIMIT - 1)  # the form again, with its error
-    locked = responses[-1]
-    assert locked.status_code == 429 and locked["Retry-After"] == str(15 * 60)
-    assert "Too many failed logins" in locked.content.decode()
-    # The right password, from an address never seen before: still refused.
-    refused = login("owner", "owner-pass-1", "10.0.9.9")
-    assert refused.status_code == 429 and "_auth_user_id" not in refused.client.session
-    # Those addresses are not locked for everyone else (one failure each).
-    assert login("outsider", "outsider-pass-1", "10.0.1.0").status_code == 302
+def logged_in(response) -> bool:
+    return response.status_code == 302 and "_auth_user_id" in response.client.session
 
 
-def test_failures_lock_the_address_for_any_username(owner, outsider):
-    for i in range(LIMIT):
-        login(f"guess-{i}", "wrong-pass", "10.0.2.1")
-    assert login("owner", "owner-pass-1", "10.0.2.1").status_code == 429
-    assert login("outsider", "outsider-pass-1", "10.0.2.1").status_code == 429
-    assert login("owner", "owner-pass-1", "10.0.2.2").status_code == 302  # the user is not locked elsewhere
+def test_the_defaults():
+    assert (settings.ARENA_LOGIN_FREE_FAILURES, settings.ARENA_LOGIN_MAX_DELAY_S, settings.ARENA_LOGIN_ADDRESS_LIMIT,
+            settings.ARENA_LOGIN_USERNAME_LIMIT, settings.ARENA_LOGIN_WINDOW_MIN) == (2, 300, 20, 50, 15)
 
 
-def test_the_right_password_works_again_after_the_cool_off(owner):
-    for _ in range(LIMIT):
-        login("owner", "wrong-pass")
-    assert login("owner", "owner-pass-1").status_code == 429
-    AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(minutes=14))
-    assert login("owner", "owner-pass-1").status_code == 429  # not yet
-    AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(minutes=16))
-    browser = Client()
-    assert login("owner", "owner-pass-1", client=browser).status_code == 302
-    assert browser.get("/playground/").status_code == 200
+def test_a_strangers_failures_do_not_lock_the_user_out_from_another_address(owner, clock):
+    """The issue's attack: a stranger's wrong passwords at someone else's username, from one address."""
+    for _ in range(5):
+        login("owner", "wrong-pass", "10.0.1.1")
+        clock.advance(600)  # past every delay: the stranger keeps trying within the pair's rules
+    assert logged_in(login("owner", RIGHT, "10.0.2.2"))
+    # Five failures from one address at five usernames lock that address for nobody either.
+    for i in range(5):
+        assert login(f"guess-{i}", "wrong-pass", "10.0.3.1").status_code == 200
+    assert logged_in(login("owner", RIGHT, "10.0.3.1"))
 
 
-def test_a_success_clears_its_usernames_failures(owner, outsider):
-    for _ in range(LIMIT - 1):
-        login("owner", "wrong-pass", "10.0.3.1")
-    assert login("owner", "owner-pass-1", "10.0.3.2").status_code == 302
-    for _ in range(LIMIT - 1):
-        assert login("owner", "wrong-pass", "10.0.3.3").status_code == 200  # counting from zero again
-    assert login("owner", "owner-pass-1", "10.0.3.4").status_code == 302
+def test_the_delay_grows_and_a_held_try_does_not_make_it_longer(owner, clock):
+    assert [login("owner", "wrong-pass").status_code for _ in range(3)] == [200, 200, 200]  # the form again
+    # After the 3rd failure the next try waits 1 s; the right password too (it is not even checked).
+    assert held(login("owner", RIGHT), retry_after=1)
+    assert held(login("owner", RIGHT), retry_after=1)  # held again: the wait did not grow
+    for wait in (1, 2, 4, 8):
+        clock.advance(wait)
+        assert login("owner", "wrong-pass").status_code == 200
+        assert held(login("owner", RIGHT), retry_after=wait * 2)
+    clock.advance(16)
+    assert logged_in(login("owner", RIGHT))
+    # That success restarted this client's count: two free failures again.
+    assert [login("owner", "wrong-pass").status_code for _ in range(3)] == [200, 200, 200]
 
 
-def test_logging_in_to_ones_own_account_does_not_clear_guesses_at_another(owner, outsider):
-    """Another user's success from the same address clears only their own failures."""
-    for _ in range(LIMIT - 1):
-        login("owner", "wrong-pass", "10.0.4.1")
-    assert login("outsider", "outsider-pass-1", "10.0.4.2").status_code == 302
-    assert login("owner", "wrong-pass", "10.0.4.3").status_code == 429
+def test_the_delay_is_capped_and_failures_lapse_after_the_window(owner, clock):
+    attempt = throttle.Attempt("owner", "10.0.4.1")
+    waits = []
+    for _ in range(13):
+        clock.advance(waits[-1] if waits else 0)
+        assert login("owner", "wrong-pass", "10.0.4.1").status_code == 200
+        waits.append(throttle.current().check(attempt).retry_after_s)  # reading: counts nothing
+    assert waits == [0, 0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]
+    assert held(login("owner", RIGHT, "10.0.4.1"), retry_after=300)
+    clock.advance(settings.ARENA_LOGIN_WINDOW_MIN * 60)  # every failure is older than the window now
+    assert [login("owner", "wrong-pass", "10.0.4.1").status_code for _ in range(3)] == [200, 200, 200]
 
 
-def test_staff_are_throttled_on_the_admin_login_too(db):
+def test_one_address_guessing_across_usernames_is_capped(owner, outsider, clock):
+    for i in range(settings.ARENA_LOGIN_ADDRESS_LIMIT):
+        assert login(f"guess-{i}", "wrong-pass", "10.0.5.1").status_code == 200
+    clock.advance(60)
+    page = login("owner", RIGHT, "10.0.5.1")
+    assert held(page, retry_after=15 * 60 - 60) and 'data-held-by="address"' in page.content.decode()
+    assert logged_in(login("outsider", "outsider-pass-1", "10.0.5.2"))  # only that address
+    clock.advance(15 * 60 - 60)
+    assert logged_in(login("owner", RIGHT, "10.0.5.1"))
+
+
+def test_an_attack_on_a_username_from_many_addresses_never_holds_its_owners_browser(owner, outsider, clock):
+    mine = Client()
+    assert logged_in(login("owner", RIGHT, "10.0.6.1", client=mine))
+    assert throttle.DEVICE_COOKIE in mine.cookies
+    mine.post("/accounts/logout/")
+    # Many addresses, one of them the owner's own (a shared network): past the username's cap, and
+    # past that address's cap too (guesses at other accounts from there).
+    for i in range(settings.ARENA_LOGIN_USERNAME_LIMIT):
+        assert login("owner", "wrong-pass", "10.0.6.1" if i < 2 else f"10.0.7.{i}").status_code == 200
+    for i in range(settings.ARENA_LOGIN_ADDRESS_LIMIT):
+        login(f"guess-{i}", "wrong-pass", "10.0.6.1")
+    assert held(login("outsider", "outsider-pass-1", "10.0.6.1"))
+    stranger_page = login("owner", RIGHT, "10.0.8.1")  # a browser the account has not seen
+    assert held(stranger_page) and 'data-held-by="username"' in stranger_page.content.decode()
+    assert logged_in(login("owner", RIGHT, "10.0.6.1", client=mine))  # the owner's browser: in at once
+
+
+def test_a_trusted_browser_is_held_by_its_own_failures_and_trusted_no_more_after_a_password_change(owner, clock):
+    mine = Client()
+    assert logged_in(login("owner", RIGHT, client=mine))
+    mine.post("/accounts/logout/")
+    for _ in range(3):
+        assert login("owner", "wrong-pass", client=mine).status_code == 200
+    assert held(login("owner", RIGHT, client=mine), retry_after=1)  # a stolen cookie gives no free guesses
+    clock.advance(1)
+    assert logged_in(login("owner", RIGHT, client=mine))
+    mine.post("/accounts/logout/")
+    for i in range(settings.ARENA_LOGIN_USERNAME_LIMIT):
+        login("owner", "wrong-pass", f"10.0.9.{i}")
+    owner.set_password("a-new-passphrase-7")
+    owner.save()
+    assert held(login("owner", "a-new-passphrase-7", client=mine))  # that browser's trust was for the old one
+    forged = Client()
+    forged.cookies[throttle.DEVICE_COOKIE] = mine.cookies[throttle.DEVICE_COOKIE].value[:-2] + "xx"
+    assert held(login("owner", "a-new-passphrase-7", client=forged))
+
+
+def test_staff_unlock_a_username_or_an_address(owner, outsider, clock):
+    for i in range(settings.ARENA_LOGIN_USERNAME_LIMIT):
+        login("owner", "wrong-pass", f"10.1.0.{i}")
+    for i in range(settings.ARENA_LOGIN_ADDRESS_LIMIT):
+        login(f"guess-{i}", "wrong-pass", "10.1.1.1")
+    assert held(login("owner", RIGHT, "10.1.2.1")) and held(login("outsider", "outsider-pass-1", "10.1.1.1"))
+    out = StringIO()
+    call_command("arena_unlock", username="owner", stdout=out)
+    assert out.getvalue().startswith(f"Cleared {settings.ARENA_LOGIN_USERNAME_LIMIT + 1} failure counts")
+    assert logged_in(login("owner", RIGHT, "10.1.2.1"))
+    assert held(login("outsider", "outsider-pass-1", "10.1.1.1"))
+    call_command("arena_unlock", address="10.1.1.1", stdout=StringIO())
+    assert logged_in(login("outsider", "outsider-pass-1", "10.1.1.1"))
+
+
+def test_staff_are_throttled_on_the_admin_login_too(clock):
     get_user_model().objects.create_superuser("boss", password="boss-pass-123")
-    for _ in range(LIMIT):
-        Client().post("/admin/login/", {"username": "boss", "password": "nope"}, REMOTE_ADDR="10.0.5.1")
+    for _ in range(3):
+        Client().post("/admin/login/", {"username": "boss", "password": "nope"}, REMOTE_ADDR="10.0.10.1")
     response = Client().post("/admin/login/", {"username": "boss", "password": "boss-pass-123"},
-                             REMOTE_ADDR="10.0.5.2")
-    assert response.status_code == 429
+                             REMOTE_ADDR="10.0.10.1")
+    assert held(response, retry_after=1)
+    other = Client().post("/admin/login/", {"username": "boss", "password": "boss-pass-123"}, REMOTE_ADDR="10.0.10.2")
+    assert other.status_code == 302  # from elsewhere: in
 
 
 def test_the_client_address_behind_a_proxy_is_the_one_it_appended(settings):
