@@ -28,6 +28,7 @@ import logging
 import math
 import secrets
 import time
+import unicodedata
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,6 +86,12 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+def _user_digest(username: str) -> str:
+    """One count for every spelling of a username that a case-insensitive lookup (a database
+    collation, a custom backend) could take for the same account: "Admin" counts as "admin"."""
+    return _digest(unicodedata.normalize("NFKC", username).casefold())
+
+
 @dataclass(frozen=True)
 class Attempt:
     """Who tries: a username, from an address, through a trusted browser (its id) or not ("")."""
@@ -105,13 +112,13 @@ class LoginThrottle:
         self.redis, self.base, self.rule, self.clock = client, f"{prefix}:login", rule, clock
 
     def pair_key(self, username: str, client: str) -> str:
-        return f"{self.base}:pair:{_digest(username)}:{_digest(client)}"
+        return f"{self.base}:pair:{_user_digest(username)}:{_digest(client)}"
 
     def address_key(self, address: str) -> str:
         return f"{self.base}:address:{_digest(address)}"
 
     def username_key(self, username: str) -> str:
-        return f"{self.base}:username:{_digest(username)}"
+        return f"{self.base}:username:{_user_digest(username)}"
 
     def _keys(self, attempt: Attempt) -> list[str]:
         """The counts an attempt reads and adds to: a trusted browser's own pair only."""
@@ -149,7 +156,7 @@ class LoginThrottle:
         keys: list[bytes | str] = []
         if username is not None:
             keys += [self.username_key(username),
-                     *self.redis.scan_iter(match=f"{self.base}:pair:{_digest(username)}:*", count=1000)]
+                     *self.redis.scan_iter(match=f"{self.base}:pair:{_user_digest(username)}:*", count=1000)]
         if address is not None:
             keys += [self.address_key(address),
                      *self.redis.scan_iter(match=f"{self.base}:pair:*:{_digest(f'address:{address}')}", count=1000)]
