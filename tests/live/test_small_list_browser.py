@@ -2,7 +2,8 @@
 desktop's and a phone's width (screenshots of each page in the test artefacts): a comparison
 stopped part-way is judged ("both bad"), its buttons saying left/right side by side and which
 answer is on top once stacked; an unvoted anonymous battle's buttons say "Model A is better" on a
-phone, and History's anonymous tab lists it blind with a link back to judge it. The subjects are
+phone, and History's anonymous tab lists it blind with a link back to judge it; each side's
+speed chart has titled axes with ticks. The subjects are
 written to the app's database (tests/live/small_list_subjects.py): no model runs."""
 
 from __future__ import annotations
@@ -79,3 +80,19 @@ def test_history_lists_the_unvoted_anonymous_battle_blind_and_leads_back_to_judg
                                                                                      "↓ Model B is better")
     assert (shown_words(page, "left"), shown_words(page, "right")) == expected
     screenshot(page, f"small-list-anonymous-unvoted-{width}")
+
+
+def test_each_sides_speed_chart_has_titled_axes_with_ticks(seen, live_app):
+    width, page = seen
+    out = live_app.manage("shell", "-c", "from tests.live.small_list_subjects import seed_streamed; "
+                                         "print(seed_streamed('admin'))")
+    page.goto(live_app.url + f"b/{out.splitlines()[-1]}/")
+    for side in ("left", "right"):
+        chart = page.locator(f"#{side}-metrics svg.speed-chart")
+        chart.wait_for()
+        titles = chart.locator("text.axis-title").all_text_contents()
+        assert titles == ["Seconds since the battle began", "Tokens"]
+        assert len(chart.locator("text.tick").all_text_contents()) >= 4
+    page.locator("#left-metrics").scroll_into_view_if_needed()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    screenshot(page, f"small-list-speed-charts-{width}", full_page=False)
