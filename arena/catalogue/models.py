@@ -183,17 +183,6 @@ class ModelEntry(models.Model):
         return {label.casefold() for label in others.values_list("label", flat=True)}
 
     @property
-    def is_endpoint(self) -> bool:
-        return self.engine == self.Engine.OPENAI
-
-    # --- the key and the check before enabling ------------------------------------------------
-    @property
-    def is_checked(self) -> bool:
-        """An entry served by something this app does not load itself is checked before it is enabled."""
-        return self.engine in (self.Engine.OPENAI, self.Engine.SERVER)
-
-    @property
-    @property
     def takes_chat(self) -> bool:
         """May meet chat prompts blind: not a base model, or one staff let into chat draws."""
         return not self.base or self.in_chat_draws
@@ -212,6 +201,17 @@ class ModelEntry(models.Model):
             return BASE_IN_NAME.sub(BASE_MARK, self.name, count=1)
         return f"{self.name} {BASE_MARK}"
 
+    @property
+    def is_endpoint(self) -> bool:
+        return self.engine == self.Engine.OPENAI
+
+    # --- the key and the check before enabling ------------------------------------------------
+    @property
+    def is_checked(self) -> bool:
+        """An entry served by something this app does not load itself is checked before it is enabled."""
+        return self.engine in (self.Engine.OPENAI, self.Engine.SERVER)
+
+    @property
     def has_stored_key(self) -> bool:
         return bool(self.api_key_sealed)
 
