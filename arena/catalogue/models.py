@@ -36,7 +36,7 @@ PROMPT_FORM_CHAT = "chat template"
 PROMPT_FORM_TEXT = "plain text to continue (base model)"
 # A base model in pickers: what "base" means, in the fewest words.
 BASE_MARK = "(base: continues text)"
-BASE_IN_NAME = re.compile(r"\(base\)", re.IGNORECASE)
+BASE_IN_NAME = re.compile(r"\s*\(base\)", re.IGNORECASE)
 # What the check before enabling covers: a change to any of these is checked again.
 CHECKED_FIELDS = ("engine", "base_url", "remote_model", "api_key_env", "api_key_sealed", "server_command")
 # What one worker may ask a Ray cluster for (it runs on one machine), and the finest fraction Ray counts.
@@ -197,9 +197,8 @@ class ModelEntry(models.Model):
         """The name in pickers, saying what a base model does ("Gemma 3 270M (base: continues text)")."""
         if not self.base:
             return self.name
-        if BASE_IN_NAME.search(self.name):
-            return BASE_IN_NAME.sub(BASE_MARK, self.name, count=1)
-        return f"{self.name} {BASE_MARK}"
+        # The mark goes last: a picker cuts a long name, and what tells variants apart comes first.
+        return f"{BASE_IN_NAME.sub('', self.name).strip()} {BASE_MARK}"
 
     @property
     def is_endpoint(self) -> bool:

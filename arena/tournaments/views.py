@@ -62,8 +62,8 @@ def tournament_new(request):
 
 
 def _initial() -> dict:
-    """The first four enabled catalogue entries preselected."""
-    enabled = list(ModelEntry.objects.enabled()[:4])
+    """The first four enabled catalogue entries preselected, chat models before base models."""
+    enabled = list(ModelEntry.objects.enabled().order_by("base", "name")[:4])
     initial = {f"contestant_{i + 1}": m for i, m in enumerate(enabled)} if len(enabled) == 4 else {}
     return {**initial, "seeding": Tournament.Seeding.RANDOM}
 

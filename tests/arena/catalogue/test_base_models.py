@@ -1,6 +1,8 @@
 """What "base" means, said where an entry is picked and read: the pickers' labels, the catalogue
 API (the prompt form; staff set whether a base model enters chat draws), the admin's help."""
 
+import re
+
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
@@ -21,6 +23,8 @@ def staff_token(capsys):
 def test_a_base_models_label_in_pickers_says_it_continues_text():
     assert ModelEntry(name="Gemma 3 270M (base)", base=True).picker_label == "Gemma 3 270M (base: continues text)"
     assert ModelEntry(name="Pythia 70M", base=True).picker_label == f"Pythia 70M {BASE_MARK}"
+    assert (ModelEntry(name="Gemma 3 270M (base), llama.cpp Q4_K_M", base=True).picker_label
+            == "Gemma 3 270M, llama.cpp Q4_K_M (base: continues text)")  # what tells variants apart first
     assert ModelEntry(name="SmolLM2 135M Instruct").picker_label == "SmolLM2 135M Instruct"
 
 
@@ -49,3 +53,10 @@ def test_the_admin_explains_base_and_chat_draws(admin_client, catalogue):
     html = admin_client.get(reverse("admin:catalogue_modelentry_change", args=[catalogue[3].id])).content.decode()
     assert "so it continues a question (often by repeating it) rather than answering it" in html
     assert 'name="in_chat_draws"' in html
+
+
+def test_the_new_tournament_form_preselects_chat_models_before_base_models(client, owner, catalogue):
+    client.force_login(owner)
+    html = client.get(reverse("tournament-new")).content.decode()
+    selected = re.findall(r'<option value="([^"]+)" selected>', html)
+    assert len(selected) == 4 and not ModelEntry.objects.filter(slug__in=selected, base=True).exists(), selected
