@@ -32,7 +32,8 @@ FINISH_REASON_SCHEMA = {
     "type": "string", "enum": ["", "stop", "length", "stop_sequence", "cancelled"],
     "description": "How the answer ended: stop (the model ended it), length (cut at params.max_new_tokens, or a "
                    "full context), stop_sequence (cut before one of params.stop; answers from before this was told "
-                   "apart say stop), cancelled (stopped by the user); empty while it runs or when it failed "
+                   "apart say stop), cancelled (stopped by the user, or every viewer of a web answer left: then "
+                   "failure_reason is \"" + PAGE_CLOSED + "\"); empty while it runs or when it failed "
                    "(failure_reason says why)",
 }
 
