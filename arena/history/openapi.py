@@ -39,7 +39,7 @@ BATTLE_ROW = {
     "properties": {
         "id": {"type": "string", "format": "uuid"},
         "created_at": {"type": "string", "format": "date-time"},
-        "mode": {"type": "string", "enum": ["comparison", "tournament", "suite"]},
+        "mode": {"type": "string", "enum": ["comparison", "tournament", "suite", "anonymous"]},
         "blind": {"type": "boolean"},
         "tag": {"type": "string", "description": "The prompt tag, or empty"},
         "prompt": {"type": "string"},
@@ -48,6 +48,9 @@ BATTLE_ROW = {
         "winner_model": {"type": ["string", "null"], "description": "The slug of the side that won, if one did"},
         "judge": {"type": ["string", "null"],
                   "description": "The slug of the model judge whose verdict this is; null: a person's verdict"},
+        "jury": {"type": ["array", "null"], "items": {"type": "string"},
+                 "description": "The slugs of every judge who read the pair (a jury's seats, first seat first; "
+                                "one for a single judge); null: a person's verdict"},
         "orders_agree": {"type": ["boolean", "null"],
                          "description": ("Whether the model judge said the same with each answer shown first; "
                                          "false: the pair is a tie because its two orders disagreed")},
@@ -114,12 +117,14 @@ OPENAPI_PATHS = {
     "/api/v1/export/battles": {
         "get": {
             "operationId": "exportBattles",
-            "summary": "Your battles (comparisons, and tournament matches once their tournament revealed them) "
+            "summary": "Your battles (comparisons, anonymous battles once judged, tournament matches once their "
+            "tournament revealed them, suite-run pairs) "
             "with both answers, metrics and verdicts. Blind battles not yet revealed are left out.",
             "parameters": [*_FILTERS, {"name": "mode", "in": "query", "required": False,
-                                       "description": "Only comparisons, tournament matches or suite pairs; empty: all",
+                                       "description": ("Only comparisons, tournament matches, suite pairs or "
+                                                       "anonymous battles; empty: all"),
                                        "schema": {"type": "string",
-                                                  "enum": ["comparison", "tournament", "suite", ""]}}],
+                                                  "enum": ["comparison", "tournament", "suite", "anonymous", ""]}}],
             "responses": _responses("battles", BATTLE_ROW, _CSV.format("battle")),
         }
     },

@@ -16,6 +16,7 @@ from . import export, queries, share, view_counts
 from .models import NEW_LINKS, ShareLink
 
 PER_PAGE = 25
+MODE_MUST_BE = f"mode must be one of {', '.join(Battle.Mode.values)} (or empty: all)."
 TABS = {
     "generations": ("Generations", queries.generations),
     "comparisons": ("Comparisons", queries.comparisons),
@@ -135,5 +136,5 @@ def export_api(request, dataset):
         return error(400, "format must be csv or json.", {"format": "must be csv or json"})
     if dataset == "battles" and request.GET.get("mode", "") not in ("", *Battle.Mode.values):
         # the page ignores an unknown mode; a script must hear that its filter was not applied
-        return error(400, "mode must be comparison or tournament.", {"mode": "must be comparison or tournament"})
+        return error(400, MODE_MUST_BE, {"mode": MODE_MUST_BE})
     return _export(request, dataset, fmt)

@@ -330,8 +330,9 @@ def test_an_unknown_export_mode_is_refused(client, token):
     """mode=AAA used to be ignored silently: a script asking for one mode got every battle."""
     response = api(client, "get", "/api/v1/export/battles?mode=AAA", token)
     assert response.status_code == 400 and response.json()["error"]["fields"] == {
-        "mode": "must be comparison or tournament"}
-    assert api(client, "get", "/api/v1/export/battles?mode=tournament", token).status_code == 200
+        "mode": "mode must be one of comparison, tournament, suite, anonymous (or empty: all)."}
+    for mode in ("tournament", "anonymous", "suite"):
+        assert api(client, "get", f"/api/v1/export/battles?mode={mode}", token).status_code == 200
 
 
 GOOD = {"/api/v1/generations": {"model": "smollm2-135m", "prompt": "Hi"},

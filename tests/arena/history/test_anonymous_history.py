@@ -4,12 +4,15 @@ the vote, named after it; nobody else's; searchable by prompt, never by a hidden
 export link says which battles the export holds (anonymous ones once judged among them).
 No model runs: the battles' answers are finished by the test as the battle task would."""
 
+import json
 import re
 
 import pytest
 from django.urls import reverse
 
 from arena.battles.models import Battle
+from tests.arena.api.conformance import assert_conforms
+from tests.arena.api_client import api
 from tests.arena.factories import comparison
 
 pytestmark = pytest.mark.django_db
@@ -59,3 +62,13 @@ def test_the_export_link_says_which_battles_it_holds(client, owner, catalogue):
     client.force_login(owner)
     html = client.get(reverse("history-comparisons")).content.decode()
     assert "anonymous battles once judged" in html and "suite-run pairs" in html
+
+
+def test_a_judged_anonymous_battle_is_exported_as_the_api_documents_it(client, owner, token, catalogue):
+    judged = anonymous_battle(owner, catalogue[0], catalogue[3])
+    assert judged.vote("left")
+    anonymous_battle(owner, catalogue[0], catalogue[3])  # unvoted: not exported (its names are hidden)
+    response = api(client, "get", "/api/v1/export/battles?mode=anonymous&format=json", token)
+    body = json.loads(b"".join(response.streaming_content))
+    assert [row["id"] for row in body["rows"]] == [str(judged.id)] and body["rows"][0]["mode"] == "anonymous"
+    assert_conforms(body, "/api/v1/export/battles")
