@@ -8,9 +8,12 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from arena.accounts.bearer import token_required
+from arena.api.http import error
 
 from . import board, cache
 from .records import tags
+
+BAD_FILTER = "A filter has a value it does not take; `fields` says which."
 
 
 def _row_json(t: dict) -> dict:
@@ -44,5 +47,7 @@ def board_json(b: board.Board) -> dict:
 @token_required
 def leaderboard(request):
     """GET /api/v1/leaderboard: ratings, sources counted, families and the decision summary."""
+    if wrong := board.refused(request.GET):
+        return error(400, BAD_FILTER, wrong)
     f = board.parse(request.GET, cache.cached("tags", (), tags))
     return JsonResponse(board_json(board.board(request.user, f)))

@@ -65,6 +65,23 @@ class Filters:
         return "?" + urlencode(replace(self, **changes).params())
 
 
+# The values each filter takes (the tag aside: any tag may be asked for, an unknown one matches none).
+CHOICES = {"kind": (*KINDS, ALL), "mode": tuple(MODES), "days": tuple(PERIODS), "flagged": ("include",),
+           "unreliable": ("include",), "style": ("1",), "group": ("family",)}
+UNKNOWN_VALUE = "Unknown value {value!r}: use one of {choices}."
+
+
+def refused(query) -> dict[str, str]:
+    """Each filter of the query given a value it does not take, with a sentence: the API refuses
+    them (a caller's typo must not read as a board of every verdict); the page falls back instead."""
+    wrong = {}
+    for name, choices in CHOICES.items():
+        bad = [v for v in query.getlist(name) if v not in choices]
+        if bad:
+            wrong[name] = UNKNOWN_VALUE.format(value=bad[0][:40], choices=", ".join(choices))
+    return wrong
+
+
 def parse(query, tag_choices: list[str]) -> Filters:
     """The filters a query asks for; anything unknown falls back to its default (every kind)."""
     asked = [k for k in query.getlist("kind") if k in KINDS]

@@ -81,6 +81,8 @@ OPENAPI_PATHS = {
                 {"name": "unreliable", "in": "query", "required": False,
                  "schema": {"type": "string", "enum": ["include"]}},
                 {"name": "style", "in": "query", "required": False, "schema": {"type": "string", "enum": ["1"]}},
+                {"name": "group", "in": "query", "required": False, "schema": {"type": "string", "enum": ["family"]},
+                 "description": "family: variants grouped under their base model"},
             ],
             "responses": {
                 "200": {"description": "The board", **json_content({
@@ -104,6 +106,7 @@ OPENAPI_PATHS = {
                         "decision": DECISION,
                     },
                 })},
+                "400": error_response("A filter with a value it does not take; `fields` says which"),
                 "401": error_response("No valid API token"),
             },
         },

@@ -199,26 +199,24 @@ def test_another_user_cannot_see_or_vote(client, owner, outsider, only_pair):
     assert client.post(f"/arena/{battle.id}/vote", {"outcome": "left"}).status_code == 404
 
 
-def test_the_leaderboard_has_an_anonymous_mode_which_is_its_default_once_it_has_verdicts(
+def test_the_leaderboard_opens_on_every_verdict_and_shows_anonymous_battles_alone_on_request(
         client, owner, catalogue):
     smol, gemma = ModelEntry.objects.get(slug=PAIR[0]), ModelEntry.objects.get(slug=PAIR[1])
     for _ in range(3):
         verdict(owner, smol, gemma, "right")  # named comparisons: gemma ahead
     client.force_login(owner)
-    page = client.get(reverse("leaderboard")).content.decode()
-    assert '<option value="all" selected>' in page
     battle = finish_battle(anonymous.start(owner, prompt="Hi", rng=random.Random(3)))
     left, right = battle.left.model.slug, battle.right.model.slug
     assert battle.vote("left")
     page = client.get(reverse("leaderboard")).content.decode()
-    assert '<option value="anonymous" selected>' in page
-    assert leaderboard_order(page) == [left, right]  # only the anonymous verdict counts in this view
-    named = client.get(reverse("leaderboard") + "?mode=named").content.decode()
+    assert "4 verdicts</strong>: 3 from" in page  # the default counts every kind, each named
+    assert set(leaderboard_order(page)) == {left, right, smol.slug, gemma.slug}
+    alone = client.get(reverse("leaderboard") + "?kind=anonymous").content.decode()
+    assert leaderboard_order(alone) == [left, right]  # only the anonymous verdict counts in this view
+    named = client.get(reverse("leaderboard") + "?kind=comparison").content.decode()
     assert leaderboard_order(named) == [gemma.slug, smol.slug]
-    blind = client.get(reverse("leaderboard") + "?mode=blind").content.decode()
+    blind = client.get(reverse("leaderboard") + "?kind=tournament").content.decode()
     assert leaderboard_order(blind) == []  # tournament matches only
-    everything = client.get(reverse("leaderboard") + "?mode=all").content.decode()
-    assert set(leaderboard_order(everything)) == {left, right, smol.slug, gemma.slug}
 
 
 # --- fair conditions: one token limit, the same stop rules, no base model in a chat draw -------------

@@ -68,6 +68,15 @@ def test_the_api_counts_every_kind_by_default(client, token, team):
     assert api(client, "get", "/api/v1/leaderboard").status_code == 401
 
 
+
+@pytest.mark.parametrize("query", ["unreliable=AAA", "kind=peoples", "days=2", "mode=x", "group=all", "style=yes",
+                                   "kind=comparison&kind=nonsense"])
+def test_the_api_refuses_a_filter_value_it_does_not_take(client, token, team, query):
+    response = api(client, "get", f"/api/v1/leaderboard?{query}", token)
+    assert response.status_code == 400
+    name = query.rsplit("&", 1)[-1].split("=")[0]
+    assert "Unknown value" in response.json()["error"]["fields"][name]
+
 def test_a_kind_alone_by_its_link_and_the_choice_is_remembered(client, owner, team):
     client.force_login(owner)
     link = re.search(r'<a href="([^"]+)" title="Show only these" data-kind="anonymous">', page(client)).group(1)
