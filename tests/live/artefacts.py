@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTEFACTS = Path(os.environ.get("ARENA_TEST_ARTEFACTS") or ROOT / "var" / "test-artefacts")
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
+WIDTHS = {"desktop": DESKTOP, "phone": PHONE}  # every page must work at both
 
 
 def screenshot(page, name: str, full_page: bool = True) -> Path:

@@ -4,6 +4,8 @@ import pytest
 
 from harness.app import ARGS, CHROMIUM, running_app
 
+from .artefacts import WIDTHS
+
 
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory, redis_url):
@@ -29,4 +31,15 @@ def page(browser):
     page = context.new_page()
     page.set_default_timeout(30_000)
     yield page
+    context.close()
+
+
+@pytest.fixture(params=list(WIDTHS))
+def seen(request, browser, live_app):
+    """(width name, a logged-in admin's page) at each width every page must work at, a context each."""
+    context = browser.new_context(viewport=WIDTHS[request.param])
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    live_app.log_in_page(page)
+    yield request.param, page
     context.close()

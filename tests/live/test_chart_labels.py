@@ -13,10 +13,9 @@ from itertools import pairwise
 
 import pytest
 
-from .artefacts import ARTEFACTS, DESKTOP, PHONE, screenshot
+from .artefacts import ARTEFACTS, WIDTHS, screenshot
 
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-WIDTHS = {"desktop": DESKTOP, "phone": PHONE}
 
 # Each model label a chart shows, as rendered: an SVG label's lines joined, a table cell's text.
 LABELS_JS = """(root) => {
@@ -38,15 +37,6 @@ def subjects(live_app) -> dict[str, str]:
                                          "print(json.dumps(seed('admin')))")
     return json.loads(out.splitlines()[-1])
 
-
-@pytest.fixture(params=list(WIDTHS))
-def seen(request, browser, live_app):
-    context = browser.new_context(viewport=WIDTHS[request.param])
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    live_app.log_in_page(page)
-    yield request.param, page
-    context.close()
 
 
 def labels_in(page, selector: str) -> dict[str, list[str]]:

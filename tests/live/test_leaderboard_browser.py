@@ -8,25 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from .artefacts import DESKTOP, PHONE, screenshot
+from .artefacts import screenshot
 
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-WIDTHS = {"desktop": DESKTOP, "phone": PHONE}
 
 
 @pytest.fixture(scope="module")
 def subjects(live_app) -> None:
     live_app.manage("shell", "-c", "from tests.arena.leaderboard.board_subjects import seed; seed('admin')")
 
-
-@pytest.fixture(params=list(WIDTHS))
-def seen(request, browser, live_app):
-    context = browser.new_context(viewport=WIDTHS[request.param])
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    live_app.log_in_page(page)
-    yield request.param, page
-    context.close()
 
 
 def test_every_kind_counted_rating_in_view_and_families(seen, live_app, subjects):

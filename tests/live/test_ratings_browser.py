@@ -9,10 +9,9 @@ import re
 
 import pytest
 
-from .artefacts import DESKTOP, PHONE, screenshot
+from .artefacts import screenshot
 
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-WIDTHS = {"desktop": DESKTOP, "phone": PHONE}
 VIEWS = {"one-verdict": ("comparison", 2, "1st–2nd"), "nine-ties": ("tournament", 3, "1st–3rd")}
 
 
@@ -20,15 +19,6 @@ VIEWS = {"one-verdict": ("comparison", 2, "1st–2nd"), "nine-ties": ("tournamen
 def subjects(live_app) -> None:
     live_app.manage("shell", "-c", "from tests.arena.leaderboard.ratings_subjects import seed; seed('admin')")
 
-
-@pytest.fixture(params=list(WIDTHS))
-def seen(request, browser, live_app):
-    context = browser.new_context(viewport=WIDTHS[request.param])
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    live_app.log_in_page(page)
-    yield request.param, page
-    context.close()
 
 
 @pytest.mark.parametrize("view", list(VIEWS))

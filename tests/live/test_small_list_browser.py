@@ -14,10 +14,9 @@ import pytest
 
 from arena.battles.voting import VOTE_AFTER_STOP
 
-from .artefacts import DESKTOP, PHONE, screenshot
+from .artefacts import screenshot
 
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-WIDTHS = {"desktop": DESKTOP, "phone": PHONE}
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +25,6 @@ def subjects(live_app) -> dict:
                                          "print(json.dumps(seed('admin')))")
     return json.loads(out.splitlines()[-1])
 
-
-@pytest.fixture(params=list(WIDTHS))
-def seen(request, browser, live_app):
-    context = browser.new_context(viewport=WIDTHS[request.param])
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    live_app.log_in_page(page)
-    yield request.param, page
-    context.close()
 
 
 def shown_words(page, value: str) -> str:
