@@ -25,6 +25,8 @@ from .services import RunError, start_run
 
 CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judges", "judge_template", "params", "budget"}
 PARAM_FIELDS = {"temperature", "top_p", "max_new_tokens"}
+UNRELIABLE_VALUE = ("unreliable takes only 'include' (the decision also from the verdicts of a judge marked "
+                    "unreliable), not {value!r}; leave it out to leave them out.")
 
 
 class Refused(Exception):
@@ -62,14 +64,18 @@ def result_json(row: dict) -> dict:
     return {**row, "model": row["model"].slug}
 
 
-def run_json(run: SuiteRun) -> dict:
+def run_json(run: SuiteRun, user, unreliable: bool = False) -> dict:
     """A run with its results, how often its judges agreed with themselves across the two orders
-    (None: no judge, or no pair judged yet) and each judge's reliability on this run's pairs."""
+    (None: no judge, or no pair judged yet), each judge's reliability on this run's pairs, and what
+    to pick from its verdicts (None while it is live or has none; an unreliable judge's verdicts
+    only if asked, `unreliable`, as on its page)."""
     judged = list(report.judged_pairs(run))
     rows = report.judge_reliability(run, judged)
+    summary = report.decision_summary(run, user, unreliable, rows)
     return {**summary_json(run), "results": [result_json(row) for row in run.results()],
             "judge_agreement": report.judge_agreement(judged, rows),
-            "judge_reliability": reliability_json(rows) if run.judge_id else None}
+            "judge_reliability": reliability_json(rows) if run.judge_id else None,
+            "decision": summary.as_json() if summary else None}
 
 
 def reliability_json(rows: dict) -> dict:
@@ -172,6 +178,14 @@ def _run_for_user(request, run_id) -> SuiteRun:
     return found
 
 
+def _unreliable(request) -> bool:
+    """?unreliable=include: the decision also from the verdicts of a judge marked unreliable."""
+    value = request.GET.get("unreliable")
+    if value not in (None, "include"):
+        raise Refused("unreliable", UNRELIABLE_VALUE.format(value=value))
+    return value == "include"
+
+
 def refusing(view):
     """`view`, with a Refused request answered by its error response."""
 
@@ -192,7 +206,7 @@ def refusing(view):
 def suite_runs(request):
     if request.method == "POST":
         run = _start(request)
-        return created(run_json(run), f"/api/v1/suite-runs/{run.id}")
+        return created(run_json(run, request.user), f"/api/v1/suite-runs/{run.id}")
     runs = SuiteRun.objects.filter(owner=request.user).select_related("judge").order_by("-created_at")
     return JsonResponse({"suite_runs": [summary_json(run) for run in runs]})
 
@@ -201,7 +215,7 @@ def suite_runs(request):
 @token_required
 @refusing
 def suite_run(request, run_id):
-    return JsonResponse(run_json(_run_for_user(request, run_id)))
+    return JsonResponse(run_json(_run_for_user(request, run_id), request.user, _unreliable(request)))
 
 
 @require_POST
@@ -212,4 +226,4 @@ def cancel(request, run_id):
     if not run.live:
         raise Refused("id", f"This run has already ended ({run.state}).", status=409)
     runner.cancel(run)
-    return JsonResponse(run_json(run))
+    return JsonResponse(run_json(run, request.user))

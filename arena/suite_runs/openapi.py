@@ -2,6 +2,7 @@
 
 from arena.api.openapi import LIMITED, PARAMS, TEXT, TOO_LARGE, UUID_ID, Schema, error_response, json_content
 from arena.battles.judging import MAX_JUDGES
+from arena.leaderboard.openapi import DECISION
 from arena.suites.openapi import or_null
 
 from . import judge, plan
@@ -123,7 +124,12 @@ RUN = {**RUN_SUMMARY, "required": [*RUN_SUMMARY["required"], "results"],
                                           "items": {"type": "object",
                                                     "required": ["a", "b", "kappa", "interval", "pairs"],
                                                     "properties": {"a": {"type": "string"}, "b": {"type": "string"},
-                                                                   **KAPPA}}}}}}}
+                                                                   **KAPPA}}}}},
+                      "decision": {**DECISION, "type": ["object", "null"],
+                                   "description": "What to pick from this run's own verdicts (as the leaderboard's "
+                                   "decision); with a judge marked unreliable whose readings every verdict counted, "
+                                   "no contender and a sentence saying so unless unreliable=include; null while the "
+                                   "run is live or has no verdict"}}}
 
 OPENAPI_PATHS = {
     "/api/v1/suite-runs": {
@@ -196,9 +202,13 @@ OPENAPI_PATHS = {
         "get": {
             "operationId": "getSuiteRun",
             "summary": "A suite run: its progress and each contestant's results so far",
-            "parameters": UUID_ID,
+            "parameters": [*UUID_ID, {"name": "unreliable", "in": "query", "required": False,
+                                      "schema": {"type": "string", "enum": ["include"]},
+                                      "description": "include: the decision also from the verdicts of a judge "
+                                                     "marked unreliable (it says so)"}],
             "responses": {
                 "200": {"description": "The run", **json_content(RUN)},
+                "400": error_response("unreliable with a value other than include"),
                 "401": error_response("Missing or invalid token"),
                 "404": error_response("No such suite run (or not yours)"),
             },

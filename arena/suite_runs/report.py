@@ -18,12 +18,17 @@ from typing import Any, NamedTuple
 
 from arena.battles.models import Battle
 from arena.generations.models import Generation
-from arena.leaderboard import frontier, judges, measures, ratings, reliability
+from arena.leaderboard import decision, frontier, judges, measures, picks, ratings, reliability
 from arena.leaderboard.records import SCORES, names
 from arena.suites.parsing import MAX_PROMPTS
 
 from .models import SuiteAnswer, SuiteRun
 
+UNRELIABLE_LEFT_OUT = ("No pick: {names} {verb} marked unreliable, and every verdict of this run counted {pronoun} "
+                       "readings, so they say little about the answers. Show them anyway to see what they would "
+                       "pick, labelled.")
+DECISION_SCOPE = ("From this run's verdicts alone: the contenders are the contestants whose 95% interval overlaps "
+                  "the top one's or whose rank range includes 1st; speeds are medians over this run's answers.")
 MAX_CELLS = MAX_PROMPTS * SuiteRun.MAX_CONTESTANTS  # a `seen` longer than any grid is not read
 
 
@@ -141,8 +146,30 @@ def charts(run: SuiteRun, user, unreliable: bool = False, reliability_rows: dict
         return []
     contestants = run.contestants
     fitted = ratings.fit([m.slug for m in contestants], triples)
-    answers = Generation.objects.filter(id__in=SuiteAnswer.objects.filter(run=run).values("generation_id"))
-    return frontier.charts(measures.points(user, fitted, names(), generations=answers))
+    return frontier.charts(measures.points(user, fitted, names(), generations=run_answers(run)))
+
+
+def run_answers(run: SuiteRun):
+    """The run's answers' generations: the speeds its charts and its decision summary read."""
+    return Generation.objects.filter(id__in=SuiteAnswer.objects.filter(run=run).values("generation_id"))
+
+
+def decision_summary(run: SuiteRun, user, unreliable: bool = False,
+                     reliability_rows: dict | None = None) -> decision.Summary | None:
+    """What to pick, from this run's rated verdicts (arena.leaderboard.picks): None while the run is
+    live or before it has a verdict. Like the charts, a run whose every verdict counted a judge its
+    readings mark unreliable names no entry unless asked (`unreliable`), and then says so."""
+    if run.live:
+        return None
+    triples = verdict_triples(run, user)
+    if not triples:
+        return None
+    marked = [j["label"] for j in unreliable_judges(run, reliability_rows)] if run.judge_id else []
+    if marked and not unreliable:
+        return picks.left_out(UNRELIABLE_LEFT_OUT.format(
+            names=decision.names(marked), verb="is" if len(marked) == 1 else "are",
+            pronoun="its" if len(marked) == 1 else "their"))
+    return picks.summary(user, triples, run_answers(run), unreliable_judges=tuple(marked))
 
 
 def unreliable_judges(run: SuiteRun, reliability_rows: dict | None = None) -> list[dict]:
@@ -166,6 +193,8 @@ def with_charts(run: SuiteRun, user, unreliable: bool = False) -> dict:
     """The page with its charts: those of an unreliable judge's verdicts only if asked (`unreliable`)."""
     context = page(run)
     return {**context, "charts": charts(run, user, unreliable, context["reliability"]),
+            "decision": decision_summary(run, user, unreliable, context["reliability"]),
+            "decision_scope": DECISION_SCOPE,
             "show_unreliable": unreliable}
 
 
