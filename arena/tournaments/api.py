@@ -85,7 +85,7 @@ def create_tournament(request):
                                       params=cleaned["params"], seeding=cleaned["seeding"], tag=cleaned["tag"])
     except TournamentError as exc:
         return error(400, str(exc))
-    return created(display.tournament_json(tournament), f"/api/v1/tournaments/{tournament.id}")
+    return created(display.tournament_json(tournament, request.user), f"/api/v1/tournaments/{tournament.id}")
 
 
 @require_GET
@@ -94,7 +94,7 @@ def tournament(request, tournament_id):
     found = _get_tournament_for_user(request, tournament_id)
     if found is None:
         return error(404, "No such tournament.")
-    return JsonResponse(display.tournament_json(found))
+    return JsonResponse(display.tournament_json(found, request.user))
 
 
 def _match_action(request, tournament_id, act, fields: set[str]):
@@ -117,7 +117,7 @@ def _match_action(request, tournament_id, act, fields: set[str]):
     except TournamentError as exc:
         return error(409, str(exc))
     found.refresh_from_db()
-    return JsonResponse(display.tournament_json(found))
+    return JsonResponse(display.tournament_json(found, request.user))
 
 
 @require_POST

@@ -6,12 +6,23 @@ is a known model), never a name, speed or failure reason. After it, everything."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from arena.battles.models import Battle
+from arena.generations.models import Generation
+from arena.leaderboard import decision, picks, ratings, uncertainty
 
 from . import bracket
 from .models import Match, Tournament
+
+ONE_BRACKET = "One bracket: {verdicts} verdicts, each entry met at most {most} other{s}"
+NOT_BETTER = ": {winner} won its matches, but the data cannot say it is better than the runner-up, {runner_up}."
+FINAL_MORE = ("About {more} more verdict{s} between {winner} and {runner_up} would separate the final's two if "
+              "{winner} goes on winning {rate}% of them ({given} so far).")
+DECISION_SCOPE = ("From this tournament's matches alone (one verdict each): the contenders are the entries whose "
+                  "95% interval overlaps the top one's or whose rank range includes 1st; speeds are medians over "
+                  "its answers.")
 
 
 def matches(tournament: Tournament) -> list[Match]:
@@ -82,7 +93,7 @@ def _side_json(battle: Battle, side: str, reveal: bool) -> dict:
     return body
 
 
-def tournament_json(tournament: Tournament) -> dict:
+def tournament_json(tournament: Tournament, user) -> dict:
     reveal = tournament.revealed
     all_matches = matches(tournament)
     current = next((m for m in all_matches if not m.decided), None)
@@ -124,4 +135,47 @@ def tournament_json(tournament: Tournament) -> dict:
         body["winner"] = {"slug": tournament.winner.slug, "name": tournament.winner.name} if tournament.winner else None
         body["contestants"] = [{"seed": e.seed, "slug": e.model.slug, "name": e.model.name}
                                for e in tournament.entrants.select_related("model").order_by("seed")]
+        summary = decision_summary(tournament, user)
+        body["decision"] = summary.as_json() if summary else None
     return body
+
+
+# --- what to pick (after the reveal only) -----------------------------------------------
+def decision_summary(tournament: Tournament, user) -> decision.Summary | None:
+    """What to pick from the bracket's matches (one verdict each: the winner over the other), with
+    speeds over the matches' answers; None before the reveal (it would tell contestants apart).
+    A knockout gives few verdicts: it says so first, and how many more verdicts the final's two
+    would need, and names a single best only where the intervals do (arena.leaderboard.decision)."""
+    if not tournament.revealed:
+        return None
+    played = [m for m in matches(tournament) if m.winner_id and m.left_id and m.right_id]
+    triples = [(m.winner.slug, (m.right if m.winner_id == m.left_id else m.left).slug, 1.0) for m in played]
+    if not triples:
+        return None
+    answers = Generation.objects.filter(id__in=[i for m in played if m.battle for i in (m.battle.left_id,
+                                                                                          m.battle.right_id)])
+    summary = picks.summary(user, triples, answers, tournament_verdicts=len(triples))
+    final = max(played, key=lambda m: m.round)
+    winner, runner_up = final.winner, final.right if final.winner_id == final.left_id else final.left
+    words = [_bracket_words(triples) + (NOT_BETTER.format(winner=winner.label, runner_up=runner_up.label)
+                                        if runner_up.slug in summary.contenders else ".")]
+    if summary.pair != (winner.slug, runner_up.slug):  # else the summary's own estimate is the final's
+        words.append(_final_words(triples, winner, runner_up))
+    return replace(summary, sentences=(*words, *summary.sentences))
+
+
+def _bracket_words(triples: list[tuple[str, str, float]]) -> str:
+    met: dict[str, set[str]] = {}
+    for a, b, _score in triples:
+        met.setdefault(a, set()).add(b)
+        met.setdefault(b, set()).add(a)
+    most = max(len(others) for others in met.values())
+    return ONE_BRACKET.format(verdicts=len(triples), most=most, s="" if most == 1 else "s")
+
+
+def _final_words(triples: list[tuple[str, str, float]], winner, runner_up) -> str:
+    rate, given = ratings.win_matrix(triples)[(winner.slug, runner_up.slug)]
+    sep = uncertainty.separation(rate, given)
+    more = sep.more or 0
+    return FINAL_MORE.format(more=more, s="" if more == 1 else "s", winner=winner.label, runner_up=runner_up.label,
+                             rate=round(100 * rate), given=given)

@@ -2,6 +2,7 @@
 
 from arena.api.openapi import ERROR, LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, UUID_ID
 from arena.generations.openapi import FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
+from arena.leaderboard.openapi import DECISION
 
 from .models import BLIND_MIN_TEMPERATURE, BLIND_MIN_TOP_P
 
@@ -92,6 +93,9 @@ TOURNAMENT = {
         "contestants": {"type": "array", "description": "After the reveal, in seed order", "items": {
             "type": "object", "properties": {"seed": {"type": "integer"}, "slug": {"type": "string"},
                                              "name": {"type": "string"}}}},
+        "decision": {**DECISION, "type": ["object", "null"], "description": "After the reveal: what to pick from "
+                     "the bracket's matches, one verdict each (as the leaderboard's decision); it says first how "
+                     "few verdicts one bracket gives"},
     },
 }
 

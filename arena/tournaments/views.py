@@ -87,6 +87,8 @@ def _render_detail(request, tournament, *, error: str = "", replay_form=None, st
         "error": error,
         "replay_form": replay_form or ReplayForm(),
         "played": tournament.matches.filter(winner__isnull=False).count(),
+        "decision": display.decision_summary(tournament, request.user),
+        "decision_scope": display.DECISION_SCOPE,
     }, status=status)
 
 
