@@ -148,15 +148,16 @@ def decision_summary(tournament: Tournament, user) -> decision.Summary | None:
     would need, and names a single best only where the intervals do (arena.leaderboard.decision)."""
     if not tournament.revealed:
         return None
-    played = [m for m in matches(tournament) if m.winner_id and m.left_id and m.right_id]
-    triples = [(m.winner.slug, (m.right if m.winner_id == m.left_id else m.left).slug, 1.0) for m in played]
+    played = [(m, m.winner, m.right if m.winner_id == m.left_id else m.left) for m in matches(tournament)
+              if m.winner is not None and m.left is not None and m.right is not None]
+    triples = [(won.slug, lost.slug, 1.0) for _m, won, lost in played if lost is not None]
     if not triples:
         return None
-    answers = Generation.objects.filter(id__in=[i for m in played if m.battle for i in (m.battle.left_id,
-                                                                                          m.battle.right_id)])
+    answers = Generation.objects.filter(id__in=[i for m, *_x in played if m.battle for i in (m.battle.left_id,
+                                                                                              m.battle.right_id)])
     summary = picks.summary(user, triples, answers, tournament_verdicts=len(triples))
-    final = max(played, key=lambda m: m.round)
-    winner, runner_up = final.winner, final.right if final.winner_id == final.left_id else final.left
+    _final, winner, runner_up = max(played, key=lambda row: row[0].round)
+    assert winner is not None and runner_up is not None  # a played match has both
     words = [_bracket_words(triples) + (NOT_BETTER.format(winner=winner.label, runner_up=runner_up.label)
                                         if runner_up.slug in summary.contenders else ".")]
     if summary.pair != (winner.slug, runner_up.slug):  # else the summary's own estimate is the final's
