@@ -331,6 +331,11 @@ class Keys:
         """Sorted set: the times of a user's recent starts (arena/generations/limits.py's sliding window)."""
         return f"{self.prefix}:limits:rate:{user_id}"
 
+    def login_failures(self) -> str:
+        """The stem of the login throttle's sorted sets of failure times, one per (username,
+        browser or address), per address and per username (arena/accounts/throttle.py)."""
+        return f"{self.prefix}:login"
+
     def preparation(self, slug: str) -> str:
         """Hash: state, line, done, total, eta_s, updated_at: a catalogue entry being prepared
         (AWQ-quantised) ahead of its first use; it expires soon after its preparer stops."""

@@ -108,8 +108,8 @@ class Attempt:
 class LoginThrottle:
     """The failure counts in Redis: one sorted set per count, members scored by their time."""
 
-    def __init__(self, client: redis.Redis, prefix: str, rule: Policy, clock: Callable[[], float]):
-        self.redis, self.base, self.rule, self.clock = client, f"{prefix}:login", rule, clock
+    def __init__(self, client: redis.Redis, base: str, rule: Policy, clock: Callable[[], float]):
+        self.redis, self.base, self.rule, self.clock = client, base, rule, clock
 
     def pair_key(self, username: str, client: str) -> str:
         return f"{self.base}:pair:{_user_digest(username)}:{_digest(client)}"
@@ -164,7 +164,7 @@ class LoginThrottle:
 
 
 def current() -> LoginThrottle:
-    return LoginThrottle(streams.client(), settings.ARENA_REDIS_PREFIX, policy(), CLOCK)
+    return LoginThrottle(streams.client(), streams.keys().login_failures(), policy(), CLOCK)
 
 
 # --- trusted browsers ------------------------------------------------------------------------

@@ -11,7 +11,7 @@ def svgs(html: str) -> list[ET.Element]:
     return [ET.fromstring(svg) for svg in re.findall(r"<svg\b.*?</svg>", html, re.S)]
 
 
-NOT_LABELS = {"tick", "axis-title", "dot-number"}
+NOT_LABELS = {"tick", "axis-title", "dot-number", "provisional-mark"}  # the mark under a label is not one
 
 
 def svg_labels(svg: ET.Element) -> list[str]:
