@@ -12,7 +12,9 @@ import pytest
 from .artefacts import screenshot
 
 pytestmark = [pytest.mark.live, pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
-VIEWS = {"one-verdict": ("comparison", 2, "1st–2nd"), "nine-ties": ("tournament", 3, "1st–3rd")}
+# kind, its tag (ratings_subjects.TAGS), models shown, their rank range
+VIEWS = {"one-verdict": ("comparison", "few-verdicts-one", 2, "1st–2nd"),
+         "nine-ties": ("tournament", "few-verdicts-ties", 3, "1st–3rd")}
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +26,8 @@ def subjects(live_app) -> None:
 @pytest.mark.parametrize("view", list(VIEWS))
 def test_few_verdicts_read_as_not_enough(seen, live_app, subjects, view):
     width, page = seen
-    kind, models, places = VIEWS[view]
-    page.goto(live_app.url + f"leaderboard/?kind={kind}")
+    kind, tag, models, places = VIEWS[view]
+    page.goto(live_app.url + f"leaderboard/?kind={kind}&tag={tag}")
     rows = page.locator("#ratings tbody tr[data-model]")
     assert rows.count() == models
     for i in range(models):

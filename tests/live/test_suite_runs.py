@@ -107,7 +107,9 @@ def test_a_judged_round_robin_survives_a_celery_kill_and_stores_everything_once(
     # Without a reload, the page swapped in the end of the run: every answer's final status,
     # every judged pair with the judge's self-agreement, the charts, and no Cancel any more.
     page.wait_for_selector('#suite-run-progress[data-state="done"]', timeout=15_000)
-    page.wait_for_selector("#suite-run-charts figure", state="attached", timeout=15_000)
+    # The charts, or (a 135M judge often reads positions: judges are checked before they count)
+    # the sentence saying why there are none; either way the section is swapped in.
+    page.wait_for_selector("#suite-run-charts figure, #charts-left-out", state="attached", timeout=15_000)
     statuses = page.eval_on_selector_all(".suite-answer", "els => els.map(e => e.dataset.status)")
     assert statuses == ["done"] * len(PROMPTS) * len(CONTESTANTS), statuses
     assert page.locator("#suite-run-verdict-list > .judged-pair").count() == PAIRS * len(PROMPTS)

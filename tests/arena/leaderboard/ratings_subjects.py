@@ -14,6 +14,7 @@ from arena.catalogue.models import ModelEntry
 from .chart_subjects import _answer
 
 TIED = ("smollm2-135m", "smollm2-135m-awq", "gemma-3-270m")
+TAGS = {Battle.Mode.COMPARISON: "few-verdicts-one", Battle.Mode.TOURNAMENT: "few-verdicts-ties"}
 
 
 def seed(username: str) -> None:
@@ -22,7 +23,9 @@ def seed(username: str) -> None:
     now = timezone.now()
 
     def battle(left: str, right: str, outcome: str, mode: str, blind: bool) -> None:
+        tag = TAGS[mode]  # the shared live app holds other tests' verdicts: each view is its tag's
         Battle.objects.create(owner=owner, mode=mode, blind=blind, revealed=blind, outcome=outcome, voted_at=now,
+                              tag=tag,
                               left=_answer(owner, entries[left], "Name a colour.", 30.0),
                               right=_answer(owner, entries[right], "Name a colour.", 30.0))
 
