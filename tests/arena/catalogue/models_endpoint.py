@@ -7,6 +7,7 @@ it names itself), moved (HTTP 307 to `moved_to`, another server, with the same p
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +16,14 @@ KEY = "sk-catalogue-check-Zq7vRw2Lm9XpT4"
 MODELS = ("team/model-a", "team/model-b")
 # What an inside service that is no OpenAI-compatible endpoint answers: words a probe could learn.
 JSON_SERVICE = {"service": "inventory-db-Kx3", "status": "ready", "data": "internal-7Fq"}
+
+
+def closed_port_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens any more: its connection is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -4,7 +4,6 @@ admin is stored encrypted and never shown again. Against a real local HTTP serve
 
 import os
 import re
-import socket
 import stat
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from arena.catalogue import checks
 from arena.catalogue.models import KEY_TWICE, ModelEntry
 from orchestration import sealing
 
-from .models_endpoint import KEY, ModelsEndpoint
+from .models_endpoint import KEY, ModelsEndpoint, closed_port_url
 
 # Transactions for real: the admin checks an entry once its save has committed, within the request.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,13 +34,6 @@ FORM = {"name": "Team model", "slug": "team-model", "engine": "openai", "remote_
 def endpoint():
     with ModelsEndpoint() as server:
         yield server
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"  # nothing listens there any more: connection refused
 
 
 def raw_rows() -> str:

@@ -4,7 +4,6 @@ service's fields or model names); a model source that is missing and one that ex
 model get the same sentence. Against real listeners on 127.0.0.1: models_endpoint's server, a
 port nothing listens on, and the test suite's own Redis (a service that is no HTTP server)."""
 
-import socket
 from urllib.parse import urlsplit
 
 import pytest
@@ -14,7 +13,7 @@ from arena.catalogue.models import SOURCE_UNUSABLE, ModelEntry
 from tests.arena.api_client import api
 from tests.conftest import REDIS_URL
 
-from .models_endpoint import JSON_SERVICE, KEY, MODELS, ModelsEndpoint
+from .models_endpoint import JSON_SERVICE, KEY, MODELS, ModelsEndpoint, closed_port_url
 
 pytestmark = pytest.mark.django_db
 WRONG_KEY = "sk-wrong-key-Hq81"
@@ -27,13 +26,6 @@ ANSWERED = ("401", "500", "307", "HTTP", "Incorrect", "refused", "disconnected",
 def endpoint():
     with ModelsEndpoint() as server:
         yield server
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def redis_url() -> str:
