@@ -105,6 +105,11 @@ async def viewer_left(redis_client: aioredis.Redis, generation_id: str) -> None:
 _shared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SocketRedis] = weakref.WeakKeyDictionary()
 _pool_numbers = itertools.count(1)
 HUB_READ_COUNT = 200  # entries per stream per read; the rest come with the next read
+# A writer's pipeline that Redis applied but died before answering is sent again by the client's
+# retries, into the restarted Redis: a follower that read the first copy before the crash then
+# reads the same event again under a new id. Each event's fields (its `t` is taken when it is made,
+# so a resent one is identical) are remembered for the last this-many events of each stream.
+RECENT_EVENTS = 512
 EntryId = bytes | str  # a stream entry's id as redis-py gives it (bytes), or as we write one ("0", "1-0")
 
 
@@ -183,6 +188,7 @@ class Subscription:
     def __init__(self, hub: StreamHub, last_ids: Mapping[str, object]):
         self.hub = hub
         self.last = {stream: entry_key(last) for stream, last in last_ids.items()}
+        self.recent: dict[str, dict[tuple, None]] = {stream: {} for stream in self.last}  # RECENT_EVENTS
         self._batches: deque[tuple[str, tuple[int, int], list]] = deque()
         self._ready = asyncio.Event()
         self._failed: BaseException | None = None
@@ -219,7 +225,8 @@ class Subscription:
             last = self.last[stream]
             new = [(key, ev) for key, ev in entries if key > last]
             if new:
-                out.setdefault(stream, []).extend(new)
+                if kept := self._first_copies(stream, new):
+                    out.setdefault(stream, []).extend(kept)
                 self.last[stream] = new[-1][0]
         self._ready.clear()  # after the catch-up reads too: batches put meanwhile are in `out`
         return out
@@ -229,15 +236,30 @@ class Subscription:
         entries = await self.hub.redis.xrange(stream, min=entry_id(last), max=entry_id(upto))
         new = [(key, p.parse_event(fields)) for entry_id, fields in entries or ()
                if entry_id is not None and fields is not None and (key := entry_key(entry_id)) > last]
-        if new:
-            out.setdefault(stream, []).extend(new)
+        if kept := self._first_copies(stream, new):
+            out.setdefault(stream, []).extend(kept)
         self.last[stream] = upto  # anything between that is gone (trimmed, expired) stays gone
+
+    def _first_copies(self, stream: str, entries: list) -> list:
+        """`entries` less the events this subscription already had under another id (RECENT_EVENTS)."""
+        recent = self.recent.setdefault(stream, {})
+        kept = []
+        for key, ev in entries:
+            identity = (ev.get("type"), ev.get("t"), ev.get("n"), ev.get("text"))
+            if identity in recent:
+                continue
+            recent[identity] = None
+            if len(recent) > RECENT_EVENTS:
+                del recent[next(iter(recent))]
+            kept.append((key, ev))
+        return kept
 
     def unwatch(self, streams: list[str]) -> None:
         """Stop following these streams (this socket has shown their end)."""
         self.hub.unwatch(self, streams)
         for stream in streams:
             self.last.pop(stream, None)
+            self.recent.pop(stream, None)
 
     def close(self) -> None:
         self.unwatch(self.streams)

@@ -90,6 +90,11 @@ class ArenaSocket(AsyncWebsocketConsumer):
     async def disconnect(self, code):
         if getattr(self, "subject", None) is None:
             return  # refused: nothing was opened
+        # Shielded: a server that cancels the consumer while it closes (a close timeout) must not
+        # leave its socket slot taken or its viewers counted in for good.
+        await asyncio.shield(self._release())
+
+    async def _release(self) -> None:
         await socket_cap.slots().release(self.slot)
         for digest in getattr(self, "digests", ()):
             await sockets.registry().remove(digest, self)

@@ -114,6 +114,26 @@ async def test_entries_the_hub_read_before_a_subscriber_joined_are_caught_up_and
         await shared.release()
 
 
+async def test_an_event_written_again_into_a_restarted_redis_reaches_each_follower_once(gens):
+    """A worker's pipeline that Redis applied but died before answering is resent (the client's
+    retries) into the fresh Redis: the same event under a new id. The follower that read the first
+    copy before the crash must not show its text twice (the soak once streamed "osisosis")."""
+    gen, shared = gens[0], streams.shared()
+    shared.acquire()
+    try:
+        follower = await shared.hub.subscribe({stream_of(gen): "0"})
+        first = p.event(p.TOKEN, text="osis", n=7)
+        ms, _seq = streams.entry_key(streams.client().xadd(stream_of(gen), first))
+        assert [ev["text"] for _key, ev in (await follower.next(3))[stream_of(gen)]] == ["osis"]
+        streams.client().delete(stream_of(gen))  # Redis restarted empty...
+        streams.client().xadd(stream_of(gen), first, id=f"{ms + 1}-0")  # ...and the retried pipeline wrote it again
+        emit(gen, p.TOKEN, text="\n3.", n=8)
+        assert [ev["text"] for _key, ev in (await follower.next(3))[stream_of(gen)]] == ["\n3."]
+        follower.close()
+    finally:
+        await shared.release()
+
+
 async def test_a_socket_that_leaves_gets_nothing_more_and_a_stream_nobody_watches_is_not_read(gens, owner):
     gen, other = gens[0], gens[1]
     stays, leaves = await connect(gen, owner), await connect(gen, owner)
