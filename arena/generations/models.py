@@ -94,6 +94,7 @@ class Generation(models.Model):
     objects = GenerationQuerySet.as_manager()
 
     class Meta:
+        db_table = "playground_generation"  # named under the app's first label; kept, so no table is renamed
         ordering = ["-created_at"]
 
     def __str__(self) -> str:

@@ -88,7 +88,7 @@ class ShareLink(models.Model):
     hint = models.CharField(max_length=HINT_CHARS, editable=False, default="",
                             help_text="The token's first characters, to tell links apart.")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links")
-    generation = models.ForeignKey("playground.Generation", null=True, blank=True, on_delete=models.CASCADE,
+    generation = models.ForeignKey("generations.Generation", null=True, blank=True, on_delete=models.CASCADE,
                                    related_name="share_links")
     battle = models.ForeignKey("battles.Battle", null=True, blank=True, on_delete=models.CASCADE,
                                related_name="share_links")

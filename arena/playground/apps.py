@@ -2,8 +2,7 @@ from django.apps import AppConfig
 
 
 class PlaygroundConfig(AppConfig):
-    """The playground page (views, forms, fragments): no models; the "playground" label
-    belongs to arena.generations, which owns the Generation table and its migrations."""
+    """The playground page (views, forms, fragments): no models; the Generation table and its
+    migrations belong to arena.generations."""
 
     name = "arena.playground"
-    label = "playground_page"

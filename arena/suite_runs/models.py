@@ -271,7 +271,7 @@ class SuiteAnswer(models.Model):
     run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="answers")
     prompt = models.ForeignKey(SuitePrompt, on_delete=models.CASCADE, related_name="+")
     contestant = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
-    generation = models.ForeignKey("playground.Generation", on_delete=models.CASCADE, related_name="+")
+    generation = models.ForeignKey("generations.Generation", on_delete=models.CASCADE, related_name="+")
     attempts = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
@@ -294,7 +294,7 @@ class SuiteJudgement(models.Model):
     order = models.CharField(max_length=12)
     judge = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
                               related_name="+", help_text="Which of the run's judges; empty: the run's judge.")
-    generation = models.ForeignKey("playground.Generation", on_delete=models.CASCADE, related_name="+")
+    generation = models.ForeignKey("generations.Generation", on_delete=models.CASCADE, related_name="+")
     attempts = models.PositiveSmallIntegerField(default=1)
 
     class Meta:
@@ -357,7 +357,7 @@ class JudgeCheckReading(models.Model):
     judge_check = models.ForeignKey(JudgeCheck, on_delete=models.CASCADE, related_name="readings")
     pair = models.PositiveSmallIntegerField()
     order = models.CharField(max_length=12)
-    generation = models.ForeignKey("playground.Generation", on_delete=models.CASCADE, related_name="+")
+    generation = models.ForeignKey("generations.Generation", on_delete=models.CASCADE, related_name="+")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["judge_check", "pair", "order"],

@@ -82,8 +82,8 @@ def test_staff_read_any_failure_with_its_line_in_the_admin_but_no_unrevealed_bli
 
     gen = failed(owner, catalogue[0])
     blind = comparison(owner, catalogue[0], catalogue[1], texts=None, blind=True)
-    listing = admin_client.get("/admin/playground/generation/").content.decode()
+    listing = admin_client.get("/admin/generations/generation/").content.decode()
     assert str(gen.id) in listing and str(blind.left.id) not in listing
-    page = admin_client.get(f"/admin/playground/generation/{gen.id}/change/").content.decode()
+    page = admin_client.get(f"/admin/generations/generation/{gen.id}/change/").content.decode()
     assert "/home/arena/.cache" in page
-    assert admin_client.get(f"/admin/playground/generation/{blind.left.id}/change/").status_code == 302
+    assert admin_client.get(f"/admin/generations/generation/{blind.left.id}/change/").status_code == 302

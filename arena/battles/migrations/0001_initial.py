@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('playground', '0002_generation_history'),
+        ('generations', '0002_generation_history'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -28,10 +28,10 @@ class Migration(migrations.Migration):
                 ('voted_at', models.DateTimeField(blank=True, null=True)),
                 ('self_identified', models.BooleanField(default=False, help_text='An answer named its own model.')),
                 ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('left', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='battle_as_left', to='playground.generation')),
+                ('left', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='battle_as_left', to='generations.generation')),
                 ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='battles', to=settings.AUTH_USER_MODEL)),
                 ('parent', models.ForeignKey(blank=True, help_text='The battle this one re-runs, swaps or continues.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='children', to='battles.battle')),
-                ('right', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='battle_as_right', to='playground.generation')),
+                ('right', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='battle_as_right', to='generations.generation')),
             ],
             options={
                 'ordering': ['-created_at'],

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('battles', '0002_battle_tag'),
         ('catalogue', '0003_aliases'),
-        ('playground', '0003_generation_tag'),
+        ('generations', '0003_generation_tag'),
     ]
 
     operations = [
@@ -31,7 +31,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='battle',
             name='left',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='battles_as_left', to='playground.generation'),
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='battles_as_left', to='generations.generation'),
         ),
         migrations.AlterField(
             model_name='battle',
@@ -41,6 +41,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='battle',
             name='right',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='battles_as_right', to='playground.generation'),
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='battles_as_right', to='generations.generation'),
         ),
     ]

@@ -42,6 +42,7 @@ class Migration(migrations.Migration):
                 ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='generations', to=settings.AUTH_USER_MODEL)),
             ],
             options={
+                'db_table': 'playground_generation',  # the table's name under the app's first label
                 'ordering': ['-created_at'],
             },
         ),

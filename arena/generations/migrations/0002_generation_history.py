@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('playground', '0001_initial'),
+        ('generations', '0001_initial'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('playground', '0002_generation_history'),
+        ('generations', '0002_generation_history'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('playground', '0003_generation_tag'),
+        ('generations', '0003_generation_tag'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('playground', '0004_generation_output_valid'),
+        ('generations', '0004_generation_output_valid'),
     ]
 
     operations = [

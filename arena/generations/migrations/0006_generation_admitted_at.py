@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('playground', '0005_alter_generation_origin'),
+        ('generations', '0005_alter_generation_origin'),
     ]
 
     operations = [

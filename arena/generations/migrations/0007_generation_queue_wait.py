@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('playground', '0006_generation_admitted_at'),
+        ('generations', '0006_generation_admitted_at'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('playground', '0007_generation_queue_wait'),
+        ('generations', '0007_generation_queue_wait'),
     ]
 
     operations = [

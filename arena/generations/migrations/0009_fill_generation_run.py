@@ -17,7 +17,7 @@ SUITE_TABLES = {"suite_answer": "suites_suiteanswer", "suite_judgement": "suites
 
 
 def fill(apps, schema_editor):
-    Generation = apps.get_model("playground", "Generation")
+    Generation = apps.get_model("generations", "Generation")
     Battle = apps.get_model("battles", "Battle")
     for origin, kind in BY_ORIGIN.items():
         Generation.objects.filter(origin=origin).update(run_kind=kind, run_id=None)
@@ -40,7 +40,7 @@ def fill(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("playground", "0008_generation_run"),
+        ("generations", "0008_generation_run"),
         ("battles", "0003_battle_judge_suite"),
         ("suites", "0002_suite_runs"),  # the suite runs' tables exist
     ]

@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('battles', '0002_battle_tag'),
-        ('playground', '0003_generation_tag'),
+        ('generations', '0003_generation_tag'),
         ('tournaments', '0002_tournament_tag'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
                 ('views', models.PositiveIntegerField(default=0, help_text='How many times the shared page was opened.')),
                 ('last_viewed_at', models.DateTimeField(blank=True, null=True)),
                 ('battle', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='share_links', to='battles.battle')),
-                ('generation', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='share_links', to='playground.generation')),
+                ('generation', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='share_links', to='generations.generation')),
                 ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='share_links', to=settings.AUTH_USER_MODEL)),
                 ('tournament', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='share_links', to='tournaments.tournament')),
             ],

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('battles', '0002_battle_tag'),
         ('history', '0001_initial'),
-        ('playground', '0003_generation_tag'),
+        ('generations', '0003_generation_tag'),
         ('suites', '0001_initial'),
         ('tournaments', '0002_tournament_tag'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('battles', '0003_battle_judge_suite'),
         ('history', '0002_sharelink_suite'),
-        ('playground', '0005_alter_generation_origin'),
+        ('generations', '0005_alter_generation_origin'),
         ('suites', '0002_suite_runs'),
         ('tournaments', '0002_tournament_tag'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),

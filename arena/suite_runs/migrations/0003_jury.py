@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('catalogue', '0006_worker_cpus_gpus'),
-        ('playground', '0009_fill_generation_run'),
+        ('generations', '0009_fill_generation_run'),
         ('suite_runs', '0002_adaptive_swiss'),
         ('suites', '0003_suite_runs_moved'),
     ]

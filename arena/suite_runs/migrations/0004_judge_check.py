@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('catalogue', '0006_worker_cpus_gpus'),
-        ('playground', '0009_fill_generation_run'),
+        ('generations', '0009_fill_generation_run'),
         ('suite_runs', '0003_jury'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('pair', models.PositiveSmallIntegerField()),
                 ('order', models.CharField(max_length=12)),
-                ('generation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='playground.generation')),
+                ('generation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='generations.generation')),
                 ('judge_check', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='readings', to='suite_runs.judgecheck')),
             ],
             options={

@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('catalogue', '0003_aliases'),
-        ('playground', '0005_alter_generation_origin'),
+        ('generations', '0005_alter_generation_origin'),
         ('suites', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
@@ -46,7 +46,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('order', models.CharField(max_length=12)),
                 ('attempts', models.PositiveSmallIntegerField(default=1)),
-                ('generation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='playground.generation')),
+                ('generation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='generations.generation')),
                 ('left', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='catalogue.modelentry')),
                 ('prompt', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='suites.suiteprompt')),
                 ('right', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='catalogue.modelentry')),
@@ -75,7 +75,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('attempts', models.PositiveSmallIntegerField(default=1)),
                 ('contestant', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='catalogue.modelentry')),
-                ('generation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='playground.generation')),
+                ('generation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='generations.generation')),
                 ('prompt', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='suites.suiteprompt')),
                 ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='answers', to='suites.suiterun')),
             ],

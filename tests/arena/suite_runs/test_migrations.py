@@ -31,7 +31,7 @@ def _seed_before_the_move(old) -> str:
     run = old.get_model("suites", "SuiteRun").objects.create(owner=user, suite=suite, judge=left)
     for position, model in enumerate((left, right), start=1):
         old.get_model("suites", "SuiteContestant").objects.create(run=run, model=model, position=position)
-    gen = old.get_model("playground", "Generation").objects.create(owner=user, model=left, prompt="Name a colour.")
+    gen = old.get_model("generations", "Generation").objects.create(owner=user, model=left, prompt="Name a colour.")
     old.get_model("suites", "SuiteAnswer").objects.create(run=run, prompt=prompt, contestant=left, generation=gen)
     old.get_model("suites", "SuiteJudgement").objects.create(run=run, prompt=prompt, left=left, right=right,
                                                              order="left_first", generation=gen)
