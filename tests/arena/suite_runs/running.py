@@ -3,6 +3,8 @@ then every generation it started ended as its run would end it (tests/arena/fact
 
 from __future__ import annotations
 
+import json
+
 from arena.generations.models import Generation
 from arena.suite_runs import runner
 from arena.suite_runs.models import SuiteJudgement, SuiteRun
@@ -34,3 +36,30 @@ def run_to_end(run: SuiteRun, **kwargs) -> int:
         steps += 1
         assert steps < 200
     return steps
+
+
+# How a judge answers, given the order it was shown the pair in: the letter it picks.
+PREFERS_LEFT = {"left_first": "A", "right_first": "B"}  # the left answer, wherever it is shown
+PREFERS_RIGHT = {"left_first": "B", "right_first": "A"}
+FIRST_SHOWN = {"left_first": "A", "right_first": "A"}  # a position, not an answer: its orders disagree
+
+
+def run_with_judges(run: SuiteRun, behaviour: dict, fail=frozenset()) -> None:
+    """Run to the end; judge `slug` answers as behaviour[slug] (with a reason naming its pick);
+    every reading of a judge in `fail` fails (each of its attempts)."""
+    for _ in range(200):
+        if not run.live:
+            return
+        runner.step(run)
+        rows = {row.generation_id: row for row in SuiteJudgement.objects.filter(run=run).select_related("judge")}
+        for gen in live(run):
+            row = rows.get(gen.id)
+            if row is None:
+                finish(gen, f"Answer of {gen.model.slug}.")
+            elif row.judge.slug in fail:
+                finish(gen, "", status=Generation.Status.FAILED)
+            else:
+                letter = behaviour[row.judge.slug][row.order]
+                finish(gen, json.dumps({"verdict": letter, "reason": f"{letter} is   clearer\nand shorter."}))
+        run.refresh_from_db()
+    raise AssertionError("the run never ended")

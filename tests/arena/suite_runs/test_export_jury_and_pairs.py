@@ -1,7 +1,7 @@
 """A suite run's exports and charts name its whole jury (the run's judges, and each verdict's), and the LLM
 Comparator export compares the pair the user chooses (the first two contestants unless chosen, as
-the run page's form says) or every pair, one file each in a .zip. Runs are driven by hand as in
-test_jury.py: each generation is finished by the test as its run would."""
+the run page's form says) or every pair, one file each in a .zip. Runs are driven by hand
+(running.run_with_judges): each generation is finished by the test as its run would."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from arena.suite_runs.services import start_run
 from tests.arena.factories import suite
-from tests.arena.suite_runs.test_jury import PREFERS_LEFT, PREFERS_RIGHT, drive
+from tests.arena.suite_runs.running import PREFERS_LEFT, PREFERS_RIGHT, run_with_judges
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +23,7 @@ def jury_run(owner, catalogue):
     """Three contestants, judged by a jury of three (two prefer the left answer, one the right)."""
     contestants, judges = catalogue[:3], catalogue[3:6]
     run = start_run(owner, suite=suite(owner, "Capital of France?"), contestants=contestants, judges=judges)
-    drive(run, dict(zip([j.slug for j in judges], (PREFERS_LEFT, PREFERS_LEFT, PREFERS_RIGHT), strict=True)))
+    run_with_judges(run, dict(zip([j.slug for j in judges], (PREFERS_LEFT, PREFERS_LEFT, PREFERS_RIGHT), strict=True)))
     return run, contestants, judges
 
 

@@ -13,47 +13,19 @@ import re
 import pytest
 
 from arena.battles.models import Battle
-from arena.generations.models import Generation
 from arena.suite_runs import judge, plan, runner
 from arena.suite_runs.models import SuiteJudgement, SuiteRun, SuiteRunJudge
 from arena.suite_runs.services import RunError, start_run
 from inference.structured import answer_valid, schema_problem
 from tests.arena.factories import finish, suite
-from tests.arena.suite_runs.running import live
+from tests.arena.suite_runs.running import FIRST_SHOWN, PREFERS_LEFT, PREFERS_RIGHT, live, run_with_judges
 
 pytestmark = pytest.mark.django_db
-
-# How a judge answers, given the order it was shown the pair in: the letter it picks.
-PREFERS_LEFT = {"left_first": "A", "right_first": "B"}  # the left answer, wherever it is shown
-PREFERS_RIGHT = {"left_first": "B", "right_first": "A"}
-FIRST_SHOWN = {"left_first": "A", "right_first": "A"}  # a position, not an answer: its orders disagree
-
-
-def drive(run: SuiteRun, behaviour: dict, fail=frozenset()) -> None:
-    """Run to the end; judge `slug` answers as behaviour[slug] (with a reason naming its pick);
-    every reading of a judge in `fail` fails (each of its attempts)."""
-    for _ in range(200):
-        if not run.live:
-            return
-        runner.step(run)
-        rows = {row.generation_id: row for row in SuiteJudgement.objects.filter(run=run).select_related("judge")}
-        for gen in live(run):
-            row = rows.get(gen.id)
-            if row is None:
-                finish(gen, f"Answer of {gen.model.slug}.")
-            elif row.judge.slug in fail:
-                finish(gen, "", status=Generation.Status.FAILED)
-            else:
-                letter = behaviour[row.judge.slug][row.order]
-                finish(gen, json.dumps({"verdict": letter, "reason": f"{letter} is   clearer\nand shorter."}))
-        run.refresh_from_db()
-    raise AssertionError("the run never ended")
-
 
 def jury_run(owner, catalogue, behaviours, fail=frozenset(), prompts=("Capital of France?",)):
     judges = catalogue[2:2 + len(behaviours)]
     run = start_run(owner, suite=suite(owner, *prompts), contestants=catalogue[:2], judges=judges)
-    drive(run, {j.slug: b for j, b in zip(judges, behaviours, strict=True)}, {judges[i].slug for i in fail})
+    run_with_judges(run, {j.slug: b for j, b in zip(judges, behaviours, strict=True)}, {judges[i].slug for i in fail})
     return run, judges
 
 
@@ -167,7 +139,7 @@ def test_the_api_starts_a_jury_and_reports_its_reliability(client, owner, token,
     created = response.json()
     assert created["judge"] == catalogue[2].slug and created["judges"] == body["judges"]
     run = SuiteRun.objects.get(id=created["id"])
-    drive(run, dict.fromkeys(body["judges"], PREFERS_LEFT))
+    run_with_judges(run, dict.fromkeys(body["judges"], PREFERS_LEFT))
     data = client.get(f"/api/v1/suite-runs/{run.id}", **auth).json()
     rel = data["judge_reliability"]
     assert [j["judge"] for j in rel["judges"]] == body["judges"] and rel["min_pairs"] == 10

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from arena.suite_runs import adaptive
 from arena.suite_runs import plan as P
-from tests.arena.suite_runs.test_plan import drive
+from tests.arena.suite_runs.simulation import drive
 
 
 def stronger_wins(key) -> str:
