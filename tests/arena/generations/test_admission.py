@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from arena import streams
 from arena.generations import admission, runs
 from arena.generations import fairness as fair
+from arena.generations.lifecycle import NEVER_STARTED
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest, start_generation
-from arena.generations.sweeper import NEVER_STARTED
 from arena.playground import fragments
 from inference import protocol as p
 from tests.arena.api_client import api
