@@ -2,7 +2,7 @@
 
 `Run` leases the models of all its sides together from the orchestrator (a single
 generation is a one-model lease), hands each worker its job, follows every side's event
-stream with one read, and stores the outcomes. The streams are the source of truth for
+stream with one read, and has lifecycle.py store each side's end. The streams are the source of truth for
 browsers; a run is what makes the database agree with them. A battle is a `Run` with two
 sides and a few hooks (arena/battles/tasks.py), not a second loop."""
 
