@@ -48,7 +48,7 @@ WORKER_DIED = "worker_died"
 ENGINE_ERROR = "engine_error"
 TIMEOUT = "timeout"
 BAD_JOB = "bad_job"
-BUSY = "busy"  # the worker's queue is full: refused at once, try again later
+BUSY = "busy"  # a remote endpoint is rate limiting (HTTP 429): try again later (a worker itself never refuses)
 
 # Worker states, as written in the worker's hash.
 W_STARTING = "starting"

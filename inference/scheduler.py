@@ -7,14 +7,16 @@ step, so batched and one-at-a-time serving cannot disagree on how a job ends.
 `build_scheduler` picks the decoder:
 
 - an engine that batches: a `BatchedDecoder`, up to max_batch jobs side by side and
-  max_queue waiting; a job beyond that is refused at once as BUSY;
+  max_queue taken ahead to join the batch at the next step;
 - llama.cpp in this process: a `LlamaCppDecoder`, each job on llama.cpp's callback, up to
   its slots;
 - an OpenAI-compatible server (a managed server, a remote endpoint): an
   `EndpointDecoder`, each job on its own HTTP stream, up to the engine's concurrency;
-- any other engine (speculative decoding): a `StreamDecoder`, one job at a time;
-  the next waits in the worker's Redis list, where the orchestrator counts it, until
-  `wait_for_room` lets the worker take it.
+- any other engine (speculative decoding): a `StreamDecoder`, one job at a time.
+
+No job is ever refused as busy: one beyond what the worker holds waits in the worker's Redis
+list, where the orchestrator counts it, until `wait_for_room` lets the worker take it. How much
+work waits is the fair line's to decide (arena/generations/admission.py), not the worker's.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 
-from inference import protocol
 from inference.chunks import Chunk
 from inference.decoding import Decoder, StreamDecoder
 from inference.endpoint import EndpointDecoder, EndpointEngine
@@ -59,10 +60,6 @@ class Scheduler(Protocol):
         ...
 
 
-def busy_reason(waiting: int) -> str:
-    return f"This model is busy: {waiting} requests are already waiting. Try again in a moment."
-
-
 def build_scheduler(
     engine: Engine | EndpointEngine | LlamaCppEngine,
     client: redis.Redis,
@@ -91,16 +88,14 @@ def build_scheduler(
         return JobScheduler(BatchedDecoder(engine), client, keys, status, stopping,
                             max_batch=max_batch, max_queue=max_queue)
     log.info("One job at a time (%s does not batch)", type(engine).__name__)
-    return JobScheduler(StreamDecoder(engine), client, keys, status, stopping,
-                        max_batch=1, max_queue=0, refuse_when_full=False)
+    return JobScheduler(StreamDecoder(engine), client, keys, status, stopping, max_batch=1, max_queue=0)
 
 
 class JobScheduler:
     """Runs jobs through a decoder on a thread of its own.
 
-    The worker's main thread `submit`s jobs into a queue; when `refuse_when_full`, a
-    full queue refuses at once with protocol.BUSY, otherwise `wait_for_room` holds
-    the worker back until there is room. `stopping()` true ends everything held:
+    The worker's main thread `submit`s jobs into a queue of at most `max_queue` beyond the
+    batch; `wait_for_room` holds it back until there is room (never a refusal). `stopping()` true ends everything held:
     CANCELLED where a cancel key asked for it, FAILED (worker stopping) otherwise.
     """
 
@@ -117,7 +112,6 @@ class JobScheduler:
         *,
         max_batch: int = 16,
         max_queue: int = 32,
-        refuse_when_full: bool = True,
     ):
         self.decoder = decoder
         self.client = client
@@ -126,7 +120,6 @@ class JobScheduler:
         self.stopping = stopping  # true once the worker is shutting down: end everything
         self.max_batch = max(1, max_batch)
         self.max_queue = max(0, max_queue)
-        self.refuse_when_full = refuse_when_full
         self.queue: collections.deque[JobRun] = collections.deque()
         self.running: dict[Any, JobRun] = {}  # decoder row -> its job
         self._starting: JobRun | None = None  # between the queue and the decoder
@@ -140,23 +133,16 @@ class JobScheduler:
         self._thread.start()
 
     def wait_for_room(self, timeout: float) -> bool:
-        if self.refuse_when_full:
-            return True  # keep taking jobs, so that one beyond the queue is refused at once
         with self._lock:
             return self._lock.wait_for(lambda: self._in_flight() < self.max_batch + self.max_queue, timeout)
 
     def submit(self, job: Job) -> None:
-        """Queue `job`, or refuse it with a BUSY failure when the queue is full (and refusing)."""
+        """Queue `job` (the worker took it once `wait_for_room` said there was room)."""
         run = JobRun(job, GenerationEvents(self.client, self.keys, job.generation_id))
         with self._lock:
-            waiting = len(self.queue)
-            if waiting < self.max_queue or not self.refuse_when_full:
-                self.queue.append(run)
-                self._publish_in_flight()
-                self._lock.notify_all()
-                return
-        log.info("Refused generation %s: %d requests waiting", job.generation_id, waiting)
-        run.fail(busy_reason(waiting), protocol.BUSY)
+            self.queue.append(run)
+            self._publish_in_flight()
+            self._lock.notify_all()
 
     def shutdown(self) -> None:
         """Wait for the loop to end everything (it does once `stopping()`), then any late arrival."""
@@ -185,7 +171,7 @@ class JobScheduler:
 
     def _note_sharing(self) -> None:
         """Each running job hears how many others this step decodes beside it: a rate measured while
-        others shared the worker is marked so (protocol.request_metrics' `shared_with_*`)."""
+        others shared the worker is marked so (inference.protocol.request_metrics' `shared_with_*`)."""
         others = len(self.running) - 1
         for run in self.running.values():
             run.note_sharing(others)

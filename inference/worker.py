@@ -9,8 +9,8 @@ to load (the reason is in the hash's `error`), 2 bad command line.
 
 Jobs run on a scheduler thread (`inference.scheduler`). An engine that supports
 batching runs them in a continuous batch: this process's main thread keeps taking
-jobs into a queue of at most ARENA_WORKER_MAX_QUEUE (default 32; a job beyond it
-fails at once with code "busy") while the scheduler runs up to
+jobs into a queue of at most ARENA_WORKER_MAX_QUEUE (default 32; a job beyond it waits
+in the Redis list, never refused) while the scheduler runs up to
 ARENA_WORKER_MAX_BATCH (default 16) of them side by side. Other engines run one job
 at a time, the main thread taking the next only when the last has ended.
 

@@ -100,11 +100,12 @@ def ready_after(client: redis.Redis, keys: Keys, request_id: str) -> dict[str, f
 
 
 def lease_progress(client: redis.Redis, keys: Keys, request_id: str, specs: list[ModelSpec]) -> tuple[str, float]:
-    """What the lease waits on, and when that was last said ("", 0 if nothing): its place in
-    line, else the slowest-moving load among its models ("AWQ: quantised layer 3/30")."""
+    """What the lease waits on, and when that was last said ("", 0 if nothing): memory (or a node)
+    for its models to start, else the slowest-moving load among its models ("AWQ: quantised layer
+    3/30"). Never a place in line: users hear theirs from the fair line alone (arena/generations/admission.py)."""
     queued = client.hget(keys.orchestrator_queue(), request_id)
     if queued:
-        return _in_line(json.loads(queued)), 0.0
+        return _waiting_for(json.loads(queued)), 0.0
     reports = [load_progress(client, keys, spec.slug) for spec in specs]
     reports = [r for r in reports if r[0]]
     return min(reports, key=lambda r: r[1]) if reports else ("", 0.0)
@@ -133,11 +134,7 @@ def load_progress(client: redis.Redis, keys: Keys, slug: str) -> tuple[str, floa
     return "", 0.0
 
 
-def _in_line(entry: dict) -> str:
-    wait = f", about {entry['expected_wait_s']} s" if entry.get("expected_wait_s") else ""
-    return f"{entry['reason']} ({ordinal(entry['position'])} in line{wait})"
-
-
-def ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
+def _waiting_for(entry: dict) -> str:
+    """"waiting for memory (about 30 s)"."""
+    wait = f" (about {entry['expected_wait_s']} s)" if entry.get("expected_wait_s") else ""
+    return f"{entry['reason']}{wait}"

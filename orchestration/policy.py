@@ -18,7 +18,6 @@ FAILED = "failed"
 ALIVE = frozenset({STARTING, READY})
 HOLDS_MEMORY = frozenset({STARTING, READY, STOPPING})  # a stopping process still holds its memory
 LOCAL_NODE = "local"
-BUSY = "Too many models are waiting for memory right now; try again in a minute."
 # How every failure by a lost machine begins: not the model's fault, so no back-off before it is
 # served again elsewhere.
 LOST_MACHINE = "The machine serving this model was lost"
@@ -36,7 +35,6 @@ class Config:
     retry_base_s: float = 2.0  # a variant that failed waits this, doubling per failure, before a retry
     retry_max_s: float = 60.0
     max_workers: int | None = None  # optional cap on loaded workers, across nodes
-    max_queue: int = 32  # waiting requests beyond this are refused as busy
 
     def retry_delay(self, failures: int) -> float:
         return 0.0 if failures <= 0 else min(self.retry_max_s, self.retry_base_s * 2 ** (failures - 1))
@@ -187,6 +185,9 @@ class Grant:
 
 @dataclass(frozen=True)
 class Refuse:
+    """A request no live node could ever hold. Never for being busy: the fair line
+    (arena/generations/admission.py) decides how much waits, and what it admits is served in turn."""
+
     request_id: str
     reason: str
 
@@ -241,7 +242,8 @@ def plan(cluster: Cluster, now: float, config: Config) -> list[Action]:
 
     1. Fail the dead and the hung, and every worker on a node that is lost (not alive, or
        no longer listed).
-    2. Serve waiting requests first come, first served: grant those whose variants
+    2. Serve waiting requests first come, first served (each one was admitted by the fair line, which
+       alone decides who waits; none is refused for being busy): grant those whose variants
        are all ready; start the missing variants of the others where memory allows,
        evicting idle workers (least recently used first) when it must. A request
        that cannot fit blocks every later one from taking memory (strict order:
@@ -408,7 +410,6 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
     ordered = sorted(cluster.requests, key=lambda r: (r.prewarm, r.arrived_at, r.request_id))
     protected: set[str] = set()  # variants of requests already considered: later ones may not evict them
     blocked = False
-    line = Line()
     for request in ordered:
         earlier = set(protected)  # what requests ahead of this one need
         protected.update(request.slugs)
@@ -419,9 +420,6 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
         ready = [w for slug in request.slugs if (w := ledger.ready_worker(slug)) is not None]
         if len(ready) == len(request.slugs):
             actions.append(Grant(request.request_id, tuple((w.slug, w.worker_id) for w in ready)))
-            continue
-        if not request.prewarm and line.join(request.slugs)[0] > config.max_queue:
-            actions.append(Refuse(request.request_id, BUSY))
             continue
         missing = [s for s in dict.fromkeys(request.slugs) if not ledger.serving(s) and not ledger.starting(s)]
         if not missing or any(s in failing or _backing_off(cluster, s, now, config) for s in missing):
@@ -448,16 +446,17 @@ def _serve_requests(cluster: Cluster, ledger: Ledger, now: float, config: Config
     return actions
 
 
-class Line:
-    """Places in the line of waiting requests: a request whose models all come with earlier
-    ones (generations waiting for the same model) shares their place instead of taking a new one."""
+class StartOrder:
+    """The order waiting requests' models start in, for the expected wait (not a place told to users:
+    the fair line, arena/generations/admission.py, is the only line). A request whose models all come
+    with earlier ones (generations waiting for the same model) starts with them instead of after."""
 
     def __init__(self):
         self.length = 0
-        self.places: dict[str, int] = {}  # slug -> the place of the first request that needs it
+        self.places: dict[str, int] = {}  # slug -> the start of the first request that needs it
 
     def join(self, slugs: tuple[str, ...]) -> tuple[int, bool]:
-        """The place of a request needing `slugs`, and whether it took a new one."""
+        """The start a request needing `slugs` waits for, and whether it is a new one."""
         if all(slug in self.places for slug in slugs):
             return max(self.places[slug] for slug in slugs), False
         self.length += 1

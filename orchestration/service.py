@@ -313,29 +313,30 @@ class Orchestrator:
             self.redis.hset(self.keys.lease(action.request_id), mapping={"state": "refused", "reason": action.reason})
 
     def _publish_queue(self, cluster: Cluster, actions: list) -> None:
-        """Where each lease still waiting for a model to start stands in line, and about how long it may wait.
+        """What each lease still waiting for a model to start waits for, and about how long.
 
-        Leases waiting for the same models share a place (`policy.Line`). The expected wait
-        adds up the cold starts of the places up to and including its own (each model's last
-        measured cold start; DEFAULT_COLD_START_S before it has one).
+        No place in line: the fair line (arena/generations/admission.py) is the only one users hear
+        of, and what it admits is served here in turn. The expected wait adds up the cold starts of
+        the models that start before its own and with it (`policy.StartOrder`: leases waiting for the
+        same models start together; each model's last measured cold start, DEFAULT_COLD_START_S before
+        it has one).
         """
         started = {a.slug for a in actions if isinstance(a, Spawn)}
         serving = {w.slug for w in cluster.workers if w.state in policy.ALIVE}
         waiting = [r for r in sorted(cluster.requests, key=lambda r: (r.arrived_at, r.request_id))
                    if not r.prewarm and not set(r.slugs) <= serving | started]
-        line, expected = policy.Line(), [0.0]  # expected[place]: the wait up to the end of that place
+        order, expected = policy.StartOrder(), [0.0]  # expected[start]: the wait up to the end of that start
         pipe = self.redis.pipeline()
         pipe.delete(self.keys.orchestrator_queue())
         for request in waiting:
-            fresh = [slug for slug in request.slugs if slug not in line.places]
-            place, new = line.join(request.slugs)
+            fresh = [slug for slug in request.slugs if slug not in order.places]
+            start, new = order.join(request.slugs)
             if new:
                 expected.append(expected[-1] + max(self.cold_starts.get(s, DEFAULT_COLD_START_S) for s in fresh))
             retrying = any(slug in cluster.failures for slug in request.slugs)
             reason = self.short.get(request.request_id) or (
                 "retrying after a failure" if retrying else "waiting for memory")
-            entry = {"position": place, "since": request.arrived_at, "expected_wait_s": round(expected[place]),
-                     "reason": reason}
+            entry = {"since": request.arrived_at, "expected_wait_s": round(expected[start]), "reason": reason}
             pipe.hset(self.keys.orchestrator_queue(), request.request_id, json.dumps(entry))
         pipe.execute()
 

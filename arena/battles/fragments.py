@@ -11,9 +11,9 @@ import math
 from django.utils.html import format_html, format_html_join
 
 from arena import markdown
+from arena.generations import places
 from arena.generations import status as status_line
 from arena.playground import fragments as playground
-from arena.playground.fragments import in_line, place_in_line
 from inference import protocol as p
 
 from .voting import VOTE_AFTER_STOP
@@ -144,7 +144,7 @@ def for_event(view: Side, ev: dict) -> str:
     if kind == p.TOKEN:
         return output_append(view.name, ev.get("text", ""))
     if kind == p.QUEUED:
-        return status(view.name, "queued", place_in_line(ev))
+        return status(view.name, "queued", places.of_event(ev))
     if kind == p.LOADING:
         detail = f"{ev.get('elapsed_s', 0):.0f} s"
         if ev.get("progress") and not view.blind:
@@ -200,7 +200,7 @@ def paced_status(side: str, view) -> str:
         return format_html('<div id="{}-status" class="status status-loading" data-state="loading">Preparing</div>',
                            side)
     if view.state == "queued" and view.place:  # a battle waits as one: both sides stand in the same place
-        return status(side, "queued", in_line(*view.place))
+        return status(side, "queued", places.in_line(*view.place))
     ended = view.end_event if view.state in ("done", "failed", "cancelled") else None
     if ended is not None:  # how it ended, once its paced text is out; a cut is no clue to who answered
         return status_line.of_event(f"{side}-status", ended, BLIND_FAILURE if view.state == "failed" else "",

@@ -6,8 +6,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db.models import Q
 
-from arena.generations import runs
-from arena.generations.models import Generation
+from arena.generations import lifecycle, runs
 from arena.generations.run import Follower, Run
 
 from .models import Battle
@@ -22,7 +21,7 @@ def run_battle(battle_id: str) -> None:
     battle = Battle.objects.select_related("left__model", "right__model").filter(id=battle_id).first()
     if battle is None:
         return
-    if not all(gen.claim(Generation.Status.QUEUED, Generation.Status.LOADING) for _side, gen in battle.sides):
+    if not all(lifecycle.begin(gen) for _side, gen in battle.sides):
         return  # another task has it (or the user stopped it first)
     BattleRun(battle).run()
 

@@ -40,10 +40,10 @@ from django.utils import timezone
 from arena import streams
 from inference import protocol as p
 
-from . import fairness, limits, runs
+from . import fairness, lifecycle, limits, runs
+from .lifecycle import HALF_A_BATTLE, NEVER_STARTED
 from .models import Generation
-from .run import Follower, abandoned
-from .sweeper import NEVER_STARTED
+from .run import abandoned
 
 log = logging.getLogger(__name__)
 ADMIT_EVERY_S = 1.0  # the period of the scheduler's pass (registered in GenerationsConfig.ready())
@@ -51,8 +51,6 @@ LOCK_TTL_S = 10.0  # a pass killed holding the lock blocks the others this long 
 LOCK_WAIT_S = 5.0  # a pass waits this long for the one under way, then leaves it to the next
 SERVED_MEMORY_S = 3600.0  # a user last served longer ago than this counts as never served
 PLACE_REFRESH_S = 10.0  # an unchanged place in line is said again this often (the page's clock)
-
-HALF_A_BATTLE = "The other side of this comparison ended before it started. Run it again."
 
 
 @dataclass
@@ -209,12 +207,10 @@ class Line:
 
     def end(self, unit: Unit, reason: str) -> None:
         for gen in Generation.objects.select_related("model").filter(id__in=unit.ids):
-            follower = Follower(gen)  # the follower's own ways of ending a generation and saying so
-            follower.redis = self.redis
             if reason == "cancelled":
-                follower.unavailable("cancelled")
+                lifecycle.cancel(gen, self.redis)
             else:
-                follower.fail(p.TIMEOUT if reason == NEVER_STARTED else p.ENGINE_ERROR, reason)
+                lifecycle.fail(gen, p.TIMEOUT if reason == NEVER_STARTED else p.ENGINE_ERROR, reason, self.redis)
             runs.ended_elsewhere(gen)
 
     # --- admitting and telling --------------------------------------------------------

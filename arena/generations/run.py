@@ -2,7 +2,7 @@
 
 `Run` leases the models of all its sides together from the orchestrator (a single
 generation is a one-model lease), hands each worker its job, follows every side's event
-stream with one read, and stores the outcomes. The streams are the source of truth for
+stream with one read, and has lifecycle.py store each side's end. The streams are the source of truth for
 browsers; a run is what makes the database agree with them. A battle is a `Run` with two
 sides and a few hooks (arena/battles/tasks.py), not a second loop."""
 
@@ -17,10 +17,10 @@ from django.conf import settings
 from arena import streams
 from inference import protocol as p
 from inference.protocol import Job
-from inference.transport import WORKER_STOPPING
 from orchestration import client as orch
 
-from . import runs, services, status
+from . import lifecycle, runs, services
+from .lifecycle import REDIS_LOST, RESTARTED_BEFORE_START
 from .models import Generation
 
 log = logging.getLogger(__name__)
@@ -28,12 +28,6 @@ FOLLOW_BLOCK_MS = 500
 MAX_DISPATCHES = 3  # a worker that stops before taking the job: try a fresh one
 LEASE_RENEW_S = 5.0  # well inside the orchestrator's lease TTL (30 s)
 STALE_GRANT_POLL_S = 0.25
-
-# What users read when the machinery, not the model, ended their generation.
-REDIS_LOST = ("The server lost its connection to Redis while writing this answer; the partial answer was kept. "
-              "Send again.")
-RESTARTED_BEFORE_START = "The server restarted before this answer started. Send again."
-WORKER_STOPPED = WORKER_STOPPING  # the worker's own words when it ends a request nobody cancelled
 
 
 class Run:
@@ -124,7 +118,7 @@ class Run:
 
     def _waiting(self, elapsed: float, progress: str) -> None:
         for follower in self.followers:
-            follower.emit(p.LOADING, **self.loading_fields(follower, elapsed, progress))
+            lifecycle.tell(follower.gen, self.redis, p.LOADING, **self.loading_fields(follower, elapsed, progress))
 
     def _dispatch(self, followers: list[Follower], workers: dict[str, str]) -> None:
         """Every job in one round trip, so no side starts ahead of another."""
@@ -155,7 +149,8 @@ class Run:
 
 class Follower:
     """One generation's side of the work once it has a worker: hand it the job, read its
-    event stream, notice the worker dying or every viewer leaving, and store the outcome.
+    event stream, notice the worker dying or every viewer leaving. How it ends is written
+    by lifecycle.py, as for every generation.
 
     A `Run` drives one per side, all off one stream read (`read_many`).
 
@@ -201,7 +196,7 @@ class Follower:
         kind = ev["type"]
         if kind == p.STARTED and not self.started:
             self.started = True
-            self.gen.claim(Generation.Status.LOADING, Generation.Status.RUNNING)
+            lifecycle.answering(self.gen)
         elif kind == p.TOKEN:
             self.text.append(ev.get("text", ""))
         elif kind in p.TERMINAL_EVENTS:
@@ -253,11 +248,6 @@ class Follower:
         self.check_abandoned()
         return bool(self.redis.exists(self.keys.cancel(str(self.gen.id))))
 
-    def cancelled_why(self) -> str:
-        """The reason a cancelled row stores: the page closing is told apart from Stop (status.py)."""
-        why = self.redis.get(self.keys.cancel(str(self.gen.id)))
-        return status.cancel_reason(why.decode() if isinstance(why, bytes) else why or "")
-
     def keep_watch(self) -> None:
         """Renew the watch key; if Redis no longer had it, Redis restarted under us."""
         if self.done:
@@ -282,52 +272,24 @@ class Follower:
         before: the worker's CANCELLED would otherwise be what the viewers hear first."""
         services.cancel([self.gen.id], why, self.redis)
 
-    # --- outcomes -------------------------------------------------------------------
+    # --- outcomes (written by lifecycle.py) -------------------------------------------
     def store_outcome(self, ev: dict) -> None:
-        kind = ev["type"]
-        metrics = ev.get("metrics") or {}
-        if self.pair_wait_s:
-            metrics = {**metrics, "pair_wait_s": round(self.pair_wait_s, 3)}
-        if kind == p.DONE:
-            self.gen.finish(Generation.Status.DONE, text=ev.get("text", "".join(self.text)),
-                            finish_reason=ev.get("finish_reason", ""), metrics=metrics)
-        elif kind == p.CANCELLED and not self.redis.exists(self.keys.cancel(str(self.gen.id))):
-            # Nobody asked: the worker cancelled it because it was being stopped itself
-            # (its orchestrator went away, the server is shutting down). Not the user's doing.
-            self.gen.finish(Generation.Status.FAILED, text=ev.get("text", "".join(self.text)), reason=WORKER_STOPPED,
-                            metrics=metrics)
-        elif kind == p.CANCELLED:
-            self.gen.finish(Generation.Status.CANCELLED, text=ev.get("text", "".join(self.text)),
-                            finish_reason="cancelled", metrics=metrics, reason=self.cancelled_why())
-        else:
-            self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=ev.get("reason", "failed"),
-                            metrics=metrics)
+        extra = {"pair_wait_s": round(self.pair_wait_s, 3)} if self.pair_wait_s else None
+        lifecycle.store_event(self.gen, ev, "".join(self.text), self.redis, extra_metrics=extra)
 
     def unavailable(self, reason: str) -> None:
         """No worker could be had: cancelled by the user, or failed with the orchestrator's reason."""
         if self.done:
             return
         if reason == "cancelled":
-            self.emit(p.CANCELLED, text="", metrics={})
-            self.gen.finish(Generation.Status.CANCELLED, text="", reason=self.cancelled_why())
+            lifecycle.cancel(self.gen, self.redis)
         else:
-            self.fail(p.LOAD_FAILED, reason)
+            lifecycle.fail(self.gen, p.LOAD_FAILED, reason, self.redis, text="".join(self.text))
         self.done = True
 
     def fail(self, code: str, reason: str) -> None:
-        """Store the failure, then tell the viewers (if Redis can be reached: the database
-        must have it either way, and a viewer whose stream is gone reads it from there)."""
         self.done = True
-        if not self.gen.finish(Generation.Status.FAILED, text="".join(self.text), reason=reason):
-            return  # already ended elsewhere (the sweeper, a stop): it told the viewers
-        try:
-            self.emit(p.FAILED, reason=self.gen.failure_reason, code=code)  # as stored: no path, no traceback
-        except redis.RedisError as exc:
-            log.warning("Could not tell the viewers of generation %s that it failed: %s", self.gen.id, exc)
-
-    def emit(self, kind: str, **fields) -> None:
-        self.redis.xadd(self.stream, p.event(kind, **fields))
-        self.redis.expire(self.stream, p.STREAM_TTL_S)
+        lifecycle.fail(self.gen, code, reason, self.redis, text="".join(self.text))
 
 
 def abandoned(viewers: list) -> bool:

@@ -1,6 +1,6 @@
 """The sweeper: no generation stays queued, loading or running forever.
 
-A generation is followed by one Celery task (`Follower`), which renews the
+A generation is followed by one Celery task (its run's `Follower`), which renews the
 generation's watch key in Redis every half second while it waits for a worker and
 while it reads the stream. The key lapses when that task is gone: its Celery worker
 was killed, or Redis restarted empty (this project's Redis keeps nothing on disk) and
@@ -9,14 +9,14 @@ live generation every few seconds and acts on those whose key has been missing f
 whole watch TTL (a follower that is still alive has renewed it long before then):
 
 - its stream already ends (the worker finished after its follower died): store that
-  outcome, exactly as the follower would have;
+  outcome, as the follower would have (lifecycle.store_event);
 - admitted from the line (admission.py) but still queued, so no task ever picked it up (its
   Celery message went with a restart or with a killed worker's prefetch): after a grace, queue
   it again (the task's claim makes a duplicate message a no-op), and after a longer time give
   up with a reason;
 - loading or running: cancel its worker's job (that frees the slot), keep the partial
   answer, and fail it with a reason a user understands, told to open pages as a FAILED
-  event on its stream.
+  event on its stream (lifecycle.fail).
 
 Whatever it ends, its run kind is told (arena/generations/runs.py): a battle's side is then
 checked as the battle's run would have checked it (an answer naming a contestant flags the battle).
@@ -43,9 +43,9 @@ from django.conf import settings
 from arena import streams
 from inference import protocol as p
 
-from . import runs
+from . import lifecycle, runs, services
+from .lifecycle import NEVER_STARTED, RESTARTED, RESTARTED_LOADING
 from .models import Generation
-from .run import Follower
 
 log = logging.getLogger(__name__)
 SWEEP_EVERY_S = 2.0
@@ -55,11 +55,6 @@ KEEP = "keep"
 ADOPT = "adopt"  # store the outcome the stream already holds
 REQUEUE = "requeue"
 FAIL = "fail"
-
-RESTARTED = ("The server restarted while this answer was being written; the partial answer was kept. "
-             "Send again.")
-RESTARTED_LOADING = "The server restarted while the model was being prepared for this answer. Send again."
-NEVER_STARTED = "This request waited too long for a free slot and never started. Send again."
 
 
 @dataclass(frozen=True)
@@ -154,18 +149,16 @@ class Sweeper:
             if not self.redis.exists(self.keys.watch(gen_id)):  # its battle's other side may have just done it
                 self._requeue(gen)
             return
-        follower = Follower(gen)  # the follower's own way of storing outcomes
-        follower.redis = self.redis
-        events = [p.parse_event(fields) for _id, fields in self.redis.xrange(follower.stream) or ()
+        events = [p.parse_event(fields) for _id, fields in self.redis.xrange(self.keys.stream(gen_id)) or ()
                   if fields is not None]
-        follower.text = [ev.get("text", "") for ev in events if ev["type"] == p.TOKEN]
+        streamed = "".join(ev.get("text", "") for ev in events if ev["type"] == p.TOKEN)
         if action == ADOPT:
             log.warning("Generation %s: its follower is gone; storing the outcome its stream holds", gen_id)
-            follower.store_outcome(events[-1])
+            lifecycle.store_event(gen, events[-1], streamed, self.redis)
         else:
             log.warning("Generation %s (%s): nobody follows it any more; failing it", gen_id, gen.status)
-            follower.fail(p.WORKER_DIED, reason)
-            follower.stop_worker_job("swept")  # the worker may still be writing it: free its slot now
+            lifecycle.fail(gen, p.WORKER_DIED, reason, self.redis, text=streamed)
+            services.cancel([gen.id], "swept", self.redis)  # the worker may still be writing it: free its slot now
         self.missing_since.pop(gen_id, None)
         runs.ended_elsewhere(gen)  # as its own run would have, had it lived
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from . import runs
+from . import lifecycle, runs
 from .models import Generation
 from .run import Run
 
@@ -13,7 +13,7 @@ from .run import Run
 @shared_task(ignore_result=True, soft_time_limit=3600, time_limit=3700)
 def run_generation(generation_id: str) -> None:
     gen = Generation.objects.select_related("model").filter(id=generation_id).first()
-    if gen is None or not gen.claim(Generation.Status.QUEUED, Generation.Status.LOADING):
+    if gen is None or not lifecycle.begin(gen):
         return  # gone, or another task already has it
     Run([gen], f"generation:{gen.id}").run()
 

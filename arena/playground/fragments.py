@@ -9,10 +9,9 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from arena import markdown
-from arena.generations import readiness
+from arena.generations import places, readiness
 from arena.generations import status as status_line
 from inference import protocol as p
-from orchestration.client import ordinal
 
 METRICS_TEMPLATE = "generations/_metrics.html"
 
@@ -66,7 +65,7 @@ def for_event(ev: dict, created_at: float) -> str:
     if kind == p.TOKEN:
         return output_append(ev.get("text", ""), ev.get("n", 0))
     if kind == p.QUEUED:
-        return status("queued", place_in_line(ev))
+        return status("queued", places.of_event(ev))
     if kind == p.LOADING:
         progress = f" — {ev['progress']}" if ev.get("progress") else ""
         return status("loading", f"{ev.get('model', '')} — {ev.get('elapsed_s', 0):.0f} s{progress}")
@@ -75,16 +74,6 @@ def for_event(ev: dict, created_at: float) -> str:
     if kind in p.TERMINAL_EVENTS:
         return final(ev, created_at)
     return ""
-
-
-def place_in_line(ev: dict) -> str:
-    """A QUEUED event's detail: "3rd in line of 7 — 12 s" (arena/generations/admission.py)."""
-    return f"{in_line(int(ev.get('position') or 1), ev.get('waiting', '?'))} — {ev.get('elapsed_s', 0):.0f} s"
-
-
-def in_line(position: int, waiting) -> str:
-    """"2nd in line of 5"."""
-    return f"{ordinal(position)} in line of {waiting}"
 
 
 def final(ev: dict, created_at: float, gen=None) -> str:

@@ -20,8 +20,8 @@ import psutil
 import pytest
 import websockets.sync.client as ws_client
 
-from arena.generations import sweeper
-from arena.generations.run import WORKER_STOPPED
+from arena.generations import lifecycle, sweeper
+from arena.generations.lifecycle import WORKER_STOPPED
 from harness.app import launcher_child, running_app
 from harness.private_redis import PrivateRedis
 from inference.worker import redis_client
@@ -170,10 +170,10 @@ def test_celery_worker_killed_mid_stream_the_generation_fails_with_a_reason(app,
     finally:
         watcher.close()
     # The sweeper (in the orchestrator) noticed nobody follows it and ended it, telling the socket.
-    assert end["type"] == "failed" and end["reason"] == sweeper.RESTARTED, end
+    assert end["type"] == "failed" and end["reason"] == lifecycle.RESTARTED, end
     assert time.time() - killed_at < 2 * WATCH_TTL_S + sweeper.SWEEP_EVERY_S + 5
     body = app.wait_generation(token, gen_id, timeout=10)
-    assert body["status"] == "failed" and body["failure_reason"] == sweeper.RESTARTED, body
+    assert body["status"] == "failed" and body["failure_reason"] == lifecycle.RESTARTED, body
     assert body["text"]  # the partial answer is kept
     _wait(lambda: _in_flight(app) == 0, 10, "the swept generation's job still holds the worker")
     unchanged(app, token, stored)
@@ -198,7 +198,7 @@ def test_celery_worker_killed_mid_comparison_both_sides_fail_and_the_next_runs(a
           "the comparison was left running")
     state = _comparison(app, token, battle_id)
     for side in ("left", "right"):
-        assert state[side]["status"] == "failed" and state[side]["failure_reason"] == sweeper.RESTARTED, state
+        assert state[side]["status"] == "failed" and state[side]["failure_reason"] == lifecycle.RESTARTED, state
     again = app.api(token, "post", "/api/v1/comparisons",
                     json={**body, "prompt": "Say hi.", "params": {"max_new_tokens": 8}}).json()
     _wait(lambda: _comparison(app, token, again["id"])["finished"], 180, "the next comparison did not finish")

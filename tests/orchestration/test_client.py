@@ -1,5 +1,6 @@
 """What a lease holder hears while it waits (`orch.lease_progress`), read from real Redis as
-the orchestrator and the workers write it: its place in line, else its models' load progress."""
+the orchestrator and the workers write it: what it waits for, else its models' load progress. Never a
+place in line: that is the fair line's alone (arena/generations/admission.py)."""
 
 import json
 
@@ -25,13 +26,13 @@ def starting(bus, slug: str, worker_id: str, progress: str | None = None, at: fl
         client.hset(keys.worker(worker_id), mapping={"progress": progress, "progress_at": repr(at)})
 
 
-def test_a_lease_in_line_hears_its_place_and_expected_wait(bus):
+def test_a_waiting_lease_hears_what_it_waits_for_and_the_expected_wait_but_no_place(bus):
     client, keys = bus
-    entry = {"position": 2, "since": 1.0, "reason": "waiting for memory", "expected_wait_s": 60}
+    entry = {"since": 1.0, "reason": "waiting for memory", "expected_wait_s": 60}
     client.hset(keys.orchestrator_queue(), "generation:1", json.dumps(entry))
     starting(bus, "x", "x-1", "AWQ: quantised layer 3/30", at=5.0)  # another lease's load: not this one's news
     assert orch.lease_progress(client, keys, "generation:1", [X]) == (
-        "waiting for memory (2nd in line, about 60 s)", 0.0)
+        "waiting for memory (about 60 s)", 0.0)
 
 
 def test_a_lease_whose_models_load_hears_the_slowest_moving_load(bus):

@@ -7,6 +7,7 @@ checks, after every tick, that:
 - no node's reservations exceed its budget, in memory and in GPUs (some variants ask for a
   whole or half a GPU; a world counts either measured memory or, as on Ray, the requested);
 - no busy, leased, loading or pinned worker is ever stopped;
+- a request is refused only when no node could ever hold it, never for being busy;
 - with spare workers (processes started ahead, one per engine per node, that a spawn of their
   engine takes over), their memory counts in those reservations too;
 and, once the random events end and every lease is released, that every request
@@ -29,8 +30,9 @@ SIZES = {"a": 300.0, "b": 450.0, "c": 600.0, "d": 700.0}
 GPUS = {"c": 0.5, "d": 1.0}
 ENGINES = {"a": "e1", "b": "e1", "c": "e2", "d": "e2"}
 SPARE_SIZES = {"e1": 100.0, "e2": 250.0}
-CONFIG = Config(keep_alive_s=30, start_timeout_s=60, heartbeat_grace_s=5, max_queue=6)
+CONFIG = Config(keep_alive_s=30, start_timeout_s=60, heartbeat_grace_s=5)
 LOAD_TICKS = 2
+NEVER_FITS = ("The model ", "These models ", "No machine can run models")  # policy._never_fits's reasons
 
 
 class World:
@@ -125,6 +127,8 @@ class World:
                     self._update(self.workers[worker_id], leases=self.workers[worker_id].leases + 1)
                 self.leases[request.request_id] = held
         elif isinstance(action, policy.Refuse):
+            # Only a request no node could ever hold: never for being busy (the fair line decides who waits).
+            assert action.reason.startswith(NEVER_FITS), f"refused as busy: {action}"
             self.requests.pop(action.request_id)
             self.ended.add(action.request_id)
 

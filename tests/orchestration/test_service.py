@@ -118,7 +118,7 @@ def test_an_idle_model_is_evicted_when_the_next_one_needs_its_memory(make_orches
     assert ("first", "stopping", "evicted to make room for second") in recorder.transitions
 
 
-def test_generations_waiting_for_the_same_model_share_a_place_in_line(make_orchestrator, tiny_model_dir):
+def test_generations_waiting_for_the_same_model_expect_the_same_wait(make_orchestrator, tiny_model_dir):
     orchestrator, _ = make_orchestrator(budget_mb=1500, wait_ttl_s=3.0)
     busy, waiting, other = (ModelSpec(slug=s, source=str(tiny_model_dir), memory_mb=1000)
                             for s in ("busy", "waiting", "other"))
@@ -131,12 +131,12 @@ def test_generations_waiting_for_the_same_model_share_a_place_in_line(make_orche
         return orch.lease_progress(orchestrator.redis, orchestrator.keys, request_id, [spec])
 
     # Never loaded yet: each model's expected cold start is the default until one is measured.
-    assert progress("generation:2", waiting) == ("waiting for memory (1st in line, about 30 s)", 0.0)
-    assert progress("generation:3", waiting) == ("waiting for memory (1st in line, about 30 s)", 0.0)
-    assert progress("generation:4", other) == ("waiting for memory (2nd in line, about 60 s)", 0.0)
+    assert progress("generation:2", waiting) == ("waiting for memory (about 30 s)", 0.0)
+    assert progress("generation:3", waiting) == ("waiting for memory (about 30 s)", 0.0)
+    assert progress("generation:4", other) == ("waiting for memory (about 60 s)", 0.0)
     assert {info["slug"] for info in orchestrator.workers.values()} == {"busy"}
 
-    # generation:2's task died (no renewals): after the wait TTL it gives up its place; the rest keep theirs.
+    # generation:2's task died (no renewals): after the wait TTL it gives up its wait; the rest keep theirs.
     def lapsed():
         for request_id, spec in (("generation:3", waiting), ("generation:4", other)):
             lease(orchestrator, request_id, spec)
@@ -144,7 +144,7 @@ def test_generations_waiting_for_the_same_model_share_a_place_in_line(make_orche
 
     run_until(orchestrator, lapsed, timeout=10)
     assert lease_state(orchestrator, "generation:2") == {}
-    assert progress("generation:3", waiting)[0] == "waiting for memory (1st in line, about 30 s)"
+    assert progress("generation:3", waiting)[0] == "waiting for memory (about 30 s)"
     assert "generation:1" in orchestrator.leases  # granted: its own, longer TTL
 
 
@@ -185,7 +185,7 @@ def test_two_battles_sharing_a_model_under_a_two_model_budget_both_get_served(ma
         orchestrator.tick()
     assert lease_state(orchestrator, "battle-2")["state"] == "waiting"
     assert orch.lease_progress(orchestrator.redis, orchestrator.keys, "battle-2", [y, z])[0].startswith(
-        "waiting for memory (1st in line, about ")
+        "waiting for memory (about ")
 
     release(orchestrator, "battle-1")
     second = acquired(orchestrator, "battle-2", y, z)

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from arena import streams
 from arena.generations import admission, runs
 from arena.generations import fairness as fair
+from arena.generations.lifecycle import NEVER_STARTED
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest, start_generation
-from arena.generations.sweeper import NEVER_STARTED
 from arena.playground import fragments
 from inference import protocol as p
 from tests.arena.api_client import api
@@ -229,6 +229,43 @@ def test_a_waiting_viewer_that_is_still_there_keeps_its_place(redis_client, capa
     admission.admit_waiting()
     admission.admit_waiting()
     assert states(watched) == [(S.QUEUED, False)]
+
+
+def test_forty_waiting_requests_of_four_users_are_each_told_one_place_in_the_fair_order(
+        redis_client, capacity, users, smollm):
+    """The fair line is the only line: each waiting request hears one place figure (its stream's
+    QUEUED event, which the page and the API say), and the figures are the line's round robin."""
+    capacity(1)
+    make = get_user_model().objects.create_user
+    ann, bob, cat = users
+    dan, eve = make("dan", password="x"), make("eve", password="x")
+    holder = queue(eve, smollm, ago=500)
+    assert admission.admit_waiting() == 1  # eve's holds the one slot: the forty all wait
+    four = [ann, bob, cat, dan]
+    # Each user sends ten in a burst, one user after another: first come would serve ann's ten first.
+    sent_by = {user.id: [queue(user, smollm, ago=400 - 10 * u - i) for i in range(10)]
+               for u, user in enumerate(four)}
+    admission.admit_waiting()
+
+    def told(gen):
+        said = events(redis_client, gen, p.QUEUED)
+        figure = admission.place(gen)
+        assert figure == {"position": said[-1]["position"], "waiting": said[-1]["waiting"]}  # one figure
+        return said, figure
+
+    for u, user in enumerate(four):  # round robin: everyone's first, then everyone's second...
+        for turn, gen in enumerate(sent_by[user.id]):
+            said, figure = told(gen)
+            assert len(said) == 1 and figure == {"position": 4 * turn + u + 1, "waiting": 40}
+            assert fragments.for_event(said[-1], 0.0).count(" in line of ") == 1
+
+    finish(holder)
+    assert admission.admit_waiting() == 1
+    assert sent(redis_client)[-1] == str(sent_by[ann.id][0].id)  # the head of the line went next
+    for u, user in enumerate(four):
+        for turn, gen in enumerate(sent_by[user.id]):
+            if (u, turn) != (0, 0):
+                assert told(gen)[1] == {"position": 4 * turn + u, "waiting": 39}
 
 
 def test_the_page_says_the_place_in_line():

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from arena import streams
 from arena.battles.models import Battle
-from arena.generations import admission, runs, services
+from arena.generations import admission, lifecycle, runs, services
 from arena.generations import sweeper as sw
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest
@@ -130,7 +130,7 @@ def test_a_grouped_run_missing_a_generation_is_ended_and_its_kind_told(owner, sm
     second.finish(S.CANCELLED, text="")  # the other side was stopped before the pass
     assert line.admit_waiting() == 0
     first.refresh_from_db()
-    assert first.status == S.FAILED and first.failure_reason == admission.HALF_A_BATTLE
+    assert first.status == S.FAILED and first.failure_reason == lifecycle.HALF_A_BATTLE
     assert kinds.pair.started == [] and kinds.pair.ended == [str(first.id)]
 
 

@@ -14,9 +14,11 @@ from django.utils import timezone
 
 from arena import streams
 from arena.battles.models import Battle
+from arena.generations import lifecycle
 from arena.generations import sweeper as sw
+from arena.generations.lifecycle import RESTARTED_BEFORE_START, WORKER_STOPPED
 from arena.generations.models import Generation
-from arena.generations.run import RESTARTED_BEFORE_START, WORKER_STOPPED, Follower
+from arena.generations.run import Follower
 from inference import protocol as p
 from tests.arena.broker import broker_messages
 from tests.arena.factories import comparison
@@ -66,7 +68,7 @@ def test_a_stream_still_going_is_not_an_outcome(last_event):
 def test_a_queued_generation_is_left_to_celery_then_queued_again_then_given_up(age_s, action):
     got, reason = sw.decide(seen(S.QUEUED, age_s=age_s, missing_for_s=30.0), POLICY)
     assert got == action
-    assert (reason == sw.NEVER_STARTED) == (action == sw.FAIL)
+    assert (reason == lifecycle.NEVER_STARTED) == (action == sw.FAIL)
 
 
 # --- the sweeper on the real database and Redis -----------------------------------------
@@ -116,10 +118,10 @@ def test_a_running_generation_whose_follower_died_fails_after_the_ttl_keeping_it
     clock.now += 0.1
     assert sweeper.sweep() == {sw.FAIL: 1}
     gen.refresh_from_db()
-    assert gen.status == S.FAILED and gen.failure_reason == sw.RESTARTED
+    assert gen.status == S.FAILED and gen.failure_reason == lifecycle.RESTARTED
     assert gen.text == "Once upon a time" and gen.finished_at
     last = events(redis_client, gen)[-1]
-    assert (last["type"], last["reason"], last["code"]) == (p.FAILED, sw.RESTARTED, p.WORKER_DIED)
+    assert (last["type"], last["reason"], last["code"]) == (p.FAILED, lifecycle.RESTARTED, p.WORKER_DIED)
     assert redis_client.get(streams.keys().cancel(str(gen.id))) == b"swept"  # its worker stops: the slot frees
     clock.now += 30
     assert sweeper.sweep() == {}  # done once; a finished generation is left alone
@@ -172,7 +174,7 @@ def test_a_loading_generation_fails_with_the_loading_reason(sweeper, clock, redi
     clock.now += 15
     sweeper.sweep()
     gen.refresh_from_db()
-    assert gen.status == S.FAILED and gen.failure_reason == sw.RESTARTED_LOADING and gen.text == ""
+    assert gen.status == S.FAILED and gen.failure_reason == lifecycle.RESTARTED_LOADING and gen.text == ""
 
 
 def test_a_queued_generation_nobody_picked_up_is_queued_again_once_per_grace(
@@ -216,7 +218,7 @@ def test_a_generation_queued_too_long_is_given_up(sweeper, clock, redis_client, 
     clock.now += 15
     assert sweeper.sweep() == {sw.FAIL: 1}
     gen.refresh_from_db()
-    assert gen.status == S.FAILED and gen.failure_reason == sw.NEVER_STARTED
+    assert gen.status == S.FAILED and gen.failure_reason == lifecycle.NEVER_STARTED
     assert broker_messages(redis_client) == []
 
 
