@@ -14,6 +14,7 @@ from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
 
 from . import anonymous, fair
+from .access import access_battle
 from .forms import ArenaForm, ComparisonForm, FollowUpForm
 from .models import Battle
 from .services import start_comparison
@@ -55,11 +56,6 @@ def battle_json(battle: Battle) -> dict:
     }
 
 
-def _get_battle_for_user(request, battle_id) -> Battle | None:
-    return Battle.objects.select_related("left__model", "right__model").filter(
-        id=battle_id, owner=request.user, mode=Battle.Mode.COMPARISON).first()
-
-
 @require_http_methods(["POST"])
 @token_required
 def create_comparison(request):
@@ -92,18 +88,14 @@ def create_comparison(request):
 @require_GET
 @token_required
 def comparison(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id)
-    if battle is None:
-        return error(404, "No such comparison.")
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     return JsonResponse(battle_json(battle))
 
 
 @require_http_methods(["POST"])
 @token_required
 def vote(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id)
-    if battle is None:
-        return error(404, "No such comparison.")
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     outcome = _outcome(request)
     if isinstance(outcome, JsonResponse):
         return outcome
@@ -141,11 +133,6 @@ def anonymous_json(battle: Battle) -> dict:
             "max_new_tokens": fair.common_limit(battle.left.params, battle.right.params)}
 
 
-def _own_anonymous(request, battle_id) -> Battle | None:
-    return Battle.objects.select_related("left__model", "right__model").filter(
-        id=battle_id, owner=request.user, mode=Battle.Mode.ANONYMOUS).first()
-
-
 @require_http_methods(["POST"])
 @token_required
 def create_anonymous(request):
@@ -177,9 +164,7 @@ def create_anonymous(request):
 @require_GET
 @token_required
 def anonymous_battle(request, battle_id):
-    battle = _own_anonymous(request, battle_id)
-    if battle is None:
-        return error(404, "No such anonymous battle.")
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     return JsonResponse(anonymous_json(battle))
 
 
@@ -187,9 +172,7 @@ def anonymous_battle(request, battle_id):
 @token_required
 def anonymous_vote(request, battle_id):
     """The verdict; the answer names both models (and their speeds) once it is recorded."""
-    battle = _own_anonymous(request, battle_id)
-    if battle is None:
-        return error(404, "No such anonymous battle.")
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     outcome = _outcome(request, {"outcome"})
     if isinstance(outcome, JsonResponse):
         return outcome
@@ -204,9 +187,7 @@ def anonymous_vote(request, battle_id):
 @token_required
 def anonymous_continue(request, battle_id):
     """The next turn of an unjudged anonymous battle: the same pair, still blind."""
-    battle = _own_anonymous(request, battle_id)
-    if battle is None:
-        return error(404, "No such anonymous battle.")
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     try:
         body = json_body(request, {"prompt"})
     except ValueError as exc:

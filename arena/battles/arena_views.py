@@ -4,7 +4,6 @@ see who they were. The rule and the services: arena/battles/anonymous.py, arena/
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -14,16 +13,9 @@ from arena.generations.limits import LimitExceeded, refused_page
 from inference.protocol import ParamError
 
 from . import anonymous, fair
+from .access import access_battle
 from .forms import ArenaForm, FollowUpForm, VoteForm
 from .models import Battle
-
-
-def _own(request, battle_id) -> Battle:
-    battle = (Battle.objects.select_related("left__model", "right__model")
-              .filter(id=battle_id, owner=request.user, mode=Battle.Mode.ANONYMOUS).first())
-    if battle is None:
-        raise Http404("No such battle.")
-    return battle
 
 
 def in_draw() -> int:
@@ -65,13 +57,13 @@ def _page(request, battle: Battle, *, follow_up: FollowUpForm | None = None, sta
 @login_required
 @vary_on_headers("HX-Request")
 def arena_battle(request, battle_id):
-    return _page(request, _own(request, battle_id))
+    return _page(request, access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS))
 
 
 @login_required
 @require_POST
 def arena_vote(request, battle_id):
-    battle = _own(request, battle_id)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     form = VoteForm(request.POST)
     problem = anonymous.vote_problem(battle) or ("" if form.is_valid() else "Choose one of the four verdicts.")
     if not problem and not battle.vote(form.cleaned_data["outcome"]):
@@ -84,7 +76,7 @@ def arena_vote(request, battle_id):
 @login_required
 @require_POST
 def arena_continue(request, battle_id):
-    battle = _own(request, battle_id)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     form = FollowUpForm(request.POST)
     if battle.outcome or battle.revealed:
         form.add_error(None, "This battle is judged: start a new one to go on.")

@@ -1,32 +1,20 @@
-import uuid
-
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from arena.access import NotFound
 from arena.catalogue.models import ModelEntry
 from arena.conversations import ConversationTooLong
 from arena.generations.limits import LimitExceeded, refused_page
 
 from . import services
+from .access import access_battle
 from .forms import ComparisonForm, FollowUpForm, VoteForm
 from .models import Battle
 
 CHOOSE_A_VERDICT = "Choose one of the four verdicts."
-
-
-def _get_battle_for_user(request, battle_id, mode: str | None = None) -> Battle:
-    """Only the owner may open or act on a battle; others get a 404, not a hint it exists.
-
-    `mode` restricts it to comparisons for the actions a tournament match takes on its own
-    page (a re-run or follow-up outside the bracket would be a blind battle never revealed)."""
-    battles = Battle.objects.select_related("left__model", "right__model").filter(id=battle_id, owner=request.user)
-    battle = battles.filter(mode=mode).first() if mode else battles.first()
-    if battle is None:
-        raise Http404("No such battle.")
-    return battle
 
 
 @login_required
@@ -35,7 +23,7 @@ def compare(request):
     form = ComparisonForm(request.POST or None, initial=_initial(request))
     refusal = None
     if request.method == "POST" and form.is_valid():
-        redo = _own_comparison(request, form.cleaned_data.get("continues"))
+        redo = _battle_to_copy(request, form.cleaned_data.get("continues"))
         try:
             return redirect(services.start_comparison(request.user, form.cleaned_data, redo=redo))
         except LimitExceeded as exc:
@@ -45,7 +33,7 @@ def compare(request):
             form.add_error(None, f"{exc.message} Start a new comparison to go on.")
     recent = Battle.objects.filter(owner=request.user, mode=Battle.Mode.COMPARISON).select_related(
         "left__model", "right__model")[:10]
-    continuing = _own_comparison(request, form["continues"].value())
+    continuing = _battle_to_copy(request, form["continues"].value())
     response = render(request, "battles/compare.html", {"form": form, "recent": recent, "continuing": continuing},
                       status=400 if form.errors else 200)
     return refused_page(response, refusal) if refusal else response
@@ -53,7 +41,7 @@ def compare(request):
 
 def _initial(request) -> dict:
     """Two different models preselected; `?from=<battle>` fills in one of the user's battles to edit."""
-    battle = _own_comparison(request, request.GET.get("from"))
+    battle = _battle_to_copy(request, request.GET.get("from"))
     if battle:
         return {"prompt": battle.prompt, "tag": battle.tag,
                 "continues": battle.id if battle.left.history or battle.right.history else None,
@@ -67,22 +55,18 @@ def _initial(request) -> dict:
     return {"left_model": enabled[0], "right_model": enabled[-1]} if enabled else {}
 
 
-def _own_comparison(request, battle_id) -> Battle | None:
-    """One of the user's own named battles (`?from=` and "continues" name one), else None."""
-    if not battle_id:
-        return None
+def _battle_to_copy(request, battle_id) -> Battle | None:
+    """The battle `?from=` or "continues" names (both optional), if a new comparison may copy it; else None."""
     try:
-        battle_id = uuid.UUID(str(battle_id))
-    except ValueError:
+        return access_battle(request.user, battle_id, blind=False) if battle_id else None
+    except NotFound:
         return None
-    return Battle.objects.select_related("left__model", "right__model").filter(
-        id=battle_id, owner=request.user, blind=False).first()
 
 
 @login_required
 @vary_on_headers("HX-Request")
 def battle_detail(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id)
+    battle = access_battle(request.user, battle_id)
     if battle.mode == Battle.Mode.ANONYMOUS:  # judged, continued and revealed on its own page
         return redirect(battle)
     return render(request, "battles/battle.html", {"battle": battle, "follow_up": FollowUpForm()})
@@ -91,7 +75,7 @@ def battle_detail(request, battle_id):
 @login_required
 @require_POST
 def battle_vote(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id)
+    battle = access_battle(request.user, battle_id)
     if battle.mode == Battle.Mode.TOURNAMENT:  # judged on its tournament's page, where the winner advances
         return HttpResponse("A tournament match is judged on its tournament's page.", status=409,
                             content_type="text/plain")
@@ -126,21 +110,21 @@ def _start_from(request, battle, start, follow_up=None):
 @login_required
 @require_POST
 def battle_rerun(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     return _start_from(request, battle, lambda: services.rerun(battle))
 
 
 @login_required
 @require_POST
 def battle_swap(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     return _start_from(request, battle, lambda: services.rerun(battle, swap=True))
 
 
 @login_required
 @require_POST
 def battle_continue(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     form = FollowUpForm(request.POST)
     if not battle.answers_stored or not battle.votable:  # stored: the follow-up copies both answers' text
         form.add_error(None, "Both answers must be complete before the conversation can go on.")

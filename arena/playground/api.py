@@ -8,6 +8,7 @@ from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body
 from arena.api.params import NotAnObject, params_object
 from arena.generations import admission, readiness, runs
+from arena.generations.access import access_generation
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest, start_generation
 from inference.protocol import ParamError, SamplingParams
@@ -89,7 +90,5 @@ def create_generation(request):
 @require_GET
 @token_required
 def generation(request, generation_id):
-    gen = Generation.objects.visible().select_related("model").filter(id=generation_id, owner=request.user).first()
-    if gen is None:
-        return error(404, "No such generation.")
+    gen = access_generation(request.user, generation_id)
     return JsonResponse({**generation_json(gen), "queue": admission.place(gen)})

@@ -1,5 +1,4 @@
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
@@ -7,6 +6,7 @@ from django.views.decorators.vary import vary_on_headers
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations import runs
+from arena.generations.access import access_generation
 from arena.generations.limits import LimitExceeded, refused_page
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest, start_generation
@@ -15,14 +15,6 @@ from . import queries
 from .forms import GenerationForm
 
 RECENT = 10
-
-
-def _get_generation_for_user(request, generation_id) -> Generation:
-    """Only the owner may open a generation; others get a 404, not a hint it exists."""
-    gen = Generation.objects.visible().select_related("model").filter(id=generation_id, owner=request.user).first()
-    if gen is None:
-        raise Http404("No such generation.")
-    return gen
 
 
 @login_required
@@ -69,5 +61,5 @@ def _initial(request) -> dict:
 
 @login_required
 def generation_detail(request, generation_id):
-    gen = _get_generation_for_user(request, generation_id)
+    gen = access_generation(request.user, generation_id)
     return render(request, "playground/generation.html", {"gen": gen})

@@ -2,7 +2,6 @@
 JavaScript; with it, the current match streams over the battle's WebSocket."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -11,18 +10,11 @@ from arena.catalogue.models import ModelEntry
 from arena.generations.limits import LimitExceeded, refused_page
 
 from . import display
+from .access import access_tournament
 from .forms import MatchForm, ReplayForm, TournamentForm, WinnerForm
 from .models import Tournament, TournamentError
 
 REPLAY_AFTER_END = "A tournament can be replayed with another prompt once it has ended."
-
-
-def _get_tournament_for_user(request, tournament_id) -> Tournament:
-    """Only the owner may open or act on a tournament; others get a 404, not a hint it exists."""
-    tournament = Tournament.objects.select_related("winner").filter(id=tournament_id, owner=request.user).first()
-    if tournament is None:
-        raise Http404("No such tournament.")
-    return tournament
 
 
 def _get_match(tournament: Tournament, form) -> "display.Match":
@@ -71,7 +63,7 @@ def _initial() -> dict:
 @login_required
 @vary_on_headers("HX-Request")
 def tournament_detail(request, tournament_id):
-    tournament = _get_tournament_for_user(request, tournament_id)
+    tournament = access_tournament(request.user, tournament_id)
     return _render_detail(request, tournament)
 
 
@@ -95,7 +87,7 @@ def _render_detail(request, tournament, *, error: str = "", replay_form=None, st
 def _act(request, tournament_id, action):
     """Run an action on the owner's tournament; on a refusal, the page with the reason (409,
     or 429 when starting the match's answers would pass a per-user limit: nothing is kept)."""
-    tournament = _get_tournament_for_user(request, tournament_id)
+    tournament = access_tournament(request.user, tournament_id)
     try:
         action(tournament)
     except TournamentError as exc:
@@ -148,7 +140,7 @@ def tournament_resume(request, tournament_id):
 @login_required
 @require_POST
 def tournament_replay(request, tournament_id):
-    tournament = _get_tournament_for_user(request, tournament_id)
+    tournament = access_tournament(request.user, tournament_id)
     if not tournament.revealed:  # the page offers it only then: a replay mid-way would leave this one hanging
         return _render_detail(request, tournament, error=REPLAY_AFTER_END, status=409)
     form = ReplayForm(request.POST)
