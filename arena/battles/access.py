@@ -5,7 +5,7 @@ from arena.access import owned
 from .models import Battle
 
 # What "no such" names when the caller asked for one mode (the API's comparisons and arena).
-_WHAT = {Battle.Mode.COMPARISON: "comparison", Battle.Mode.ANONYMOUS: "anonymous battle"}
+_WHAT: dict[str | None, str] = {Battle.Mode.COMPARISON: "comparison", Battle.Mode.ANONYMOUS: "anonymous battle"}
 
 
 def access_battle(user, battle_id, *, mode: str | None = None, blind: bool | None = None) -> Battle:

@@ -9,7 +9,6 @@ from django.views.decorators.http import require_GET, require_http_methods
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body
 from arena.api.params import NotAnObject, params_object
-from arena.conversations import ConversationTooLong
 from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
 
@@ -73,7 +72,7 @@ def create_comparison(request):
         try:
             SamplingParams.from_dict(params)  # strict types and ranges before the form's merge
         except ParamError as exc:
-            return error(400, f"Invalid {side} parameters: {exc}", exc.errors)
+            return error(400, f"Invalid {side} parameters: {exc}", exc.errors, code="invalid_params")
         side_params[side] = params
     strings = {k: body.get(k, "") for k in FIELDS - {"params", "left_params", "right_params"}}
     if not all(isinstance(v, str) for v in strings.values()):
@@ -100,7 +99,7 @@ def vote(request, battle_id):
     if isinstance(outcome, JsonResponse):
         return outcome
     if not battle.vote(outcome):
-        return error(409, battle.vote_refusal or "This battle takes no vote.")
+        return error(409, battle.vote_refusal or "This battle takes no vote.", code="not_votable")
     return JsonResponse(battle_json(battle))
 
 
@@ -157,7 +156,7 @@ def create_anonymous(request):
     except anonymous.NoPair as exc:
         return error(409, exc.message)
     except ParamError as exc:
-        return error(400, f"Invalid parameters: {exc}", exc.errors)
+        return error(400, f"Invalid parameters: {exc}", exc.errors, code="invalid_params")
     return created(anonymous_json(battle), f"/api/v1/arena/{battle.id}", status=202)
 
 
@@ -177,9 +176,9 @@ def anonymous_vote(request, battle_id):
     if isinstance(outcome, JsonResponse):
         return outcome
     if problem := anonymous.vote_problem(battle):
-        return error(409, problem)
+        return error(409, problem, code="not_votable")
     if not battle.vote(outcome):
-        return error(409, battle.vote_refusal or "This battle takes no vote.")
+        return error(409, battle.vote_refusal or "This battle takes no vote.", code="not_votable")
     return JsonResponse(anonymous_json(battle))
 
 
@@ -201,8 +200,5 @@ def anonymous_continue(request, battle_id):
         return error(409, "This battle is judged: start a new one to go on.")
     if not anonymous.can_continue(battle):
         return error(409, "Both answers must be complete before the conversation can go on.")
-    try:
-        nxt = anonymous.follow_up(battle, form.cleaned_data["prompt"], origin=Generation.Origin.API)
-    except ConversationTooLong as exc:
-        return error(400, exc.message)
+    nxt = anonymous.follow_up(battle, form.cleaned_data["prompt"], origin=Generation.Origin.API)
     return created(anonymous_json(nxt), f"/api/v1/arena/{nxt.id}", status=202)

@@ -6,8 +6,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from arena.access import NotFound
 from arena.catalogue.models import ModelEntry
-from arena.conversations import ConversationTooLong
-from arena.generations.limits import LimitExceeded, refused_page
+from arena.generations.limits import PageRefusal
 
 from . import services
 from .access import access_battle
@@ -21,22 +20,17 @@ CHOOSE_A_VERDICT = "Choose one of the four verdicts."
 @require_http_methods(["GET", "POST"])
 def compare(request):
     form = ComparisonForm(request.POST or None, initial=_initial(request))
-    refusal = None
+    refusal = PageRefusal(form)
     if request.method == "POST" and form.is_valid():
         redo = _battle_to_copy(request, form.cleaned_data.get("continues"))
-        try:
+        with refusal:
             return redirect(services.start_comparison(request.user, form.cleaned_data, redo=redo))
-        except LimitExceeded as exc:
-            form.add_error(None, exc.message)
-            refusal = exc
-        except ConversationTooLong as exc:
-            form.add_error(None, f"{exc.message} Start a new comparison to go on.")
     recent = Battle.objects.filter(owner=request.user, mode=Battle.Mode.COMPARISON).select_related(
         "left__model", "right__model")[:10]
     continuing = _battle_to_copy(request, form["continues"].value())
     response = render(request, "battles/compare.html", {"form": form, "recent": recent, "continuing": continuing},
                       status=400 if form.errors else 200)
-    return refused_page(response, refusal) if refusal else response
+    return refusal.page(response)
 
 
 def _initial(request) -> dict:
@@ -94,17 +88,16 @@ def battle_vote(request, battle_id):
 
 
 def _start_from(request, battle, start, follow_up=None):
-    """Redirect to the battle `start()` begins; refused by a limit, this battle's page again
-    with the reason (429): beside the follow-up form when it was a follow-up, else the buttons."""
-    try:
+    """Redirect to the battle `start()` begins; refused (a limit: 429, a conversation too long:
+    400), this battle's page again with the reason: beside the follow-up form when it was a
+    follow-up, else the buttons."""
+    refusal = PageRefusal(follow_up)
+    with refusal:
         return redirect(start())
-    except LimitExceeded as exc:
-        context = {"battle": battle, "follow_up": follow_up or FollowUpForm()}
-        if follow_up is not None:
-            follow_up.add_error(None, exc.message)
-        else:
-            context["action_error"] = exc.message
-        return refused_page(render(request, "battles/battle.html", context), exc)
+    context = {"battle": battle, "follow_up": follow_up or FollowUpForm()}
+    if follow_up is None:
+        context["action_error"] = refusal.message
+    return refusal.page(render(request, "battles/battle.html", context))
 
 
 @login_required
@@ -130,8 +123,4 @@ def battle_continue(request, battle_id):
         form.add_error(None, "Both answers must be complete before the conversation can go on.")
     if form.errors or not form.is_valid():
         return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)
-    try:
-        return _start_from(request, battle, lambda: services.follow_up(battle, form.cleaned_data["prompt"]), form)
-    except ConversationTooLong as exc:
-        form.add_error(None, f"{exc.message} Start a new comparison to go on.")
-        return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)
+    return _start_from(request, battle, lambda: services.follow_up(battle, form.cleaned_data["prompt"]), form)

@@ -5,6 +5,8 @@ The owner looks objects up through these too (only their own, and a generation o
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.http import Http404
 
 from arena.battles.access import access_battle
@@ -20,7 +22,7 @@ from arena.tournaments.models import Tournament
 from .models import ShareLink
 
 # Each kind's own access rule (arena/access.py): a link is made only to what its owner may open.
-ACCESS = {ShareLink.Kind.GENERATION: access_generation, ShareLink.Kind.BATTLE: access_battle,
+ACCESS: dict[str, Callable] = {ShareLink.Kind.GENERATION: access_generation, ShareLink.Kind.BATTLE: access_battle,
           ShareLink.Kind.TOURNAMENT: access_tournament, ShareLink.Kind.SUITE: access_suite,
           ShareLink.Kind.SUITE_RUN: access_run}
 

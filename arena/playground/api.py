@@ -70,7 +70,7 @@ def create_generation(request):
     try:
         SamplingParams.from_dict(params)  # strict types and ranges before the form's merge
     except ParamError as exc:
-        return error(400, f"Invalid parameters: {exc}", exc.errors)
+        return error(400, f"Invalid parameters: {exc}", exc.errors, code="invalid_params")
     if not all(isinstance(body.get(name, ""), str) for name in ("prompt", "system_prompt", "tag")):
         return error(400, "prompt, system_prompt and tag must be strings.")
     form = GenerationForm({"model": body.get("model"), "prompt": body.get("prompt", ""),
@@ -80,7 +80,7 @@ def create_generation(request):
     try:  # the entry's defaults, and what its engine can do (a regex needs our own decoding)
         merged = form.cleaned_data["model"].params_with_defaults(params)
     except ParamError as exc:
-        return error(400, f"Invalid parameters: {exc}", exc.errors)
+        return error(400, f"Invalid parameters: {exc}", exc.errors, code="invalid_params")
     cleaned = {**form.cleaned_data, "params": merged.to_dict()}
     gen = start_generation(request.user, GenerationRequest.from_form(cleaned), origin=Generation.Origin.API,
                            kind=runs.API)

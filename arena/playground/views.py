@@ -7,7 +7,7 @@ from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations import runs
 from arena.generations.access import access_generation
-from arena.generations.limits import LimitExceeded, refused_page
+from arena.generations.limits import PageRefusal
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest, start_generation
 
@@ -22,15 +22,12 @@ RECENT = 10
 @require_http_methods(["GET", "POST"])
 def playground(request):
     form = GenerationForm(request.POST or None, initial=_initial(request))
-    refusal = None
+    refusal = PageRefusal(form)
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusal:
             gen = start_generation(request.user, GenerationRequest.from_form(form.cleaned_data),
                                    origin=Generation.Origin.WEB, kind=runs.PLAYGROUND)
-        except LimitExceeded as exc:
-            form.add_error(None, exc.message)
-            refusal = exc
-        else:
+        if refusal.exc is None:
             if request.htmx:  # the answer streams in place, and the recent list shows it at once
                 return render(request, "playground/generation.html#stream",
                               {"gen": gen, "in_playground": True, "recent": recent_for(request.user)})
@@ -43,7 +40,7 @@ def playground(request):
     else:
         response = render(request, "playground/playground.html", {"form": form, "recent": recent_for(request.user)},
                           status=status)
-    return refused_page(response, refusal) if refusal else response
+    return refusal.page(response)
 
 
 def recent_for(user):
