@@ -20,8 +20,9 @@ TURNS = "conversation_turns"
 CHARS = "conversation_chars"
 
 
-class ConversationTooLong(Refusal, ValueError):
-    """`limit` is TURNS or CHARS; `allowed` and `current` the numbers; `message` says so."""
+class ConversationTooLong(Refusal):
+    """`limit` is TURNS or CHARS; `allowed` and `current` the numbers; `message` says so (pages
+    add what to do instead); the JSON APIs name the limit in their own words (`as_json`)."""
 
     code = "conversation_too_long"
 
@@ -30,7 +31,12 @@ class ConversationTooLong(Refusal, ValueError):
         self.limit, self.allowed, self.current, self.message = limit, allowed, current, message
 
     def as_json(self) -> dict:
-        return {"error": {"code": self.code, "message": self.message, "limit": self.limit, "allowed": self.allowed,
+        if self.limit == TURNS:
+            message = (f"The conversation has {self.current} user turns, at most {self.allowed} allowed "
+                       "(the conversation limit).")
+        else:
+            message = f"The conversation has {self.current} characters in all, at most {self.allowed} allowed."
+        return {"error": {"code": self.code, "message": message, "limit": self.limit, "allowed": self.allowed,
                           "current": self.current}}
 
 

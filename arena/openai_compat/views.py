@@ -55,7 +55,8 @@ OWNER = "llm-arena"
 
 def openai_endpoint(*methods: str):
     """Method check (405), bearer token (401) and OpenAIError -> its response, for an async view;
-    a per-user limit's refusal is OpenAI's 429 rate_limit_exceeded, a body over the limit a 413."""
+    a per-user limit's refusal is OpenAI's 429 rate_limit_exceeded, `messages` past the conversation
+    limit its 400, a body over the limit a 413."""
 
     def decorate(view):
         @csrf_exempt  # no cookies are used: a bearer token cannot be forged cross-site

@@ -40,7 +40,8 @@ class Refused(Exception):
         self.field, self.status = field, status
 
     def response(self) -> JsonResponse:
-        return error(self.status, str(self), {self.field: str(self)})
+        code = "invalid_params" if self.field == "params" and self.status == 400 else None  # else by status
+        return error(self.status, str(self), {self.field: str(self)}, code=code)
 
 
 # --- the JSON of a run ----------------------------------------------------------------------

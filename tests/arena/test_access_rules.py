@@ -82,9 +82,9 @@ def test_a_battle_narrowed_to_a_mode_is_not_found_in_another(owner, catalogue):
     anonymous = comparison(owner, catalogue[0], catalogue[3], mode=Battle.Mode.ANONYMOUS, blind=True)
     assert access_battle(owner, anonymous.id) == anonymous  # any mode: its page, socket and share link
     assert access_battle(owner, named.id, mode=Battle.Mode.COMPARISON) == named
-    with pytest.raises(NotFound, match="No such comparison."):
+    with pytest.raises(NotFound, match=r"No such comparison\."):
         access_battle(owner, anonymous.id, mode=Battle.Mode.COMPARISON)
-    with pytest.raises(NotFound, match="No such anonymous battle."):
+    with pytest.raises(NotFound, match=r"No such anonymous battle\."):
         access_battle(owner, named.id, mode=Battle.Mode.ANONYMOUS)
 
 

@@ -51,9 +51,9 @@ def test_the_refusals_raised_below_the_endpoints_carry_their_codes(settings):
     with pytest.raises(conversations.ConversationTooLong) as too_long:
         conversations.check(prompt="Hi", history=[{"role": "user", "content": "a"}])
     assert too_long.value.status == 400
-    assert too_long.value.as_json()["error"] | {} == {
-        "code": "conversation_too_long", "message": too_long.value.message,
-        "limit": conversations.TURNS, "allowed": 1, "current": 2}
+    assert too_long.value.as_json() == {"error": {
+        "code": "conversation_too_long", "message": "The conversation has 2 user turns, at most 1 allowed "
+        "(the conversation limit).", "limit": conversations.TURNS, "allowed": 1, "current": 2}}
     refused = limits.LimitExceeded(limits.REQUESTS_PER_MINUTE, allowed=1, current=1, retry_after_s=3, message="Wait.")
     assert refused.as_json()["error"]["code"] == "limit_exceeded"
 
