@@ -6,7 +6,7 @@ Both are bounded: at most `ARENA_MAX_CONVERSATION_TURNS` user turns (20; 0 turns
 the new prompt included, and at most `ARENA_MAX_CONVERSATION_CHARS` characters in all
 (system prompt, every earlier turn and the prompt; unset, it is `ARENA_MAX_PROMPT_CHARS`, the
 limit on one prompt). `check` raises `ConversationTooLong` before anything is created; pages
-show its message beside the form, the APIs answer 400 naming the limit."""
+show its message beside the form, the APIs answer 400 naming the limit (it is a `Refusal`)."""
 
 from __future__ import annotations
 
@@ -14,16 +14,30 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
+from arena.api.http import Refusal
+
 TURNS = "conversation_turns"
 CHARS = "conversation_chars"
 
 
-class ConversationTooLong(ValueError):
-    """`limit` is TURNS or CHARS; `allowed` and `current` the numbers; `message` says so."""
+class ConversationTooLong(Refusal):
+    """`limit` is TURNS or CHARS; `allowed` and `current` the numbers; `message` says so (pages
+    add what to do instead); the JSON APIs name the limit in their own words (`as_json`)."""
+
+    code = "conversation_too_long"
 
     def __init__(self, limit: str, *, allowed: int, current: int, message: str):
         super().__init__(message)
         self.limit, self.allowed, self.current, self.message = limit, allowed, current, message
+
+    def as_json(self) -> dict:
+        if self.limit == TURNS:
+            message = (f"The conversation has {self.current} user turns, at most {self.allowed} allowed "
+                       "(the conversation limit).")
+        else:
+            message = f"The conversation has {self.current} characters in all, at most {self.allowed} allowed."
+        return {"error": {"code": self.code, "message": message, "limit": self.limit, "allowed": self.allowed,
+                          "current": self.current}}
 
 
 def max_turns() -> int:

@@ -1,9 +1,10 @@
 """The JSON API's requests and responses: the error shape, reading a JSON body, refusals.
 
 Every app's endpoints answer through these, so every error has one shape:
-{"error": {"message": ..., "fields": {...}}}. This toolkit imports no app: a rule below the
-endpoints that refuses a request (a per-user limit) raises a `Refusal` subclass it defines,
-and `answer_refusals` turns it into its response. `BodySizeLimit` refuses an oversized body
+{"error": {"code": ..., "message": ..., "fields": {...}}}, its code one of `CODES`. This
+toolkit imports no app: a rule below the endpoints that refuses a request (a per-user limit,
+no such object) raises a `Refusal` subclass it defines, and `answer_refusals` turns it into its
+response. `BodySizeLimit` refuses an oversized body
 before Django reads it, in the same shape."""
 
 import functools
@@ -17,9 +18,31 @@ from django.views.decorators.csrf import csrf_exempt
 
 from arena import jsonbody
 
+# Every JSON error's machine code, and when it is given (the OpenAPI document's enum and
+# docs/api.md list them). A code names what went wrong; the HTTP status says how to react.
+CODES = {
+    "invalid_request": "400: the body is not the JSON object the endpoint takes, or a field in it is wrong",
+    "invalid_params": "400: the sampling parameters are not an object, or out of range",
+    "conversation_too_long": "400: the conversation has more turns or characters than allowed",
+    "unauthorized": "401: no valid API token",
+    "forbidden": "403: staff only",
+    "not_found": "404: no such object (or not yours: the same answer), or no such API URL",
+    "conflict": "409: the object is not in a state that allows this (a running suite, a judged battle)",
+    "not_votable": "409: the battle takes no verdict now",
+    "request_too_large": "413: the body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE",
+    "limit_exceeded": "429: a per-user limit; wait Retry-After seconds",
+}
+# The code of an error said by its status alone.
+STATUS_CODES = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict",
+                413: "request_too_large", 429: "limit_exceeded"}
 
-def error(status: int, message: str, fields: dict | None = None) -> JsonResponse:
-    shape: dict[str, object] = {"message": message}
+
+def error(status: int, message: str, fields: dict | None = None, *, code: str | None = None) -> JsonResponse:
+    """The error response; its code `code`, else the one its status says (STATUS_CODES)."""
+    code = code or STATUS_CODES[status]
+    if code not in CODES:
+        raise ValueError(f"Unknown error code {code!r}: list it in CODES.")
+    shape: dict[str, object] = {"code": code, "message": message}
     if fields:
         shape["fields"] = fields
     return JsonResponse({"error": shape}, status=status)
@@ -53,12 +76,13 @@ def json_body(request, fields: Iterable[str] | None = None) -> dict:
 
 class Refusal(Exception):
     """A request refused below the endpoints, answered with `status`, the JSON of `as_json()`
-    and `headers()` (e.g. the per-user limits' 429 with Retry-After)."""
+    (its `code` one of CODES) and `headers()` (e.g. the per-user limits' 429 with Retry-After)."""
 
     status = 400
+    code = "invalid_request"
 
     def as_json(self) -> dict:
-        return {"error": {"message": str(self)}}
+        return {"error": {"code": self.code, "message": str(self)}}
 
     def headers(self) -> dict[str, str]:
         return {}
@@ -138,9 +162,9 @@ async def too_large(scope, send, limit: int) -> None:
     """The 413: JSON for the APIs (a body that fits both the arena's and OpenAI's error shape), text elsewhere."""
     message = body_too_large_message(limit)
     if scope.get("path", "").startswith(("/api/", "/v1/")):
-        body = json.dumps({"error": {"message": message, "limit": "body_bytes", "allowed": limit,
-                                     "type": "invalid_request_error", "param": None,
-                                     "code": "request_too_large"}}).encode()
+        body = json.dumps({"error": {"code": "request_too_large", "message": message, "limit": "body_bytes",
+                                     "allowed": limit,
+                                     "type": "invalid_request_error", "param": None}}).encode()
         content_type = b"application/json"
     else:
         body, content_type = message.encode(), b"text/plain; charset=utf-8"

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
+from arena.api.http import CODES
 from inference.protocol import SamplingParams
 from inference.structured import MAX_REGEX_CHARS
 
@@ -15,14 +16,19 @@ Schema = dict[str, Any]  # a JSON Schema or OpenAPI object: its values are JSON 
 
 _L = SamplingParams.LIMITS
 
+# Every error's machine code (arena.api.http.CODES); the message is a sentence for people.
+CODE: Schema = {"type": "string", "enum": list(CODES),
+                "description": "What went wrong, for programs: " + "; ".join(f"{k} ({v})" for k, v in CODES.items())}
+
 ERROR: Schema = {
     "type": "object",
     "required": ["error"],
     "properties": {
         "error": {
             "type": "object",
-            "required": ["message"],
+            "required": ["code", "message"],
             "properties": {
+                "code": CODE,
                 "message": {"type": "string"},
                 "fields": {"type": "object", "additionalProperties": {"type": "string"}},
             },
@@ -87,8 +93,9 @@ LIMIT_ERROR: Schema = {
     "required": ["error"],
     "properties": {"error": {
         "type": "object",
-        "required": ["message", "limit", "allowed", "current", "retry_after_s"],
+        "required": ["code", "message", "limit", "allowed", "current", "retry_after_s"],
         "properties": {
+            "code": {"type": "string", "enum": ["limit_exceeded"]},
             "message": {"type": "string"},
             "limit": {"type": "string", "enum": ["requests_per_minute", "concurrent_generations"]},
             "allowed": {"type": "integer"},
@@ -105,7 +112,7 @@ def json_content(schema: Schema) -> Schema:
 
 
 def error_response(description: str) -> Schema:
-    """An error response ({"error": {"message", "fields"}}) and when it happens."""
+    """An error response ({"error": {"code", "message", "fields"}}) and when it happens."""
     return {"description": description, **json_content(ERROR)}
 
 

@@ -25,7 +25,7 @@ class NotAnObject(ValueError):
         self.key = key
 
     def response(self) -> JsonResponse:
-        return error(400, str(self), {self.key: str(self)})  # the shape of suite runs' Refused too
+        return error(400, str(self), {self.key: str(self)}, code="invalid_params")
 
 
 def params_object(body: dict[str, Any], key: str = "params") -> dict[str, Any]:

@@ -9,11 +9,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body
 from arena.api.params import NotAnObject, params_object
-from arena.conversations import ConversationTooLong
 from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
 
 from . import anonymous, fair
+from .access import access_battle
 from .forms import ArenaForm, ComparisonForm, FollowUpForm
 from .models import Battle
 from .services import start_comparison
@@ -55,11 +55,6 @@ def battle_json(battle: Battle) -> dict:
     }
 
 
-def _get_battle_for_user(request, battle_id) -> Battle | None:
-    return Battle.objects.select_related("left__model", "right__model").filter(
-        id=battle_id, owner=request.user, mode=Battle.Mode.COMPARISON).first()
-
-
 @require_http_methods(["POST"])
 @token_required
 def create_comparison(request):
@@ -77,7 +72,7 @@ def create_comparison(request):
         try:
             SamplingParams.from_dict(params)  # strict types and ranges before the form's merge
         except ParamError as exc:
-            return error(400, f"Invalid {side} parameters: {exc}", exc.errors)
+            return error(400, f"Invalid {side} parameters: {exc}", exc.errors, code="invalid_params")
         side_params[side] = params
     strings = {k: body.get(k, "") for k in FIELDS - {"params", "left_params", "right_params"}}
     if not all(isinstance(v, str) for v in strings.values()):
@@ -92,23 +87,19 @@ def create_comparison(request):
 @require_GET
 @token_required
 def comparison(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id)
-    if battle is None:
-        return error(404, "No such comparison.")
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     return JsonResponse(battle_json(battle))
 
 
 @require_http_methods(["POST"])
 @token_required
 def vote(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id)
-    if battle is None:
-        return error(404, "No such comparison.")
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     outcome = _outcome(request)
     if isinstance(outcome, JsonResponse):
         return outcome
     if not battle.vote(outcome):
-        return error(409, battle.vote_refusal or "This battle takes no vote.")
+        return error(409, battle.vote_refusal or "This battle takes no vote.", code="not_votable")
     return JsonResponse(battle_json(battle))
 
 
@@ -141,11 +132,6 @@ def anonymous_json(battle: Battle) -> dict:
             "max_new_tokens": fair.common_limit(battle.left.params, battle.right.params)}
 
 
-def _own_anonymous(request, battle_id) -> Battle | None:
-    return Battle.objects.select_related("left__model", "right__model").filter(
-        id=battle_id, owner=request.user, mode=Battle.Mode.ANONYMOUS).first()
-
-
 @require_http_methods(["POST"])
 @token_required
 def create_anonymous(request):
@@ -170,16 +156,14 @@ def create_anonymous(request):
     except anonymous.NoPair as exc:
         return error(409, exc.message)
     except ParamError as exc:
-        return error(400, f"Invalid parameters: {exc}", exc.errors)
+        return error(400, f"Invalid parameters: {exc}", exc.errors, code="invalid_params")
     return created(anonymous_json(battle), f"/api/v1/arena/{battle.id}", status=202)
 
 
 @require_GET
 @token_required
 def anonymous_battle(request, battle_id):
-    battle = _own_anonymous(request, battle_id)
-    if battle is None:
-        return error(404, "No such anonymous battle.")
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     return JsonResponse(anonymous_json(battle))
 
 
@@ -187,16 +171,14 @@ def anonymous_battle(request, battle_id):
 @token_required
 def anonymous_vote(request, battle_id):
     """The verdict; the answer names both models (and their speeds) once it is recorded."""
-    battle = _own_anonymous(request, battle_id)
-    if battle is None:
-        return error(404, "No such anonymous battle.")
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     outcome = _outcome(request, {"outcome"})
     if isinstance(outcome, JsonResponse):
         return outcome
     if problem := anonymous.vote_problem(battle):
-        return error(409, problem)
+        return error(409, problem, code="not_votable")
     if not battle.vote(outcome):
-        return error(409, battle.vote_refusal or "This battle takes no vote.")
+        return error(409, battle.vote_refusal or "This battle takes no vote.", code="not_votable")
     return JsonResponse(anonymous_json(battle))
 
 
@@ -204,9 +186,7 @@ def anonymous_vote(request, battle_id):
 @token_required
 def anonymous_continue(request, battle_id):
     """The next turn of an unjudged anonymous battle: the same pair, still blind."""
-    battle = _own_anonymous(request, battle_id)
-    if battle is None:
-        return error(404, "No such anonymous battle.")
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     try:
         body = json_body(request, {"prompt"})
     except ValueError as exc:
@@ -220,8 +200,5 @@ def anonymous_continue(request, battle_id):
         return error(409, "This battle is judged: start a new one to go on.")
     if not anonymous.can_continue(battle):
         return error(409, "Both answers must be complete before the conversation can go on.")
-    try:
-        nxt = anonymous.follow_up(battle, form.cleaned_data["prompt"], origin=Generation.Origin.API)
-    except ConversationTooLong as exc:
-        return error(400, exc.message)
+    nxt = anonymous.follow_up(battle, form.cleaned_data["prompt"], origin=Generation.Origin.API)
     return created(anonymous_json(nxt), f"/api/v1/arena/{nxt.id}", status=202)

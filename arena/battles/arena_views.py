@@ -4,26 +4,17 @@ see who they were. The rule and the services: arena/battles/anonymous.py, arena/
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from arena.conversations import ConversationTooLong
-from arena.generations.limits import LimitExceeded, refused_page
+from arena.generations.limits import PageRefusal
 from inference.protocol import ParamError
 
 from . import anonymous, fair
+from .access import access_battle
 from .forms import ArenaForm, FollowUpForm, VoteForm
 from .models import Battle
-
-
-def _own(request, battle_id) -> Battle:
-    battle = (Battle.objects.select_related("left__model", "right__model")
-              .filter(id=battle_id, owner=request.user, mode=Battle.Mode.ANONYMOUS).first())
-    if battle is None:
-        raise Http404("No such battle.")
-    return battle
 
 
 def in_draw() -> int:
@@ -35,14 +26,12 @@ def in_draw() -> int:
 @require_http_methods(["GET", "POST"])
 def arena(request):
     form = ArenaForm(request.POST or None)
-    refusal = None
+    refusal = PageRefusal(form, anew="battle")
     if request.method == "POST" and form.is_valid():
         try:
-            return redirect(anonymous.start(request.user, prompt=form.cleaned_data["prompt"], params=form.params,
-                                            tag=form.cleaned_data.get("tag") or ""))
-        except LimitExceeded as exc:
-            form.add_error(None, exc.message)
-            refusal = exc
+            with refusal:
+                return redirect(anonymous.start(request.user, prompt=form.cleaned_data["prompt"], params=form.params,
+                                                tag=form.cleaned_data.get("tag") or ""))
         except anonymous.NoPair as exc:
             form.add_error(None, exc.message)
         except ParamError as exc:
@@ -52,7 +41,7 @@ def arena(request):
     response = render(request, "battles/arena.html", {"form": form, "recent": recent, "in_draw": in_draw(),
                                                       "default_limit": fair.token_limit()},
                       status=400 if form.errors else 200)
-    return refused_page(response, refusal) if refusal else response
+    return refusal.page(response)
 
 
 def _page(request, battle: Battle, *, follow_up: FollowUpForm | None = None, status: int = 200, **extra):
@@ -65,13 +54,13 @@ def _page(request, battle: Battle, *, follow_up: FollowUpForm | None = None, sta
 @login_required
 @vary_on_headers("HX-Request")
 def arena_battle(request, battle_id):
-    return _page(request, _own(request, battle_id))
+    return _page(request, access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS))
 
 
 @login_required
 @require_POST
 def arena_vote(request, battle_id):
-    battle = _own(request, battle_id)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     form = VoteForm(request.POST)
     problem = anonymous.vote_problem(battle) or ("" if form.is_valid() else "Choose one of the four verdicts.")
     if not problem and not battle.vote(form.cleaned_data["outcome"]):
@@ -84,7 +73,7 @@ def arena_vote(request, battle_id):
 @login_required
 @require_POST
 def arena_continue(request, battle_id):
-    battle = _own(request, battle_id)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     form = FollowUpForm(request.POST)
     if battle.outcome or battle.revealed:
         form.add_error(None, "This battle is judged: start a new one to go on.")
@@ -92,11 +81,7 @@ def arena_continue(request, battle_id):
         form.add_error(None, "Both answers must be complete before the conversation can go on.")
     if form.errors or not form.is_valid():
         return _page(request, battle, follow_up=form, status=400)
-    try:
+    refusal = PageRefusal(form, anew="battle")
+    with refusal:
         return redirect(anonymous.follow_up(battle, form.cleaned_data["prompt"]))
-    except LimitExceeded as exc:
-        form.add_error(None, exc.message)
-        return refused_page(_page(request, battle, follow_up=form), exc)
-    except ConversationTooLong as exc:
-        form.add_error(None, f"{exc.message} Start a new battle to go on.")
-        return _page(request, battle, follow_up=form, status=400)
+    return refusal.page(_page(request, battle, follow_up=form))

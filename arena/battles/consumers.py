@@ -22,7 +22,7 @@ from arena.playground import fragments as playground
 from inference import protocol as p
 
 from . import delivery, fragments
-from .models import Battle
+from .access import access_battle
 from .pacing import SideView
 from .voting import vote_refusal_for
 
@@ -31,8 +31,7 @@ METRICS_EVERY_S = 0.25  # live speed figures and chart, at most this often per s
 
 class BattleConsumer(StreamSocket):
     def subject_for(self, user, url_kwargs: dict):
-        return (Battle.objects.select_related("left__model", "right__model")
-                .filter(id=url_kwargs["battle_id"], owner=user).first())
+        return access_battle(user, url_kwargs["battle_id"])
 
     async def opened(self) -> None:
         await super().opened()

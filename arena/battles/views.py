@@ -1,59 +1,41 @@
-import uuid
-
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from arena.access import NotFound
 from arena.catalogue.models import ModelEntry
-from arena.conversations import ConversationTooLong
-from arena.generations.limits import LimitExceeded, refused_page
+from arena.generations.limits import PageRefusal
 
 from . import services
+from .access import access_battle
 from .forms import ComparisonForm, FollowUpForm, VoteForm
 from .models import Battle
 
 CHOOSE_A_VERDICT = "Choose one of the four verdicts."
 
 
-def _get_battle_for_user(request, battle_id, mode: str | None = None) -> Battle:
-    """Only the owner may open or act on a battle; others get a 404, not a hint it exists.
-
-    `mode` restricts it to comparisons for the actions a tournament match takes on its own
-    page (a re-run or follow-up outside the bracket would be a blind battle never revealed)."""
-    battles = Battle.objects.select_related("left__model", "right__model").filter(id=battle_id, owner=request.user)
-    battle = battles.filter(mode=mode).first() if mode else battles.first()
-    if battle is None:
-        raise Http404("No such battle.")
-    return battle
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def compare(request):
     form = ComparisonForm(request.POST or None, initial=_initial(request))
-    refusal = None
+    refusal = PageRefusal(form)
     if request.method == "POST" and form.is_valid():
-        redo = _own_comparison(request, form.cleaned_data.get("continues"))
-        try:
+        redo = _battle_to_copy(request, form.cleaned_data.get("continues"))
+        with refusal:
             return redirect(services.start_comparison(request.user, form.cleaned_data, redo=redo))
-        except LimitExceeded as exc:
-            form.add_error(None, exc.message)
-            refusal = exc
-        except ConversationTooLong as exc:
-            form.add_error(None, f"{exc.message} Start a new comparison to go on.")
     recent = Battle.objects.filter(owner=request.user, mode=Battle.Mode.COMPARISON).select_related(
         "left__model", "right__model")[:10]
-    continuing = _own_comparison(request, form["continues"].value())
+    continuing = _battle_to_copy(request, form["continues"].value())
     response = render(request, "battles/compare.html", {"form": form, "recent": recent, "continuing": continuing},
                       status=400 if form.errors else 200)
-    return refused_page(response, refusal) if refusal else response
+    return refusal.page(response)
 
 
 def _initial(request) -> dict:
     """Two different models preselected; `?from=<battle>` fills in one of the user's battles to edit."""
-    battle = _own_comparison(request, request.GET.get("from"))
+    battle = _battle_to_copy(request, request.GET.get("from"))
     if battle:
         return {"prompt": battle.prompt, "tag": battle.tag,
                 "continues": battle.id if battle.left.history or battle.right.history else None,
@@ -67,22 +49,18 @@ def _initial(request) -> dict:
     return {"left_model": enabled[0], "right_model": enabled[-1]} if enabled else {}
 
 
-def _own_comparison(request, battle_id) -> Battle | None:
-    """One of the user's own named battles (`?from=` and "continues" name one), else None."""
-    if not battle_id:
-        return None
+def _battle_to_copy(request, battle_id) -> Battle | None:
+    """The battle `?from=` or "continues" names (both optional), if a new comparison may copy it; else None."""
     try:
-        battle_id = uuid.UUID(str(battle_id))
-    except ValueError:
+        return access_battle(request.user, battle_id, blind=False) if battle_id else None
+    except NotFound:
         return None
-    return Battle.objects.select_related("left__model", "right__model").filter(
-        id=battle_id, owner=request.user, blind=False).first()
 
 
 @login_required
 @vary_on_headers("HX-Request")
 def battle_detail(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id)
+    battle = access_battle(request.user, battle_id)
     if battle.mode == Battle.Mode.ANONYMOUS:  # judged, continued and revealed on its own page
         return redirect(battle)
     return render(request, "battles/battle.html", {"battle": battle, "follow_up": FollowUpForm()})
@@ -91,7 +69,7 @@ def battle_detail(request, battle_id):
 @login_required
 @require_POST
 def battle_vote(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id)
+    battle = access_battle(request.user, battle_id)
     if battle.mode == Battle.Mode.TOURNAMENT:  # judged on its tournament's page, where the winner advances
         return HttpResponse("A tournament match is judged on its tournament's page.", status=409,
                             content_type="text/plain")
@@ -110,44 +88,39 @@ def battle_vote(request, battle_id):
 
 
 def _start_from(request, battle, start, follow_up=None):
-    """Redirect to the battle `start()` begins; refused by a limit, this battle's page again
-    with the reason (429): beside the follow-up form when it was a follow-up, else the buttons."""
-    try:
+    """Redirect to the battle `start()` begins; refused (a limit: 429, a conversation too long:
+    400), this battle's page again with the reason: beside the follow-up form when it was a
+    follow-up, else the buttons."""
+    refusal = PageRefusal(follow_up)
+    with refusal:
         return redirect(start())
-    except LimitExceeded as exc:
-        context = {"battle": battle, "follow_up": follow_up or FollowUpForm()}
-        if follow_up is not None:
-            follow_up.add_error(None, exc.message)
-        else:
-            context["action_error"] = exc.message
-        return refused_page(render(request, "battles/battle.html", context), exc)
+    context = {"battle": battle, "follow_up": follow_up or FollowUpForm()}
+    if follow_up is None:
+        context["action_error"] = refusal.message
+    return refusal.page(render(request, "battles/battle.html", context))
 
 
 @login_required
 @require_POST
 def battle_rerun(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     return _start_from(request, battle, lambda: services.rerun(battle))
 
 
 @login_required
 @require_POST
 def battle_swap(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     return _start_from(request, battle, lambda: services.rerun(battle, swap=True))
 
 
 @login_required
 @require_POST
 def battle_continue(request, battle_id):
-    battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     form = FollowUpForm(request.POST)
     if not battle.answers_stored or not battle.votable:  # stored: the follow-up copies both answers' text
         form.add_error(None, "Both answers must be complete before the conversation can go on.")
     if form.errors or not form.is_valid():
         return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)
-    try:
-        return _start_from(request, battle, lambda: services.follow_up(battle, form.cleaned_data["prompt"]), form)
-    except ConversationTooLong as exc:
-        form.add_error(None, f"{exc.message} Start a new comparison to go on.")
-        return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)
+    return _start_from(request, battle, lambda: services.follow_up(battle, form.cleaned_data["prompt"]), form)

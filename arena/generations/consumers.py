@@ -28,6 +28,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from arena import streams
+from arena.access import NotFound
 from arena.accounts import socket_cap, sockets
 from inference import protocol as p
 
@@ -113,7 +114,7 @@ class ArenaSocket(AsyncWebsocketConsumer):
 
     # --- hooks ------------------------------------------------------------------------
     def subject_for(self, user, url_kwargs: dict) -> Any:
-        """The object this socket serves if `user` may see it, else None (runs in a thread)."""
+        """The object this socket serves if `user` may see it, else None or NotFound (runs in a thread)."""
         raise NotImplementedError
 
     async def pump(self) -> None:
@@ -137,7 +138,10 @@ class ArenaSocket(AsyncWebsocketConsumer):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             return None
-        return self.subject_for(user, self.scope["url_route"]["kwargs"])
+        try:
+            return self.subject_for(user, self.scope["url_route"]["kwargs"])
+        except NotFound:
+            return None
 
     async def _pump(self) -> None:
         try:

@@ -40,6 +40,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from arena.api.http import Refusal
+from arena.conversations import ConversationTooLong
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class LimitExceeded(Refusal):
     numbers, `retry_after_s` how long to wait. The JSON API answers it with a 429 (a Refusal)."""
 
     status = 429
+    code = "limit_exceeded"
 
     def __init__(self, limit: str, *, allowed: int, current: int, retry_after_s: int, message: str):
         super().__init__(message)
@@ -63,19 +65,55 @@ class LimitExceeded(Refusal):
         self.message = message
 
     def as_json(self) -> dict:
-        """The API's error body: {"error": {"message", "limit", "allowed", "current", "retry_after_s"}}."""
-        return {"error": {"message": self.message, "limit": self.limit, "allowed": self.allowed,
+        """The API's error body: {"error": {"code", "message", "limit", "allowed", "current", "retry_after_s"}}."""
+        return {"error": {"code": self.code, "message": self.message, "limit": self.limit, "allowed": self.allowed,
                           "current": self.current, "retry_after_s": self.retry_after_s}}
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(self.retry_after_s)}
 
 
-def refused_page(response, exc: LimitExceeded):
-    """A page re-shown with the refusal in its form: 429 with Retry-After."""
-    response.status_code = 429
-    response["Retry-After"] = str(exc.retry_after_s)
-    return response
+class PageRefusal:
+    """Where pages turn a refusal to start work into words (the JSON API's one place is
+    arena.api.http.answer_refusals, the OpenAI-compatible API's its `openai_endpoint`).
+
+        refusal = PageRefusal(form, anew="comparison")
+        with refusal:
+            return redirect(start(...))
+        return refusal.page(render(...))
+
+    A per-user limit or a conversation past its length leaves the `with` block with its sentence
+    added to `form` (when given; `message` otherwise); `page` gives the re-shown page its status:
+    429 with Retry-After, or 400 (a conversation too long also says to start a new `anew`)."""
+
+    def __init__(self, form=None, *, anew: str = "comparison"):
+        self.form, self.anew = form, anew
+        self.exc: LimitExceeded | ConversationTooLong | None = None
+
+    def __enter__(self) -> PageRefusal:
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        if not isinstance(exc, LimitExceeded | ConversationTooLong):
+            return False
+        self.exc = exc
+        if self.form is not None:
+            self.form.add_error(None, self.message)
+        return True
+
+    @property
+    def message(self) -> str:
+        if isinstance(self.exc, ConversationTooLong):
+            return f"{self.exc.message} Start a new {self.anew} to go on."
+        return self.exc.message if self.exc else ""
+
+    def page(self, response):
+        """`response` with the refusal's status and headers; unchanged when nothing was refused."""
+        if self.exc is not None:
+            response.status_code = self.exc.status
+            for name, value in self.exc.headers().items():
+                response[name] = value
+        return response
 
 
 def check_start(user, cost: int = 1) -> None:

@@ -5,37 +5,33 @@ The owner looks objects up through these too (only their own, and a generation o
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.http import Http404
 
-from arena.battles.models import Battle
+from arena.battles.access import access_battle
+from arena.generations.access import access_generation
 from arena.generations.models import Generation
 from arena.suite_runs import report
-from arena.suite_runs.models import SuiteRun
-from arena.suites.models import Suite
+from arena.suite_runs.access import access_run
+from arena.suites.access import access_suite
 from arena.tournaments import display
+from arena.tournaments.access import access_tournament
 from arena.tournaments.models import Tournament
 
 from .models import ShareLink
 
+# Each kind's own access rule (arena/access.py): a link is made only to what its owner may open.
+ACCESS: dict[str, Callable] = {ShareLink.Kind.GENERATION: access_generation, ShareLink.Kind.BATTLE: access_battle,
+          ShareLink.Kind.TOURNAMENT: access_tournament, ShareLink.Kind.SUITE: access_suite,
+          ShareLink.Kind.SUITE_RUN: access_run}
+
 
 def owned(user, kind: str, object_id):
     """The user's own generation, battle, tournament, suite or suite run; 404 for anything else."""
-    if kind == ShareLink.Kind.GENERATION:
-        qs = Generation.objects.visible()
-    elif kind == ShareLink.Kind.BATTLE:
-        qs = Battle.objects.all()
-    elif kind == ShareLink.Kind.TOURNAMENT:
-        qs = Tournament.objects.all()
-    elif kind == ShareLink.Kind.SUITE:
-        qs = Suite.objects.all()
-    elif kind == ShareLink.Kind.SUITE_RUN:
-        qs = SuiteRun.objects.all()
-    else:
+    if kind not in ACCESS:
         raise Http404("Nothing of that kind can be shared.")
-    obj = qs.filter(id=object_id, owner=user).first()
-    if obj is None:
-        raise Http404("Nothing to share there.")
-    return obj
+    return ACCESS[kind](user, object_id)
 
 
 def page(link: ShareLink) -> tuple[str, dict]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.http import JsonResponse
 
+from arena import conversations
 from inference import protocol as p
 
 INVALID_REQUEST = "invalid_request_error"
@@ -59,6 +60,15 @@ def rate_limited(exc) -> OpenAIError:
                        retry_after_s=exc.retry_after_s,
                        extra={"limit": exc.limit, "allowed": exc.allowed, "current": exc.current,
                               "retry_after_s": exc.retry_after_s})
+
+
+def too_long(exc: conversations.ConversationTooLong) -> OpenAIError:
+    """OpenAI's 400 for `messages` past the conversation limit, in its words and codes."""
+    if exc.limit == conversations.TURNS:
+        return invalid(f"Invalid 'messages': {exc.current} user turns, at most {exc.allowed} allowed "
+                       "(the conversation limit).", "messages", "array_above_max_length")
+    return invalid(f"Invalid 'messages': {exc.current} characters in all, at most {exc.allowed} allowed.",
+                   "messages", "string_above_max_length")
 
 
 def too_large(message: str) -> OpenAIError:

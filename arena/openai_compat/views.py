@@ -43,6 +43,7 @@ from .errors import (
     model_not_found,
     rate_limited,
     too_large,
+    too_long,
 )
 from .translate import ChatRequest, param_error, parse_request
 
@@ -54,7 +55,8 @@ OWNER = "llm-arena"
 
 def openai_endpoint(*methods: str):
     """Method check (405), bearer token (401) and OpenAIError -> its response, for an async view;
-    a per-user limit's refusal is OpenAI's 429 rate_limit_exceeded, a body over the limit a 413."""
+    a per-user limit's refusal is OpenAI's 429 rate_limit_exceeded, `messages` past the conversation
+    limit its 400, a body over the limit a 413."""
 
     def decorate(view):
         @csrf_exempt  # no cookies are used: a bearer token cannot be forged cross-site
@@ -72,6 +74,8 @@ def openai_endpoint(*methods: str):
                 return err.response()
             except limits.LimitExceeded as exc:
                 return rate_limited(exc).response()
+            except conversations.ConversationTooLong as exc:
+                return too_long(exc).response()
             except RequestDataTooBig:
                 return too_large(body_too_large_message(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)).response()
 
@@ -130,14 +134,7 @@ async def chat_completions(request):
     entry = await ModelEntry.objects.enabled().filter(slug=chat.model).afirst()
     if entry is None:
         raise model_not_found(chat.model)
-    try:
-        conversations.check(prompt=chat.prompt, history=chat.history, system_prompt=chat.system_prompt)
-    except conversations.ConversationTooLong as exc:
-        if exc.limit == conversations.TURNS:
-            raise invalid(f"Invalid 'messages': {exc.current} user turns, at most {exc.allowed} allowed "
-                          "(the conversation limit).", "messages", "array_above_max_length") from exc
-        raise invalid(f"Invalid 'messages': {exc.current} characters in all, at most {exc.allowed} allowed.",
-                      "messages", "string_above_max_length") from exc
+    conversations.check(prompt=chat.prompt, history=chat.history, system_prompt=chat.system_prompt)
     try:
         params = entry.params_with_defaults(chat.params).to_dict()
     except ParamError as exc:  # the entry's defaults with these overrides

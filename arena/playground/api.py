@@ -8,6 +8,7 @@ from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body
 from arena.api.params import NotAnObject, params_object
 from arena.generations import admission, readiness, runs
+from arena.generations.access import access_generation
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest, start_generation
 from inference.protocol import ParamError, SamplingParams
@@ -69,7 +70,7 @@ def create_generation(request):
     try:
         SamplingParams.from_dict(params)  # strict types and ranges before the form's merge
     except ParamError as exc:
-        return error(400, f"Invalid parameters: {exc}", exc.errors)
+        return error(400, f"Invalid parameters: {exc}", exc.errors, code="invalid_params")
     if not all(isinstance(body.get(name, ""), str) for name in ("prompt", "system_prompt", "tag")):
         return error(400, "prompt, system_prompt and tag must be strings.")
     form = GenerationForm({"model": body.get("model"), "prompt": body.get("prompt", ""),
@@ -79,7 +80,7 @@ def create_generation(request):
     try:  # the entry's defaults, and what its engine can do (a regex needs our own decoding)
         merged = form.cleaned_data["model"].params_with_defaults(params)
     except ParamError as exc:
-        return error(400, f"Invalid parameters: {exc}", exc.errors)
+        return error(400, f"Invalid parameters: {exc}", exc.errors, code="invalid_params")
     cleaned = {**form.cleaned_data, "params": merged.to_dict()}
     gen = start_generation(request.user, GenerationRequest.from_form(cleaned), origin=Generation.Origin.API,
                            kind=runs.API)
@@ -89,7 +90,5 @@ def create_generation(request):
 @require_GET
 @token_required
 def generation(request, generation_id):
-    gen = Generation.objects.visible().select_related("model").filter(id=generation_id, owner=request.user).first()
-    if gen is None:
-        return error(404, "No such generation.")
+    gen = access_generation(request.user, generation_id)
     return JsonResponse({**generation_json(gen), "queue": admission.place(gen)})

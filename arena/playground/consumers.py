@@ -13,6 +13,7 @@ from channels.db import database_sync_to_async
 
 from arena import streams
 from arena.generations import outcome, readiness
+from arena.generations.access import access_generation
 from arena.generations.consumers import StreamSocket
 from arena.generations.models import Generation
 from inference import protocol as p
@@ -31,8 +32,7 @@ def token_html(text: str, n: int) -> str:
 
 class GenerationConsumer(StreamSocket):
     def subject_for(self, user, url_kwargs: dict):
-        return (Generation.objects.visible().select_related("model")
-                .filter(id=url_kwargs["generation_id"], owner=user).first())
+        return access_generation(user, url_kwargs["generation_id"])
 
     @cached_property
     def query(self) -> dict[str, list[str]]:

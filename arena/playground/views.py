@@ -1,5 +1,4 @@
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
@@ -7,7 +6,8 @@ from django.views.decorators.vary import vary_on_headers
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations import runs
-from arena.generations.limits import LimitExceeded, refused_page
+from arena.generations.access import access_generation
+from arena.generations.limits import PageRefusal
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest, start_generation
 
@@ -17,28 +17,17 @@ from .forms import GenerationForm
 RECENT = 10
 
 
-def _get_generation_for_user(request, generation_id) -> Generation:
-    """Only the owner may open a generation; others get a 404, not a hint it exists."""
-    gen = Generation.objects.visible().select_related("model").filter(id=generation_id, owner=request.user).first()
-    if gen is None:
-        raise Http404("No such generation.")
-    return gen
-
-
 @login_required
 @vary_on_headers("HX-Request")
 @require_http_methods(["GET", "POST"])
 def playground(request):
     form = GenerationForm(request.POST or None, initial=_initial(request))
-    refusal = None
+    refusal = PageRefusal(form)
     if request.method == "POST" and form.is_valid():
-        try:
+        with refusal:
             gen = start_generation(request.user, GenerationRequest.from_form(form.cleaned_data),
                                    origin=Generation.Origin.WEB, kind=runs.PLAYGROUND)
-        except LimitExceeded as exc:
-            form.add_error(None, exc.message)
-            refusal = exc
-        else:
+        if refusal.exc is None:
             if request.htmx:  # the answer streams in place, and the recent list shows it at once
                 return render(request, "playground/generation.html#stream",
                               {"gen": gen, "in_playground": True, "recent": recent_for(request.user)})
@@ -51,7 +40,7 @@ def playground(request):
     else:
         response = render(request, "playground/playground.html", {"form": form, "recent": recent_for(request.user)},
                           status=status)
-    return refused_page(response, refusal) if refusal else response
+    return refusal.page(response)
 
 
 def recent_for(user):
@@ -69,5 +58,5 @@ def _initial(request) -> dict:
 
 @login_required
 def generation_detail(request, generation_id):
-    gen = _get_generation_for_user(request, generation_id)
+    gen = access_generation(request.user, generation_id)
     return render(request, "playground/generation.html", {"gen": gen})

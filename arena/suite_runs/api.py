@@ -12,14 +12,17 @@ import uuid
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from arena.access import NotFound
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, json_body
 from arena.api.params import NotAnObject, params_object
 from arena.battles.judging import MAX_JUDGES
 from arena.catalogue.models import ModelEntry
+from arena.suites.access import access_suite
 from arena.suites.models import Suite
 
 from . import report, runner
+from .access import access_run
 from .models import SuiteRun
 from .services import RunError, start_run
 
@@ -37,7 +40,8 @@ class Refused(Exception):
         self.field, self.status = field, status
 
     def response(self) -> JsonResponse:
-        return error(self.status, str(self), {self.field: str(self)})
+        code = "invalid_params" if self.field == "params" and self.status == 400 else None  # else by status
+        return error(self.status, str(self), {self.field: str(self)}, code=code)
 
 
 # --- the JSON of a run ----------------------------------------------------------------------
@@ -97,10 +101,10 @@ def _suite(user, value) -> Suite:
         suite_id = uuid.UUID(value) if isinstance(value, str) else None
     except ValueError:
         suite_id = None
-    found = Suite.objects.filter(id=suite_id, owner=user).first() if suite_id else None
-    if found is None:
-        raise Refused("suite", "No such suite.", status=404)
-    return found
+    try:
+        return access_suite(user, suite_id)
+    except NotFound as exc:  # a field of the body, named as every field's refusal is
+        raise Refused("suite", str(exc), status=404) from None
 
 
 def _model(field: str, slug) -> ModelEntry:
@@ -171,13 +175,6 @@ def _start(request) -> SuiteRun:
         raise Refused(exc.field, str(exc)) from None
 
 
-def _run_for_user(request, run_id) -> SuiteRun:
-    found = SuiteRun.objects.select_related("judge").filter(id=run_id, owner=request.user).first()
-    if found is None:
-        raise Refused("id", "No such suite run.", status=404)
-    return found
-
-
 def _unreliable(request) -> bool:
     """?unreliable=include: the decision also from the verdicts of a judge marked unreliable."""
     value = request.GET.get("unreliable")
@@ -215,14 +212,14 @@ def suite_runs(request):
 @token_required
 @refusing
 def suite_run(request, run_id):
-    return JsonResponse(run_json(_run_for_user(request, run_id), request.user, _unreliable(request)))
+    return JsonResponse(run_json(access_run(request.user, run_id), request.user, _unreliable(request)))
 
 
 @require_POST
 @token_required
 @refusing
 def cancel(request, run_id):
-    run = _run_for_user(request, run_id)
+    run = access_run(request.user, run_id)
     if not run.live:
         raise Refused("id", f"This run has already ended ({run.state}).", status=409)
     runner.cancel(run)

@@ -14,16 +14,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from arena.generations.export import download
 
 from . import export, report, runner
+from .access import access_run
 from .forms import SuiteRunForm, VoteForm, pair_token
 from .models import SuiteRun, VerdictError
 from .services import RunError, start_run
-
-
-def _get_run_for_user(request, run_id) -> SuiteRun:
-    run = SuiteRun.objects.select_related("suite", "judge").filter(id=run_id, owner=request.user).first()
-    if run is None:
-        raise Http404("No such run.")
-    return run
 
 
 @login_required
@@ -53,7 +47,7 @@ def run_new(request):
 @login_required
 @require_GET
 def run_detail(request, run_id):
-    run = _get_run_for_user(request, run_id)
+    run = access_run(request.user, run_id)
     # ?unreliable=include: the charts also from the verdicts of a judge marked unreliable, labelled.
     unreliable = request.GET.get("unreliable") == "include"
     return render(request, "suite_runs/run.html", report.with_charts(run, request.user, unreliable))
@@ -64,14 +58,14 @@ def run_detail(request, run_id):
 def run_progress(request, run_id):
     """What the run page's poll (every 2 s while the run is live) swaps in: the progress and what
     changed since `seen` (what the page shows), or, once the run ended, the whole page, final."""
-    run = _get_run_for_user(request, run_id)
+    run = access_run(request.user, run_id)
     return render(request, "suite_runs/_live.html", report.update(run, request.GET.get("seen", ""), request.user))
 
 
 @login_required
 @require_POST
 def run_cancel(request, run_id):
-    run = _get_run_for_user(request, run_id)
+    run = access_run(request.user, run_id)
     if run.live:
         runner.cancel(run)
     return redirect(run)
@@ -82,7 +76,7 @@ def run_cancel(request, run_id):
 def run_judge(request, run_id):
     """The next pair this user has not judged, blind; a vote stores it and shows the next. With
     none left (and the run over), or on "finish", the user's verdicts are revealed."""
-    run = _get_run_for_user(request, run_id)
+    run = access_run(request.user, run_id)
     error = ""
     if request.method == "POST" and "finish" in request.POST:
         run.reveal_for(request.user)
@@ -116,7 +110,7 @@ def _revealed(run: SuiteRun, user):
 @login_required
 @require_GET
 def run_export_file(request, run_id, fmt):
-    run = _get_run_for_user(request, run_id)
+    run = access_run(request.user, run_id)
     if fmt == "csv":
         return download(request, export.csv_chunks(run), "csv", export.filename(run, "answers", "csv"))
     chunks = export.json_document(run, request.build_absolute_uri)
@@ -128,7 +122,7 @@ def run_export_file(request, run_id, fmt):
 def run_export_comparator(request, run_id):
     """?pair=<a slug>,<b slug> (or ?a=&b=): the two contestants LLM Comparator compares (default:
     the first two); ?pair=all: every pair, one file each in a .zip."""
-    run = _get_run_for_user(request, run_id)
+    run = access_run(request.user, run_id)
     pairs = export.comparator_choice(run, request.GET)
     if pairs is None:
         raise Http404("Name two different contestants of this run (pair=a,b), or pair=all.")

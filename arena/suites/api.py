@@ -10,6 +10,7 @@ from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body
 
 from . import parsing
+from .access import access_suite
 from .forms import SuiteForm
 from .models import Suite, SuitePrompt
 
@@ -61,9 +62,7 @@ def suites(request):
 @require_http_methods(["GET", "DELETE"])
 @token_required
 def suite(request, suite_id):
-    found = Suite.objects.filter(id=suite_id, owner=request.user).first()
-    if found is None:
-        return error(404, "No such suite.")
+    found = access_suite(request.user, suite_id)
     if request.method == "DELETE":
         if problem := found.delete_problem:
             return error(409, problem)

@@ -4,21 +4,14 @@ anyone else gets a 404 (not a hint it exists); sharing is arena.history's share 
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from .access import access_suite
 from .forms import TypedSuiteForm, UploadSuiteForm
 from .models import Suite
 
 PER_PAGE = 25
-
-
-def _get_suite_for_user(request, suite_id) -> Suite:
-    suite = Suite.objects.filter(id=suite_id, owner=request.user).first()
-    if suite is None:
-        raise Http404("No such suite.")
-    return suite
 
 
 @login_required
@@ -53,7 +46,7 @@ def suite_upload(request):
 @login_required
 @require_GET
 def suite_detail(request, suite_id):
-    suite = _get_suite_for_user(request, suite_id)
+    suite = access_suite(request.user, suite_id)
     return render(request, "suites/suite.html", {"suite": suite, "prompts": suite.ordered_prompts(),
                                                  "runs": suite.runs.select_related("judge")})
 
@@ -61,7 +54,7 @@ def suite_detail(request, suite_id):
 @login_required
 @require_POST
 def suite_delete(request, suite_id):
-    suite = _get_suite_for_user(request, suite_id)
+    suite = access_suite(request.user, suite_id)
     if problem := suite.delete_problem:
         return render(request, "suites/suite.html", {"suite": suite, "prompts": suite.ordered_prompts(),
                                                      "runs": suite.runs.select_related("judge"), "problem": problem},

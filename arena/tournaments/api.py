@@ -13,14 +13,11 @@ from arena.api.http import created, error, form_error, json_body
 from arena.api.params import NotAnObject, params_object
 
 from . import display
+from .access import access_tournament
 from .forms import MAX_CONTESTANTS, TournamentForm
 from .models import Tournament, TournamentError
 
 CREATE_FIELDS = {"contestants", "prompt", "system_prompt", "history", "params", "seeding", "tag"}
-
-
-def _get_tournament_for_user(request, tournament_id) -> Tournament | None:
-    return Tournament.objects.select_related("winner").filter(id=tournament_id, owner=request.user).first()
 
 
 def _history(value) -> list:
@@ -36,16 +33,8 @@ def _history(value) -> list:
 def _check_size(body: dict, history: list) -> None:
     """With a history, the whole conversation each contestant is sent counts, as the
     OpenAI-compatible API counts it (without one, the form's limit on each field is clearer)."""
-    if not history:
-        return
-    try:
+    if history:  # ConversationTooLong: its 400 names the limit (arena.api.http.answer_refusals)
         conversations.check(prompt=body.get("prompt", ""), history=history, system_prompt=body.get("system_prompt", ""))
-    except conversations.ConversationTooLong as exc:
-        if exc.limit == conversations.TURNS:
-            raise ValueError(f"history and prompt are {exc.current} user turns, at most {exc.allowed} allowed "
-                             "(the conversation limit).") from exc
-        raise ValueError(f"prompt, system_prompt and history are {exc.current} characters in all, "
-                         f"at most {exc.allowed} allowed.") from exc
 
 
 @require_POST
@@ -91,16 +80,12 @@ def create_tournament(request):
 @require_GET
 @token_required
 def tournament(request, tournament_id):
-    found = _get_tournament_for_user(request, tournament_id)
-    if found is None:
-        return error(404, "No such tournament.")
+    found = access_tournament(request.user, tournament_id)
     return JsonResponse(display.tournament_json(found, request.user))
 
 
 def _match_action(request, tournament_id, act, fields: set[str]):
-    found = _get_tournament_for_user(request, tournament_id)
-    if found is None:
-        return error(404, "No such tournament.")
+    found = access_tournament(request.user, tournament_id)
     try:
         body = json_body(request, fields)  # as the create endpoints do: a misspelt "battle" must not skip its check
     except ValueError as exc:

@@ -2,27 +2,19 @@
 JavaScript; with it, the current match streams over the battle's WebSocket."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from arena.catalogue.models import ModelEntry
-from arena.generations.limits import LimitExceeded, refused_page
+from arena.generations.limits import PageRefusal
 
 from . import display
+from .access import access_tournament
 from .forms import MatchForm, ReplayForm, TournamentForm, WinnerForm
 from .models import Tournament, TournamentError
 
 REPLAY_AFTER_END = "A tournament can be replayed with another prompt once it has ended."
-
-
-def _get_tournament_for_user(request, tournament_id) -> Tournament:
-    """Only the owner may open or act on a tournament; others get a 404, not a hint it exists."""
-    tournament = Tournament.objects.select_related("winner").filter(id=tournament_id, owner=request.user).first()
-    if tournament is None:
-        raise Http404("No such tournament.")
-    return tournament
 
 
 def _get_match(tournament: Tournament, form) -> "display.Match":
@@ -43,22 +35,18 @@ def tournament_list(request):
 @require_http_methods(["GET", "POST"])
 def tournament_new(request):
     form = TournamentForm(request.POST or None, initial=_initial())
-    refusal = None
+    refusal = PageRefusal(form)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            tournament = Tournament.start(request.user, contestants=data["contestants"], prompt=data["prompt"],
-                                          system_prompt=data["system_prompt"], params=data["params"],
-                                          seeding=data["seeding"], tag=data["tag"])
+            with refusal:
+                return redirect(Tournament.start(request.user, contestants=data["contestants"],
+                                                 prompt=data["prompt"], system_prompt=data["system_prompt"],
+                                                 params=data["params"], seeding=data["seeding"], tag=data["tag"]))
         except TournamentError as exc:
             form.add_error(None, str(exc))
-        except LimitExceeded as exc:
-            form.add_error(None, exc.message)
-            refusal = exc
-        else:
-            return redirect(tournament)
     response = render(request, "tournaments/new.html", {"form": form}, status=400 if form.errors else 200)
-    return refused_page(response, refusal) if refusal else response
+    return refusal.page(response)
 
 
 def _initial() -> dict:
@@ -71,7 +59,7 @@ def _initial() -> dict:
 @login_required
 @vary_on_headers("HX-Request")
 def tournament_detail(request, tournament_id):
-    tournament = _get_tournament_for_user(request, tournament_id)
+    tournament = access_tournament(request.user, tournament_id)
     return _render_detail(request, tournament)
 
 
@@ -95,15 +83,16 @@ def _render_detail(request, tournament, *, error: str = "", replay_form=None, st
 def _act(request, tournament_id, action):
     """Run an action on the owner's tournament; on a refusal, the page with the reason (409,
     or 429 when starting the match's answers would pass a per-user limit: nothing is kept)."""
-    tournament = _get_tournament_for_user(request, tournament_id)
+    tournament = access_tournament(request.user, tournament_id)
+    refusal = PageRefusal()
     try:
-        action(tournament)
+        with refusal:
+            action(tournament)
+            return redirect(tournament)
     except TournamentError as exc:
         return _render_detail(request, tournament, error=str(exc), status=409)
-    except LimitExceeded as exc:
-        tournament.refresh_from_db()  # the action's transaction was rolled back
-        return refused_page(_render_detail(request, tournament, error=exc.message), exc)
-    return redirect(tournament)
+    tournament.refresh_from_db()  # the action's transaction was rolled back
+    return refusal.page(_render_detail(request, tournament, error=refusal.message))
 
 
 @login_required
@@ -148,18 +137,17 @@ def tournament_resume(request, tournament_id):
 @login_required
 @require_POST
 def tournament_replay(request, tournament_id):
-    tournament = _get_tournament_for_user(request, tournament_id)
+    tournament = access_tournament(request.user, tournament_id)
     if not tournament.revealed:  # the page offers it only then: a replay mid-way would leave this one hanging
         return _render_detail(request, tournament, error=REPLAY_AFTER_END, status=409)
     form = ReplayForm(request.POST)
     if not form.is_valid():
         return _render_detail(request, tournament, replay_form=form, status=400)
+    refusal = PageRefusal(form)
     try:
-        replay = tournament.replay(form.cleaned_data["prompt"], params={**tournament.params,
-                                                                         **form.cleaned_data["params"]})
+        with refusal:
+            return redirect(tournament.replay(form.cleaned_data["prompt"], params={**tournament.params,
+                                                                                    **form.cleaned_data["params"]}))
     except TournamentError as exc:  # a contestant was disabled since
         return _render_detail(request, tournament, error=str(exc), status=409)
-    except LimitExceeded as exc:
-        form.add_error(None, exc.message)
-        return refused_page(_render_detail(request, tournament, replay_form=form), exc)
-    return redirect(replay)
+    return refusal.page(_render_detail(request, tournament, replay_form=form))

@@ -39,7 +39,8 @@ def test_a_params_that_is_not_an_object_gets_the_same_400_everywhere(client, tok
             response = api(client, "post", path, token, {**body, key: value})
             assert response.status_code == 400, (path, key, response.content)
             message = f"{key} must be an object. Leave it out for none."
-            assert response.json() == {"error": {"message": message, "fields": {key: message}}}, (path, key)
+            expected = {"code": "invalid_params", "message": message, "fields": {key: message}}
+            assert response.json() == {"error": expected}, (path, key)
     assert made() == 0
 
 
