@@ -13,7 +13,7 @@ from arena.conversations import ConversationTooLong
 from arena.generations.limits import LimitExceeded, refused_page
 from inference.protocol import ParamError
 
-from . import anonymous, fair
+from . import actions, anonymous, fair, presenting
 from .forms import ArenaForm, FollowUpForm, VoteForm
 from .models import Battle
 
@@ -57,7 +57,8 @@ def arena(request):
 
 def _page(request, battle: Battle, *, follow_up: FollowUpForm | None = None, status: int = 200, **extra):
     return render(request, "battles/anonymous.html", {
-        "battle": battle, "follow_up": follow_up or FollowUpForm(), "can_vote": anonymous.vote_problem(battle) == "",
+        "battle": battle, "shown": presenting.shown(battle), "follow_up": follow_up or FollowUpForm(),
+        "can_vote": anonymous.vote_problem(battle) == "",
         "reason": anonymous.REASON_WORDS.get(battle.pick_reason, ""),
         "limit_said": fair.limit_said(battle), **extra}, status=status)
 
@@ -74,8 +75,8 @@ def arena_vote(request, battle_id):
     battle = _own(request, battle_id)
     form = VoteForm(request.POST)
     problem = anonymous.vote_problem(battle) or ("" if form.is_valid() else "Choose one of the four verdicts.")
-    if not problem and not battle.vote(form.cleaned_data["outcome"]):
-        problem = battle.vote_refusal or "Choose one of the four verdicts."
+    if not problem and not actions.vote(battle, form.cleaned_data["outcome"]):
+        problem = presenting.shown(battle).refusal or "Choose one of the four verdicts."
     if problem:
         return _page(request, battle, status=409, vote_error=problem)
     return redirect(battle)

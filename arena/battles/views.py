@@ -10,7 +10,7 @@ from arena.catalogue.models import ModelEntry
 from arena.conversations import ConversationTooLong
 from arena.generations.limits import LimitExceeded, refused_page
 
-from . import services
+from . import actions, presenting
 from .forms import ComparisonForm, FollowUpForm, VoteForm
 from .models import Battle
 
@@ -37,7 +37,7 @@ def compare(request):
     if request.method == "POST" and form.is_valid():
         redo = _own_comparison(request, form.cleaned_data.get("continues"))
         try:
-            return redirect(services.start_comparison(request.user, form.cleaned_data, redo=redo))
+            return redirect(actions.start_comparison(request.user, form.cleaned_data, redo=redo))
         except LimitExceeded as exc:
             form.add_error(None, exc.message)
             refusal = exc
@@ -79,13 +79,18 @@ def _own_comparison(request, battle_id) -> Battle | None:
         id=battle_id, owner=request.user, blind=False).first()
 
 
+def _page(request, battle: Battle, template: str = "battles/battle.html", *, status: int = 200, **context):
+    """The battle's page (or a partial of it) with what the battle shows now (arena/battles/presenting.py)."""
+    return render(request, template, {"battle": battle, "shown": presenting.shown(battle), **context}, status=status)
+
+
 @login_required
 @vary_on_headers("HX-Request")
 def battle_detail(request, battle_id):
     battle = _get_battle_for_user(request, battle_id)
     if battle.mode == Battle.Mode.ANONYMOUS:  # judged, continued and revealed on its own page
         return redirect(battle)
-    return render(request, "battles/battle.html", {"battle": battle, "follow_up": FollowUpForm()})
+    return _page(request, battle, follow_up=FollowUpForm())
 
 
 @login_required
@@ -98,15 +103,14 @@ def battle_vote(request, battle_id):
     if battle.mode == Battle.Mode.ANONYMOUS:
         return HttpResponse("An anonymous battle is judged on its own page.", status=409, content_type="text/plain")
     form = VoteForm(request.POST)
-    ok = form.is_valid() and battle.vote(form.cleaned_data["outcome"])
+    ok = form.is_valid() and actions.vote(battle, form.cleaned_data["outcome"])
     # Refused while the battle takes no verdict: the buttons' note says why (vote_buttons), so
     # the error only says so again in words that call for attention.
-    problem = "" if ok else (battle.vote_refusal or CHOOSE_A_VERDICT)
+    problem = "" if ok else (presenting.shown(battle).refusal or CHOOSE_A_VERDICT)
     status = 200 if ok else 400
     if request.htmx:
-        return render(request, "battles/battle.html#verdict", {"battle": battle, "vote_error": problem}, status=status)
-    return redirect(battle) if ok else render(request, "battles/battle.html", {
-        "battle": battle, "follow_up": FollowUpForm(), "vote_error": problem}, status=400)
+        return _page(request, battle, "battles/battle.html#verdict", vote_error=problem, status=status)
+    return redirect(battle) if ok else _page(request, battle, follow_up=FollowUpForm(), vote_error=problem, status=400)
 
 
 def _start_from(request, battle, start, follow_up=None):
@@ -115,7 +119,7 @@ def _start_from(request, battle, start, follow_up=None):
     try:
         return redirect(start())
     except LimitExceeded as exc:
-        context = {"battle": battle, "follow_up": follow_up or FollowUpForm()}
+        context = {"battle": battle, "shown": presenting.shown(battle), "follow_up": follow_up or FollowUpForm()}
         if follow_up is not None:
             follow_up.add_error(None, exc.message)
         else:
@@ -127,14 +131,14 @@ def _start_from(request, battle, start, follow_up=None):
 @require_POST
 def battle_rerun(request, battle_id):
     battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
-    return _start_from(request, battle, lambda: services.rerun(battle))
+    return _start_from(request, battle, lambda: actions.rerun(battle))
 
 
 @login_required
 @require_POST
 def battle_swap(request, battle_id):
     battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
-    return _start_from(request, battle, lambda: services.rerun(battle, swap=True))
+    return _start_from(request, battle, lambda: actions.rerun(battle, swap=True))
 
 
 @login_required
@@ -142,12 +146,13 @@ def battle_swap(request, battle_id):
 def battle_continue(request, battle_id):
     battle = _get_battle_for_user(request, battle_id, Battle.Mode.COMPARISON)
     form = FollowUpForm(request.POST)
-    if not battle.answers_stored or not battle.votable:  # stored: the follow-up copies both answers' text
+    # Stored: the follow-up copies both answers' text.
+    if not battle.answers_stored or not presenting.shown(battle).votable:
         form.add_error(None, "Both answers must be complete before the conversation can go on.")
     if form.errors or not form.is_valid():
-        return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)
+        return _page(request, battle, follow_up=form, status=400)
     try:
-        return _start_from(request, battle, lambda: services.follow_up(battle, form.cleaned_data["prompt"]), form)
+        return _start_from(request, battle, lambda: actions.follow_up(battle, form.cleaned_data["prompt"]), form)
     except ConversationTooLong as exc:
         form.add_error(None, f"{exc.message} Start a new comparison to go on.")
-        return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)
+        return _page(request, battle, follow_up=form, status=400)

@@ -7,10 +7,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from arena.battles import presenting
 from arena.catalogue.models import ModelEntry
 from arena.generations.limits import LimitExceeded, refused_page
 
-from . import display
+from . import actions, display
 from .forms import MatchForm, ReplayForm, TournamentForm, WinnerForm
 from .models import Tournament, TournamentError
 
@@ -47,9 +48,9 @@ def tournament_new(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            tournament = Tournament.start(request.user, contestants=data["contestants"], prompt=data["prompt"],
-                                          system_prompt=data["system_prompt"], params=data["params"],
-                                          seeding=data["seeding"], tag=data["tag"])
+            tournament = actions.start_tournament(
+                request.user, contestants=data["contestants"], prompt=data["prompt"],
+                system_prompt=data["system_prompt"], params=data["params"], seeding=data["seeding"], tag=data["tag"])
         except TournamentError as exc:
             form.add_error(None, str(exc))
         except LimitExceeded as exc:
@@ -84,6 +85,7 @@ def _render_detail(request, tournament, *, error: str = "", replay_form=None, st
         "current": current,
         "current_labels": (current.slot_label("left"), current.slot_label("right")) if current else (),
         "battle": battle,
+        "shown": presenting.shown(battle) if battle else None,
         "error": error,
         "replay_form": replay_form or ReplayForm(),
         "played": tournament.matches.filter(winner__isnull=False).count(),
@@ -114,7 +116,7 @@ def tournament_winner(request, tournament_id):
     def pick(tournament):
         if not form.is_valid():
             raise TournamentError(" ".join(str(e) for errs in form.errors.values() for e in errs))
-        tournament.pick_winner(_get_match(tournament, form), form.cleaned_data["winner"],
+        actions.pick_winner(tournament, _get_match(tournament, form), form.cleaned_data["winner"],
                                form.cleaned_data.get("battle"))
 
     return _act(request, tournament_id, pick)
@@ -128,7 +130,7 @@ def tournament_rerun(request, tournament_id):
     def rerun(tournament):
         if not form.is_valid():
             raise TournamentError("Say which match to run again.")
-        tournament.rerun_match(_get_match(tournament, form))
+        actions.rerun_match(tournament, _get_match(tournament, form))
 
     return _act(request, tournament_id, rerun)
 
@@ -136,13 +138,13 @@ def tournament_rerun(request, tournament_id):
 @login_required
 @require_POST
 def tournament_stop(request, tournament_id):
-    return _act(request, tournament_id, lambda t: t.stop())
+    return _act(request, tournament_id, actions.stop_tournament)
 
 
 @login_required
 @require_POST
 def tournament_resume(request, tournament_id):
-    return _act(request, tournament_id, lambda t: t.resume())
+    return _act(request, tournament_id, actions.resume_tournament)
 
 
 @login_required
@@ -155,8 +157,8 @@ def tournament_replay(request, tournament_id):
     if not form.is_valid():
         return _render_detail(request, tournament, replay_form=form, status=400)
     try:
-        replay = tournament.replay(form.cleaned_data["prompt"], params={**tournament.params,
-                                                                         **form.cleaned_data["params"]})
+        replay = actions.replay_tournament(tournament, form.cleaned_data["prompt"],
+                                params={**tournament.params, **form.cleaned_data["params"]})
     except TournamentError as exc:  # a contestant was disabled since
         return _render_detail(request, tournament, error=str(exc), status=409)
     except LimitExceeded as exc:

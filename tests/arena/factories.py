@@ -9,9 +9,10 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from arena.battles.actions import start_battle, vote
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.generations.models import Generation
+from arena.tournaments.actions import pick_winner
 from arena.tournaments.models import Tournament
 
 PARAMS = {"temperature": 0.0, "max_new_tokens": 8}
@@ -61,7 +62,7 @@ def play_through(t, side: str = "left", text: str = ""):
     while (match := Tournament.objects.get(id=t.id).current_match()) is not None:
         finish_battle(match.battle, *([text, text] if text else []))
         t.refresh_from_db()
-        t.pick_winner(match, side)
+        pick_winner(t, match, side)
     t.refresh_from_db()
     return t
 
@@ -70,7 +71,7 @@ def verdict(owner, left, right, outcome: str, *, blind: bool = False, revealed: 
     """A finished battle with its vote (`blind`: a tournament match, counted once `revealed`)."""
     mode = Battle.Mode.TOURNAMENT if blind else Battle.Mode.COMPARISON
     battle = comparison(owner, left, right, prompt="Hi", texts=("ok", "ok"), mode=mode, blind=blind, **kwargs)
-    assert battle.vote(outcome)
+    assert vote(battle, outcome)
     if revealed:
         Battle.objects.filter(id=battle.id).update(revealed=True)
     return battle

@@ -8,8 +8,8 @@ import threading
 import pytest
 from django.db import close_old_connections, connection
 
+from arena.battles.actions import start_battle
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.generations.models import Generation
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -87,7 +87,7 @@ def test_votes_racing_the_answers_end_with_one_consistent_verdict(owner, catalog
     outcomes = ["left", "right", "tie", "both_bad"]
 
     def vote(i):
-        assert Battle.objects.select_related("left", "right").get(id=battle.id).vote(outcomes[i % 4])
+        assert vote(Battle.objects.select_related("left", "right").get(id=battle.id), outcomes[i % 4])
 
     in_threads(vote)
     battle.refresh_from_db()

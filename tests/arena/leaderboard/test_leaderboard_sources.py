@@ -7,6 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from arena.battles.actions import vote
 from arena.battles.models import Battle
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.django_db
 def anonymous(owner, left, right, outcome: str) -> Battle:
     """An anonymous battle (the app's pair), voted: its vote reveals it."""
     battle = comparison(owner, left, right, prompt="Hi", texts=("ok", "ok"), mode=Battle.Mode.ANONYMOUS, blind=True)
-    assert battle.vote(outcome)
+    assert vote(battle, outcome)
     return battle
 
 
