@@ -14,9 +14,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from arena.generations.export import download
 
 from . import export, report, runner
+from .actions import RunError, record_human_verdict, reveal_for, start_run
 from .forms import SuiteRunForm, VoteForm, pair_token
 from .models import SuiteRun, VerdictError
-from .services import RunError, start_run
 
 
 def _get_run_for_user(request, run_id) -> SuiteRun:
@@ -85,21 +85,21 @@ def run_judge(request, run_id):
     run = _get_run_for_user(request, run_id)
     error = ""
     if request.method == "POST" and "finish" in request.POST:
-        run.reveal_for(request.user)
+        reveal_for(run, request.user)
         return redirect("suite-run-judge", run.id)
     if request.method == "POST":
         form = VoteForm(request.POST, run=run)
         try:
             if not form.is_valid():
                 raise VerdictError(" ".join(str(e) for errs in form.errors.values() for e in errs))
-            run.record_human_verdict(request.user, *form.verdict())
+            record_human_verdict(run, request.user, *form.verdict())
         except VerdictError as exc:
             error = str(exc)
         else:
             return redirect("suite-run-judge", run.id)
     pair = run.next_pair_for(request.user)
     if pair is None and not run.live:
-        run.reveal_for(request.user)
+        reveal_for(run, request.user)
     context = {"run": run, "pair": pair, "error": error, "revealed": _revealed(run, request.user)}
     if pair is not None:
         a_side = random.choice(("left", "right"))

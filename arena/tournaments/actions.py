@@ -13,6 +13,7 @@ from django.utils import timezone
 from arena.battles import actions as battle_actions
 from arena.battles import fair, presenting
 from arena.battles.models import Battle
+from arena.leaderboard.cache import bump_now_and_on_commit
 
 from . import bracket
 from .models import Entrant, Match, Tournament, TournamentError, check_blind_params
@@ -137,8 +138,6 @@ def finish_tournament(tournament: Tournament, winner) -> None:
     if claimed:
         tournament.state, tournament.winner, tournament.finished_at = Tournament.State.FINISHED, winner, timezone.now()
         tournament.battles().update(revealed=True)
-        from arena.leaderboard.cache import bump_now_and_on_commit
-
         bump_now_and_on_commit()  # the revealed verdicts now count on the leaderboard
 
 

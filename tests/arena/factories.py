@@ -12,6 +12,7 @@ from django.utils import timezone
 from arena.battles.actions import start_battle, vote
 from arena.battles.models import Battle
 from arena.generations.models import Generation
+from arena.suites.actions import create_suite
 from arena.tournaments.actions import pick_winner
 from arena.tournaments.models import Tournament
 
@@ -93,9 +94,8 @@ def identifiers(models) -> list[str]:
 def suite(owner, *prompts: str | dict, name: str = "Capitals", tag: str = ""):
     """A prompt suite saved as the pages and the API save one (each prompt checked); a prompt
     is its text or a prompt object. Default: two prompts, the second with a regex."""
-    from arena.suites.models import Suite
     from arena.suites.parsing import check_items
 
     items = prompts or ("Name a colour.", {"prompt": "Capital of France?", "regex": "^[A-Z][a-z]+$"})
     specs = check_items((f"prompts[{i}]", p if isinstance(p, dict) else {"prompt": p}) for i, p in enumerate(items))
-    return Suite.create(owner, name=name, tag=tag, prompts=specs)
+    return create_suite(owner, name=name, tag=tag, prompts=specs)

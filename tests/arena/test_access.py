@@ -13,8 +13,8 @@ from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.history.models import NEW_LINKS, ShareLink
+from arena.suite_runs.actions import start_run
 from arena.suite_runs.models import SuiteRun
-from arena.suite_runs.services import start_run
 from arena.suites.models import Suite
 from arena.tournaments.actions import start_tournament
 from arena.tournaments.models import Tournament

@@ -38,7 +38,7 @@ from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.suite_runs import judge
-from arena.suite_runs.services import start_run
+from arena.suite_runs.actions import start_run
 from arena.suites import parsing
 from arena.tournaments.actions import start_tournament
 from arena.tournaments.models import Tournament

@@ -128,7 +128,7 @@ def test_the_page_and_api_end_with_a_decision_summary(client, owner, token, team
 def test_an_unreliable_judge_is_left_out_by_default_and_named_in_the_caveats_when_counted(client, owner, token,
                                                                                           catalogue):
     """A judge answering "A" on every reading (always the answer shown first) is marked unreliable."""
-    from arena.suite_runs.services import start_run
+    from arena.suite_runs.actions import start_run
     from tests.arena.factories import suite
     from tests.arena.suite_runs.running import run_to_end
 
