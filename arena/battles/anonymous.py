@@ -10,7 +10,7 @@ machine would give its workers), and people's counted verdicts per pair.
 A battle is blind and paced exactly as a tournament match (`Battle.blind`, arena/battles/pacing.py
 through the battle's socket and page), with a seed drawn from the OS per side and sampling no
 narrower than a tournament accepts, so an answer cannot be replayed in the playground and
-matched. Its vote reveals it (`Battle.vote`); until then the secrecy rule hides its models
+matched. Its vote reveals it (`actions.vote`); until then the secrecy rule hides its models
 from the owner's staff pages (`secret_contestants`, registered from BattlesConfig.ready()).
 """
 
