@@ -26,6 +26,8 @@ from .voting import vote_refusal_for
 
 @dataclass(frozen=True)
 class Shown:
+    """A battle as a page, an API answer or a vote check sees it at one moment."""
+
     battle: Battle
     views: list[SideView] | None  # paced: what each side shows now; None: shown as stored
 
