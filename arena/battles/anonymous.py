@@ -10,7 +10,7 @@ machine would give its workers), and people's counted verdicts per pair.
 A battle is blind and paced exactly as a tournament match (`Battle.blind`, arena/battles/pacing.py
 through the battle's socket and page), with a seed drawn from the OS per side and sampling no
 narrower than a tournament accepts, so an answer cannot be replayed in the playground and
-matched. Its vote reveals it (`Battle.vote`); until then the secrecy rule hides its models
+matched. Its vote reveals it (`actions.vote`); until then the secrecy rule hides its models
 from the owner's staff pages (`secret_contestants`, registered from BattlesConfig.ready()).
 """
 
@@ -30,9 +30,9 @@ from arena import conversations, streams
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 
-from . import draw, fair
+from . import draw, fair, presenting
+from .actions import start_battle
 from .models import ArenaExclusion, Battle
-from .services import start_battle
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def follow_up(battle: Battle, prompt: str, origin: str = Generation.Origin.WEB) 
 
 def can_continue(battle: Battle) -> bool:
     """Not judged yet, and both answers in (a follow-up copies both answers' text)."""
-    return not battle.outcome and not battle.revealed and battle.answers_stored and battle.votable
+    return not battle.outcome and not battle.revealed and battle.answers_stored and presenting.shown(battle).votable
 
 
 def secret_contestants(user, cutoff: datetime) -> QuerySet:

@@ -12,11 +12,11 @@ from arena.api.params import NotAnObject, params_object
 from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
 
-from . import anonymous, fair
+from . import actions, anonymous, fair, presenting
 from .access import access_battle
+from .actions import start_comparison
 from .forms import ArenaForm, ComparisonForm, FollowUpForm
 from .models import Battle
-from .services import start_comparison
 
 FIELDS = {"left_model", "right_model", "prompt", "left_system_prompt", "right_system_prompt",
           "params", "left_params", "right_params", "tag"}
@@ -98,8 +98,8 @@ def vote(request, battle_id):
     outcome = _outcome(request)
     if isinstance(outcome, JsonResponse):
         return outcome
-    if not battle.vote(outcome):
-        return error(409, battle.vote_refusal or "This battle takes no vote.", code="not_votable")
+    if not actions.vote(battle, outcome):
+        return error(409, presenting.shown(battle).refusal or "This battle takes no vote.", code="not_votable")
     return JsonResponse(battle_json(battle))
 
 
@@ -127,7 +127,7 @@ def anonymous_json(battle: Battle) -> dict:
     return {**battle_json(battle),
             "pick_reason": battle.pick_reason if visible else None,
             "pick_reason_text": anonymous.REASON_WORDS.get(battle.pick_reason) if visible else None,
-            "can_vote": anonymous.vote_problem(battle) == "" and battle.votable,
+            "can_vote": anonymous.vote_problem(battle) == "" and presenting.shown(battle).votable,
             "can_continue": anonymous.can_continue(battle),
             "max_new_tokens": fair.common_limit(battle.left.params, battle.right.params)}
 
@@ -177,8 +177,8 @@ def anonymous_vote(request, battle_id):
         return outcome
     if problem := anonymous.vote_problem(battle):
         return error(409, problem, code="not_votable")
-    if not battle.vote(outcome):
-        return error(409, battle.vote_refusal or "This battle takes no vote.", code="not_votable")
+    if not actions.vote(battle, outcome):
+        return error(409, presenting.shown(battle).refusal or "This battle takes no vote.", code="not_votable")
     return JsonResponse(anonymous_json(battle))
 
 

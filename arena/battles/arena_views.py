@@ -11,7 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 from arena.generations.limits import PageRefusal
 from inference.protocol import ParamError
 
-from . import anonymous, fair
+from . import actions, anonymous, fair, presenting
 from .access import access_battle
 from .forms import ArenaForm, FollowUpForm, VoteForm
 from .models import Battle
@@ -46,7 +46,8 @@ def arena(request):
 
 def _page(request, battle: Battle, *, follow_up: FollowUpForm | None = None, status: int = 200, **extra):
     return render(request, "battles/anonymous.html", {
-        "battle": battle, "follow_up": follow_up or FollowUpForm(), "can_vote": anonymous.vote_problem(battle) == "",
+        "battle": battle, "shown": presenting.shown(battle), "follow_up": follow_up or FollowUpForm(),
+        "can_vote": anonymous.vote_problem(battle) == "",
         "reason": anonymous.REASON_WORDS.get(battle.pick_reason, ""),
         "limit_said": fair.limit_said(battle), **extra}, status=status)
 
@@ -63,8 +64,8 @@ def arena_vote(request, battle_id):
     battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     form = VoteForm(request.POST)
     problem = anonymous.vote_problem(battle) or ("" if form.is_valid() else "Choose one of the four verdicts.")
-    if not problem and not battle.vote(form.cleaned_data["outcome"]):
-        problem = battle.vote_refusal or "Choose one of the four verdicts."
+    if not problem and not actions.vote(battle, form.cleaned_data["outcome"]):
+        problem = presenting.shown(battle).refusal or "Choose one of the four verdicts."
     if problem:
         return _page(request, battle, status=409, vote_error=problem)
     return redirect(battle)

@@ -41,7 +41,7 @@ def stream_outcomes(battle) -> list[str | None]:
     """Each side's outcome as its stream tells it: the terminal event's type ("done", "failed",
     "cancelled"), or None while it is still coming (or its stream is gone). The worker writes
     the terminal event; the battle task stores the row a few milliseconds later, so a vote
-    right after both streams ended reads them here rather than the rows (Battle.votable)."""
+    right after both streams ended reads them here rather than the rows (presenting.Shown)."""
     client, keys = streams.client(), streams.keys()
     pipe = client.pipeline()
     for _side, gen in battle.sides:

@@ -14,7 +14,6 @@ A comparison's or a tournament's generation still has exactly one battle; where 
 """
 
 import uuid
-from functools import cached_property
 
 from django.conf import settings
 from django.db import models
@@ -24,9 +23,6 @@ from django.utils import timezone
 
 from arena.generations import tags
 from arena.generations.models import Generation
-
-from .identity import identity_mentions
-from .voting import vote_refusal_for
 
 
 class Battle(models.Model):
@@ -111,87 +107,13 @@ class Battle(models.Model):
 
     @property
     def paced(self) -> bool:
-        """Shown through paced delivery (arena/battles/pacing.py), not as generated: blind until the reveal."""
+        """Shown at one steady pace (arena/battles/pacing.py), not as generated: blind until the reveal."""
         return self.blind and not self.revealed
-
-    @cached_property
-    def paced_views(self) -> list | None:
-        """What each side shows now if paced (None: as stored). Read once per object: a page or
-        a check is one moment."""
-        from .delivery import paced_views
-
-        return paced_views(self) if self.paced else None
-
-    def paced_side(self, side: str):
-        """What the "left" or "right" side shows now if paced, else None (show it as stored)."""
-        views = self.paced_views
-        return None if views is None else views[0 if side == "left" else 1]
-
-    @property
-    def shown_finished(self) -> bool:
-        """Both sides show as ended: stored, and (if paced) all their text is out."""
-        views = self.paced_views
-        return self.finished and (views is None or all(v.ended for v in views))
-
-    def shown_outcomes(self) -> list[str | None]:
-        """Each side's outcome as the page shows it now: "done", "cancelled", "failed", or None
-        while it is still coming (a paced side still coming out included).
-
-        "Ended" means its stream has ended, as the page's socket saw it: the battle task stores
-        the rows a few milliseconds after the streams' terminal events, and a vote in between
-        must not be refused. A row stored as failed is final whatever the stream says."""
-        failed = Generation.Status.FAILED
-        views = self.paced_views
-        streamed: list[str | None] | None = None
-        out: list[str | None] = []
-        for i, (_side, gen) in enumerate(self.sides):
-            if gen.status == failed:
-                out.append(failed)
-            elif views is not None:  # paced: a side shows as ended only once all its text is out
-                out.append(views[i].state if views[i].ended else None)
-            elif gen.finished:
-                out.append(gen.status)
-            else:
-                if streamed is None:
-                    from .delivery import stream_outcomes
-
-                    streamed = stream_outcomes(self)
-                out.append(streamed[i])
-        return out
-
-    @property
-    def vote_refusal(self) -> str:
-        """Why no verdict may be given now ("" when one may): see `vote_refusal_for`."""
-        return vote_refusal_for(self.shown_outcomes(), self.mode)
-
-    @property
-    def votable(self) -> bool:
-        """Both answers are in and shown whole, none failed; a side the user stopped counts as in
-        (a comparison or an anonymous battle is judged on what was written; a tournament match
-        that was stopped is run again)."""
-        return self.vote_refusal == ""
 
     @property
     def answers_stored(self) -> bool:
         """Both answers are stored as done: what a follow-up needs (it copies their text)."""
         return self.left.status == Generation.Status.DONE and self.right.status == Generation.Status.DONE
-
-    def vote(self, outcome: str) -> bool:
-        """Record the verdict once both answers are in; a later vote replaces it (a change of mind).
-        A model judge's record takes no person's vote: that would mix the two silently."""
-        if outcome not in self.Outcome.values or self.judged or not self.votable:
-            return False
-        if self.mode == self.Mode.ANONYMOUS and self.revealed:  # named now: a change would not be blind
-            return False
-        self.outcome, self.voted_at = outcome, timezone.now()
-        fields = ["outcome", "voted_at"]
-        if self.mode == self.Mode.ANONYMOUS and not self.revealed:  # the verdict is given: the names show
-            self.revealed = True
-            fields.append("revealed")
-            # The turns before it were judged blind as one conversation: the same pair, now named.
-            Battle.objects.filter(id__in=self.ancestor_ids(), mode=self.Mode.ANONYMOUS).update(revealed=True)
-        self.save(update_fields=fields)
-        return True
 
     def ancestor_ids(self) -> list:
         """The battles this one continues, nearest first (a follow-up's earlier turns)."""
@@ -200,30 +122,6 @@ class Battle(models.Model):
             ids.append(parent)
             parent = Battle.objects.filter(id=parent).values_list("parent_id", flat=True).first()
         return ids
-
-    def note_self_identification(self) -> bool:
-        """Flag the battle if an answer names a contestant, its own model or the other one (an alias,
-        or the first word of a name): a blind judge who reads "I am Gemma" is no longer blind.
-        Words the user's own turns use do not count: asked about Google, an answer may say Google."""
-        asked = " ".join([self.prompt, *(t.get("content", "") for t in self.left.history if t.get("role") == "user")])
-        words = [w for w in self.left.model.identity_words() + self.right.model.identity_words()
-                 if not identity_mentions(asked, [w])]
-        flagged = any(identity_mentions(gen.text, words) for _side, gen in self.sides)
-        if flagged != self.self_identified:
-            self.self_identified = flagged
-            self.save(update_fields=["self_identified"])
-        return flagged
-
-    @classmethod
-    def note_side_ended(cls, gen: Generation) -> None:
-        """`gen` has just ended: if it is a battle's side, check that battle's answers again. Whoever
-        ended it calls this (the sweeper, when the battle's own run was gone); the run itself checks
-        once both sides are over (BattleRun.after). Every battle sharing the answer is checked (a
-        comparison's or a tournament's answer has one; a suite's may have several)."""
-        battles = (cls.objects.select_related("left__model", "right__model")
-                   .filter(Q(left_id=gen.id) | Q(right_id=gen.id)))
-        for battle in battles:
-            battle.note_self_identification()
 
 
 class ArenaExclusion(models.Model):

@@ -9,6 +9,7 @@ from django.db.models import Q
 from arena.generations import lifecycle, runs
 from arena.generations.run import Follower, Run
 
+from . import actions
 from .models import Battle
 
 # What a blind battle's sides say when a model could not be started: the orchestrator's
@@ -47,7 +48,7 @@ class BattleRun(Run):
     def after(self) -> None:
         for _side, gen in self.battle.sides:
             gen.refresh_from_db()
-        self.battle.note_self_identification()
+        actions.note_self_identification(self.battle)
 
 
 def _start(battle_id: str) -> None:
@@ -57,7 +58,7 @@ def _start(battle_id: str) -> None:
 def register_run_kind() -> None:
     """The "battle" run kind (arena/generations/runs.py); BattlesConfig.ready() calls this."""
     runs.register(runs.RunKind(
-        Battle.RUN_KIND, start=_start, grouped=True, on_ended=Battle.note_side_ended,
+        Battle.RUN_KIND, start=_start, grouped=True, on_ended=actions.note_side_ended,
         # A blind battle's answers would name the contestants (it shows them under neutral labels). An
         # answer in several battles (a suite's) is hidden while any of them may be such a battle.
         hidden=(Q(battles_as_left__blind=True, battles_as_left__revealed=False),

@@ -8,7 +8,7 @@ from arena.access import NotFound
 from arena.catalogue.models import ModelEntry
 from arena.generations.limits import PageRefusal
 
-from . import services
+from . import actions, presenting
 from .access import access_battle
 from .forms import ComparisonForm, FollowUpForm, VoteForm
 from .models import Battle
@@ -24,7 +24,7 @@ def compare(request):
     if request.method == "POST" and form.is_valid():
         redo = _battle_to_copy(request, form.cleaned_data.get("continues"))
         with refusal:
-            return redirect(services.start_comparison(request.user, form.cleaned_data, redo=redo))
+            return redirect(actions.start_comparison(request.user, form.cleaned_data, redo=redo))
     recent = Battle.objects.filter(owner=request.user, mode=Battle.Mode.COMPARISON).select_related(
         "left__model", "right__model")[:10]
     continuing = _battle_to_copy(request, form["continues"].value())
@@ -57,13 +57,18 @@ def _battle_to_copy(request, battle_id) -> Battle | None:
         return None
 
 
+def _page(request, battle: Battle, template: str = "battles/battle.html", *, status: int = 200, **context):
+    """The battle's page (or a partial of it) with what the battle shows now (arena/battles/presenting.py)."""
+    return render(request, template, {"battle": battle, "shown": presenting.shown(battle), **context}, status=status)
+
+
 @login_required
 @vary_on_headers("HX-Request")
 def battle_detail(request, battle_id):
     battle = access_battle(request.user, battle_id)
     if battle.mode == Battle.Mode.ANONYMOUS:  # judged, continued and revealed on its own page
         return redirect(battle)
-    return render(request, "battles/battle.html", {"battle": battle, "follow_up": FollowUpForm()})
+    return _page(request, battle, follow_up=FollowUpForm())
 
 
 @login_required
@@ -76,15 +81,14 @@ def battle_vote(request, battle_id):
     if battle.mode == Battle.Mode.ANONYMOUS:
         return HttpResponse("An anonymous battle is judged on its own page.", status=409, content_type="text/plain")
     form = VoteForm(request.POST)
-    ok = form.is_valid() and battle.vote(form.cleaned_data["outcome"])
+    ok = form.is_valid() and actions.vote(battle, form.cleaned_data["outcome"])
     # Refused while the battle takes no verdict: the buttons' note says why (vote_buttons), so
     # the error only says so again in words that call for attention.
-    problem = "" if ok else (battle.vote_refusal or CHOOSE_A_VERDICT)
+    problem = "" if ok else (presenting.shown(battle).refusal or CHOOSE_A_VERDICT)
     status = 200 if ok else 400
     if request.htmx:
-        return render(request, "battles/battle.html#verdict", {"battle": battle, "vote_error": problem}, status=status)
-    return redirect(battle) if ok else render(request, "battles/battle.html", {
-        "battle": battle, "follow_up": FollowUpForm(), "vote_error": problem}, status=400)
+        return _page(request, battle, "battles/battle.html#verdict", vote_error=problem, status=status)
+    return redirect(battle) if ok else _page(request, battle, follow_up=FollowUpForm(), vote_error=problem, status=400)
 
 
 def _start_from(request, battle, start, follow_up=None):
@@ -94,24 +98,22 @@ def _start_from(request, battle, start, follow_up=None):
     refusal = PageRefusal(follow_up)
     with refusal:
         return redirect(start())
-    context = {"battle": battle, "follow_up": follow_up or FollowUpForm()}
-    if follow_up is None:
-        context["action_error"] = refusal.message
-    return refusal.page(render(request, "battles/battle.html", context))
+    action_error = refusal.message if follow_up is None else None
+    return refusal.page(_page(request, battle, follow_up=follow_up or FollowUpForm(), action_error=action_error))
 
 
 @login_required
 @require_POST
 def battle_rerun(request, battle_id):
     battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
-    return _start_from(request, battle, lambda: services.rerun(battle))
+    return _start_from(request, battle, lambda: actions.rerun(battle))
 
 
 @login_required
 @require_POST
 def battle_swap(request, battle_id):
     battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
-    return _start_from(request, battle, lambda: services.rerun(battle, swap=True))
+    return _start_from(request, battle, lambda: actions.rerun(battle, swap=True))
 
 
 @login_required
@@ -119,8 +121,9 @@ def battle_swap(request, battle_id):
 def battle_continue(request, battle_id):
     battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     form = FollowUpForm(request.POST)
-    if not battle.answers_stored or not battle.votable:  # stored: the follow-up copies both answers' text
+    # Stored: the follow-up copies both answers' text.
+    if not battle.answers_stored or not presenting.shown(battle).votable:
         form.add_error(None, "Both answers must be complete before the conversation can go on.")
     if form.errors or not form.is_valid():
-        return render(request, "battles/battle.html", {"battle": battle, "follow_up": form}, status=400)
-    return _start_from(request, battle, lambda: services.follow_up(battle, form.cleaned_data["prompt"]), form)
+        return _page(request, battle, follow_up=form, status=400)
+    return _start_from(request, battle, lambda: actions.follow_up(battle, form.cleaned_data["prompt"]), form)

@@ -4,7 +4,7 @@ A side ends done, stopped ("cancelled": the user pressed Stop, or closed the pag
 A failed side is never judged (the pair was not a fair one); a side still coming is waited
 for; a stopped side is judged as it stands in a comparison or an anonymous battle, where
 "both are bad" is often why the user stopped, but a stopped tournament match is run again,
-since its winner advances. Battle.votable applies it to what the page shows (a blind side
+since its winner advances. presenting.Shown applies it to what the page shows (a blind side
 only once all its paced text is out), the battle socket to what it has sent.
 """
 

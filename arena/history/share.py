@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from django.http import Http404
 
+from arena.battles import presenting
 from arena.battles.access import access_battle
 from arena.generations.access import access_generation
 from arena.generations.models import Generation
@@ -43,7 +44,8 @@ def page(link: ShareLink) -> tuple[str, dict]:
             raise Http404("No such link.")
         return "history/share_generation.html", {"gen": target, "still_running": not target.finished}
     if kind == ShareLink.Kind.BATTLE:
-        return "history/share_battle.html", {"battle": target, "still_running": not target.finished}
+        return "history/share_battle.html", {"battle": target, "shown": presenting.shown(target),
+                                            "still_running": not target.finished}
     if kind == ShareLink.Kind.SUITE:
         return "history/share_suite.html", {"suite": target, "prompts": target.ordered_prompts()}
     if kind == ShareLink.Kind.SUITE_RUN:
@@ -64,7 +66,9 @@ def tournament_context(tournament: Tournament) -> dict:
         "current": current,
         "current_labels": (current.slot_label("left"), current.slot_label("right")) if current else (),
         "battle": current.battle if current else None,
+        "shown": presenting.shown(current.battle) if current and current.battle else None,
         "played": sum(1 for m in matches if m["state"] == "decided"),
         "total": len(matches),
-        "answered": [m for m in matches if m["match"].battle is not None] if tournament.revealed else [],
+        "answered": [{**m, "shown": presenting.shown(m["match"].battle)}
+                     for m in matches if m["match"].battle is not None] if tournament.revealed else [],
     }

@@ -1,7 +1,7 @@
 """The suite-run endpoints of the JSON API: start a run, list mine, read one, cancel it.
 
 The request's shape (types, slugs, the caller's suite) is read here; whether the run can
-start is arena.suite_runs.services.start_run's to say, as for the page: its RunError names the
+start is arena.suite_runs.actions.start_run's to say, as for the page: its RunError names the
 field. Only the owner reads or cancels a run (anyone else: 404)."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from arena.suites.models import Suite
 
 from . import report, runner
 from .access import access_run
+from .actions import RunError, start_run
 from .models import SuiteRun
-from .services import RunError, start_run
 
 CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judges", "judge_template", "params", "budget"}
 PARAM_FIELDS = {"temperature", "top_p", "max_new_tokens"}

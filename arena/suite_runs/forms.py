@@ -23,7 +23,7 @@ SALT = "arena.suites.blind-pair"
 class SuiteRunForm(ParamsMixin, forms.Form):
     """A suite of the user's, 2 to 16 contestants in order, a format (an adaptive run's budget),
     an optional judge (or a jury of up to three: `judges`) and its template, and shared parameters
-    (arena.suite_runs.services.start_run checks the rest)."""
+    (arena.suite_runs.actions.start_run checks the rest)."""
 
     blind_who = ""  # a model judge may want greedy answers; people see the names on the run page anyway
     suite = forms.ModelChoiceField(queryset=Suite.objects.none(), empty_label=None)

@@ -9,7 +9,7 @@ from itertools import combinations
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
@@ -188,38 +188,6 @@ class SuiteRun(models.Model):
             return None
         judged = set(self.people_verdicts(user).values_list("left_id", "right_id"))
         return next((pair for pair in self.people_pairs() if (pair.left.id, pair.right.id) not in judged), None)
-
-    @transaction.atomic
-    def record_human_verdict(self, user, left_id, right_id, outcome: str):
-        """`user`'s blind verdict on the pair of answers (`left_id`, `right_id`, in the pair's own
-        left/right terms) as a suite battle; VerdictError if it is not a pair of this run ready to
-        judge, or `user` already judged it."""
-        from arena.battles.models import Battle
-
-        wanted = (str(left_id), str(right_id))
-        pair = next((p for p in self.people_pairs() if (str(p.left.id), str(p.right.id)) == wanted), None)
-        if pair is None:
-            raise VerdictError("That is not a pair of this run ready to judge.")
-        if outcome not in Battle.Outcome.values:
-            raise VerdictError("Choose A, B, a tie or both bad.")
-        # Serialise one user's votes on this run, so a double submit cannot store the pair twice.
-        SuiteRun.objects.select_for_update().filter(id=self.id).first()
-        if self.people_verdicts(user).filter(left_id=pair.left.id, right_id=pair.right.id).exists():
-            raise VerdictError("You have already judged this pair.")
-        if self.revealed_to(user):
-            raise VerdictError("The names were revealed to you: your judging of this run is over.")
-        return Battle.objects.create(owner=user, mode=Battle.Mode.SUITE, blind=True, left=pair.left,
-                                     right=pair.right, outcome=outcome, voted_at=timezone.now(),
-                                     tag=self.suite.tag)
-
-    def reveal_for(self, user) -> int:
-        """Show `user` the names behind their blind verdicts on this run; how many were hidden."""
-        from arena.leaderboard.cache import bump_now_and_on_commit
-
-        revealed = self.people_verdicts(user).filter(revealed=False).update(revealed=True)
-        if revealed:
-            bump_now_and_on_commit()  # the revealed verdicts now count on the leaderboard
-        return revealed
 
 
 class Pair(NamedTuple):

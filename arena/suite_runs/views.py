@@ -15,9 +15,9 @@ from arena.generations.export import download
 
 from . import export, report, runner
 from .access import access_run
+from .actions import RunError, record_human_verdict, reveal_for, start_run
 from .forms import SuiteRunForm, VoteForm, pair_token
 from .models import SuiteRun, VerdictError
-from .services import RunError, start_run
 
 
 @login_required
@@ -79,21 +79,21 @@ def run_judge(request, run_id):
     run = access_run(request.user, run_id)
     error = ""
     if request.method == "POST" and "finish" in request.POST:
-        run.reveal_for(request.user)
+        reveal_for(run, request.user)
         return redirect("suite-run-judge", run.id)
     if request.method == "POST":
         form = VoteForm(request.POST, run=run)
         try:
             if not form.is_valid():
                 raise VerdictError(" ".join(str(e) for errs in form.errors.values() for e in errs))
-            run.record_human_verdict(request.user, *form.verdict())
+            record_human_verdict(run, request.user, *form.verdict())
         except VerdictError as exc:
             error = str(exc)
         else:
             return redirect("suite-run-judge", run.id)
     pair = run.next_pair_for(request.user)
     if pair is None and not run.live:
-        run.reveal_for(request.user)
+        reveal_for(run, request.user)
     context = {"run": run, "pair": pair, "error": error, "revealed": _revealed(run, request.user)}
     if pair is not None:
         a_side = random.choice(("left", "right"))

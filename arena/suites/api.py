@@ -11,6 +11,7 @@ from arena.api.http import created, error, form_error, json_body
 
 from . import parsing
 from .access import access_suite
+from .actions import create_suite
 from .forms import SuiteForm
 from .models import Suite, SuitePrompt
 
@@ -47,7 +48,7 @@ def _create(request):
         prompts = parsing.api_items(body.get("prompts"))
     except parsing.SuiteError as exc:
         return error(400, f"Invalid prompts: {exc}", {"prompts": str(exc)})
-    suite = Suite.create(request.user, name=form.cleaned_data["name"], tag=form.cleaned_data["tag"], prompts=prompts)
+    suite = create_suite(request.user, name=form.cleaned_data["name"], tag=form.cleaned_data["tag"], prompts=prompts)
     return created(suite_json(suite), f"/api/v1/suites/{suite.id}")
 
 

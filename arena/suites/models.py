@@ -12,13 +12,11 @@ import json
 import uuid
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
 from arena.generations import tags
-
-from .parsing import PromptSpec
 
 NAME_MAX_LENGTH = 200
 
@@ -46,15 +44,6 @@ class Suite(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("suite-detail", args=[self.id])
-
-    @classmethod
-    @transaction.atomic
-    def create(cls, owner, *, name: str, prompts: list[PromptSpec], tag: str = "") -> Suite:
-        """A suite with these checked prompts (arena.suites.parsing), numbered from 1."""
-        suite = cls.objects.create(owner=owner, name=name, tag=tag)
-        SuitePrompt.objects.bulk_create([SuitePrompt(suite=suite, position=i, **spec.as_dict())
-                                         for i, spec in enumerate(prompts, start=1)])
-        return suite
 
     @property
     def delete_problem(self) -> str:

@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .access import access_suite
+from .actions import create_suite
 from .forms import TypedSuiteForm, UploadSuiteForm
 from .models import Suite
 
@@ -25,7 +26,7 @@ def _create(request, form, prompts_field: str):
     """Save the suite and open it, or show the form again with every problem named."""
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        suite = Suite.create(request.user, name=data["name"], tag=data["tag"], prompts=data[prompts_field])
+        suite = create_suite(request.user, name=data["name"], tag=data["tag"], prompts=data[prompts_field])
         return redirect(suite)
     return render(request, "suites/new.html", {"form": form, "mode": prompts_field},
                   status=400 if form.errors else 200)

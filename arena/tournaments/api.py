@@ -12,7 +12,7 @@ from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body
 from arena.api.params import NotAnObject, params_object
 
-from . import display
+from . import actions, display
 from .access import access_tournament
 from .forms import MAX_CONTESTANTS, TournamentForm
 from .models import Tournament, TournamentError
@@ -69,9 +69,10 @@ def create_tournament(request):
         return form_error(form)
     cleaned = form.cleaned_data
     try:
-        tournament = Tournament.start(request.user, contestants=cleaned["contestants"], prompt=cleaned["prompt"],
-                                      system_prompt=cleaned["system_prompt"], history=history,
-                                      params=cleaned["params"], seeding=cleaned["seeding"], tag=cleaned["tag"])
+        tournament = actions.start_tournament(
+            request.user, contestants=cleaned["contestants"], prompt=cleaned["prompt"],
+            system_prompt=cleaned["system_prompt"], history=history,
+            params=cleaned["params"], seeding=cleaned["seeding"], tag=cleaned["tag"])
     except TournamentError as exc:
         return error(400, str(exc))
     return created(display.tournament_json(tournament, request.user), f"/api/v1/tournaments/{tournament.id}")
@@ -114,7 +115,7 @@ def winner(request, tournament_id):
         side = body.get("winner")
         if side not in ("left", "right"):
             raise ValueError
-        found.pick_winner(match, side, body.get("battle"))
+        actions.pick_winner(found, match, side, body.get("battle"))
 
     try:
         return _match_action(request, tournament_id, pick, {"match", "winner", "battle"})
@@ -126,4 +127,5 @@ def winner(request, tournament_id):
 @token_required
 def rerun(request, tournament_id):
     """{"match": id}: the current match again, with new answers."""
-    return _match_action(request, tournament_id, lambda found, match, body: found.rerun_match(match), {"match"})
+    return _match_action(request, tournament_id, lambda found, match, _body: actions.rerun_match(found, match),
+                         {"match"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from arena.battles.models import Battle
+from arena.battles import presenting
 from arena.generations.models import Generation
 from arena.leaderboard import decision, picks, ratings, uncertainty
 
@@ -73,12 +73,12 @@ def bracket_view(tournament: Tournament) -> list[dict]:
 
 
 # --- the API's JSON ---------------------------------------------------------------------
-def _side_json(battle: Battle, side: str, reveal: bool) -> dict:
+def _side_json(shown: presenting.Shown, side: str, reveal: bool) -> dict:
     """A side's status and text: while blind, as its pacing shows them now (arena/battles/pacing.py)."""
-    gen = getattr(battle, side)
+    gen = getattr(shown.battle, side)
     body = {"label": "Model A" if side == "left" else "Model B", "status": gen.status, "text": gen.text,
             "finish_reason": gen.finish_reason}
-    view = battle.paced_side(side)
+    view = shown.side(side)
     if view is not None:  # how it ended only once its paced text is out (a cut is no clue to who answered)
         ended = view.end_event if view.ended and view.end_event else {}
         body.update(status=view.state, text=view.text, finish_reason=ended.get("finish_reason", "") or (
@@ -122,8 +122,9 @@ def tournament_json(tournament: Tournament, user) -> dict:
             "battle": None,
         }
         if (battle := match.battle) is not None:
+            shown = presenting.shown(battle)
             m["battle"] = {"id": str(battle.id), "url": battle.get_absolute_url(),
-                           "left": _side_json(battle, "left", reveal), "right": _side_json(battle, "right", reveal)}
+                           "left": _side_json(shown, "left", reveal), "right": _side_json(shown, "right", reveal)}
             if reveal:
                 m["battle"]["self_identified"] = battle.self_identified
         if reveal:

@@ -7,32 +7,24 @@ contestant from match to match. Each match is a blind `Battle` whose sides are p
 at random, so a side does not tell the bracket slot either. At the end every battle
 of the tournament is revealed (its generations become visible) and the pages show
 the whole bracket with names, the winner and each match's speeds.
+
+Starting, judging, stopping and replaying a tournament are actions (arena/tournaments/actions.py).
 """
 
 from __future__ import annotations
 
-import random
 import uuid
 
 from django.conf import settings
-from django.db import models, transaction
-from django.dispatch import Signal
+from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from arena.battles import fair
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
-from arena.generations import services, tags
+from arena.generations import tags
 from arena.generations.models import Generation
 
 from . import bracket
-
-# The warming of models ahead of a match (tasks.py, which imports this module) listens to these:
-# `warm_wanted` (match): warm its models now; `battle_started` (match, battle): a match's battle began,
-# so the following match's known contestants may be warmed once this one's have loaded.
-warm_wanted = Signal()
-battle_started = Signal()
 
 
 class TournamentError(Exception):
@@ -114,69 +106,9 @@ class Tournament(models.Model):
     def revealed(self) -> bool:
         return self.state == self.State.FINISHED
 
-    # --- creating ----------------------------------------------------------------------
-    @classmethod
-    @transaction.atomic
-    def start(cls, owner, *, contestants: list, prompt: str, system_prompt: str = "", history=None,
-              params: dict | None = None, seeding: str = Seeding.RANDOM, parent: Tournament | None = None,
-              rng: random.Random | None = None, tag: str = "") -> Tournament:
-        """Seed the bracket and start match 1. `contestants`: ModelEntry objects, in the
-        order given (the seed order when `seeding` is "given")."""
-        ids = [c.id for c in contestants]
-        if len(ids) not in bracket.SIZES:
-            raise TournamentError(f"Pick 4 or 8 contestants, not {len(ids)}.")
-        if len(set(ids)) != len(ids):
-            raise TournamentError("Each contestant may appear only once.")
-        if any(not c.enabled for c in contestants):
-            raise TournamentError("Every contestant must be an enabled catalogue model.")
-        if seeding not in cls.Seeding.values:
-            raise TournamentError("Seeding is random or given.")
-        params = fair.with_limit(params)  # one token limit for every match, said on the page (a form gives one)
-        check_blind_params(params, contestants)
-        tournament = cls.objects.create(owner=owner, prompt=prompt, system_prompt=system_prompt or "",
-                                        history=list(history or []), params=params,
-                                        size=len(ids), seeding=seeding, parent=parent, tag=tag)
-        seeded = bracket.seeding(contestants, seeding, rng)
-        Entrant.objects.bulk_create([Entrant(tournament=tournament, model=m, seed=i + 1, position=ids.index(m.id) + 1)
-                                     for i, m in enumerate(seeded)])
-        tournament._build_bracket(seeded)
-        first = tournament.current_match()
-        assert first is not None, "a bracket just built has its first match"
-        # The first match's models start loading as soon as the tournament exists, ahead of its battle's own
-        # lease (which waits for a slot in the fair line and a Celery worker): less of a cold start.
-        transaction.on_commit(lambda: warm_wanted.send(sender=Match, match=first))
-        first.start_battle()
-        return tournament
-
-    def _build_bracket(self, seeded: list) -> None:
-        order = bracket.seed_order(self.size)
-        rows = []
-        for round_ in range(1, bracket.rounds(self.size) + 1):
-            for index in range(bracket.matches_in_round(self.size, round_)):
-                left = right = None
-                if round_ == 1:
-                    left, right = seeded[order[2 * index] - 1], seeded[order[2 * index + 1] - 1]
-                rows.append(Match(tournament=self, round=round_, index=index, left=left, right=right,
-                                  number=bracket.match_number(self.size, round_, index)))
-        Match.objects.bulk_create(rows)
-
     def contestants(self) -> list:
         """The entries in the order they were given (the form's, the API's)."""
         return [e.model for e in self.entrants.select_related("model").order_by("position")]
-
-    def replay(self, prompt: str, *, system_prompt: str | None = None, history=None,
-               params: dict | None = None) -> Tournament:
-        """The same contestants and seeding on another prompt (random seeding draws again)."""
-        if self.seeding == self.Seeding.GIVEN:
-            contestants = [e.model for e in self.entrants.select_related("model").order_by("seed")]
-        else:
-            contestants = self.contestants()
-        return Tournament.start(
-            self.owner, contestants=contestants, prompt=prompt,
-            system_prompt=self.system_prompt if system_prompt is None else system_prompt,
-            history=history or [], params=self.params if params is None else params,
-            seeding=self.seeding, parent=self, tag=self.tag,
-        )
 
     # --- playing -----------------------------------------------------------------------
     def ordered_matches(self):
@@ -189,94 +121,9 @@ class Tournament(models.Model):
     def following_match(self, match: Match) -> Match | None:
         return self.matches.filter(number=match.number + 1).first()
 
-    @transaction.atomic
-    def pick_winner(self, match: Match, side: str, battle_id=None) -> Match:
-        """The user's verdict on the current match: the model on `side` of its battle wins
-        and advances; the next match starts at once, or the tournament ends."""
-        if side not in ("left", "right"):
-            raise TournamentError("A knockout needs a winner: pick the left or the right answer.")
-        if self.state != self.State.RUNNING:
-            raise TournamentError("This tournament is not running." if self.state == self.State.FINISHED
-                                  else "This tournament is stopped: resume it first.")
-        match.refresh_from_db()
-        if match.tournament_id != self.id or match.winner_id is not None:
-            raise TournamentError("That match is already decided.")
-        battle = match.battle
-        if battle is None or (battle_id and str(battle.id) != str(battle_id)):
-            raise TournamentError("This match was run again: judge the new answers.")
-        if not battle.votable:
-            raise TournamentError("Both answers must be complete before you pick a winner "
-                                  "(if one failed, run the match again).")
-        winner = battle.left.model if side == "left" else battle.right.model
-        claimed = Match.objects.filter(id=match.id, winner__isnull=True, battle=battle).update(
-            winner=winner, decided_at=timezone.now())
-        if not claimed:  # a double submit, or another tab was quicker
-            raise TournamentError("That match is already decided.")
-        match.winner, match.decided_at = winner, timezone.now()
-        battle.vote(side)
-        nxt = match.next_match()
-        if nxt is None:
-            self.finish(winner)
-        else:
-            slot = bracket.feeds(match.round, match.index)[2]
-            setattr(nxt, slot, winner)
-            nxt.save(update_fields=[slot])
-            current = self.current_match()
-            if current is not None and current.ready and current.battle_id is None:
-                current.start_battle()
-        return match
-
-    def finish(self, winner) -> None:
-        claimed = Tournament.objects.filter(id=self.id, state=self.State.RUNNING).update(
-            state=self.State.FINISHED, winner=winner, finished_at=timezone.now())
-        if claimed:
-            self.state, self.winner, self.finished_at = self.State.FINISHED, winner, timezone.now()
-            self.battles().update(revealed=True)
-            from arena.leaderboard.cache import bump_now_and_on_commit
-
-            bump_now_and_on_commit()  # the revealed verdicts now count on the leaderboard
-
     def battles(self):
         """Every battle run for this tournament's matches (re-runs included)."""
         return Battle.objects.filter(tournament_matches__tournament=self).distinct()
-
-    @transaction.atomic
-    def stop(self) -> bool:
-        """Pause: the current match's answers are cancelled; resume later."""
-        claimed = Tournament.objects.filter(id=self.id, state=self.State.RUNNING).update(state=self.State.STOPPED)
-        if claimed:
-            self.state = self.State.STOPPED
-            match = self.current_match()
-            if match is not None and (battle := match.battle) is not None:
-                transaction.on_commit(lambda: cancel_battle(battle))
-        return bool(claimed)
-
-    @transaction.atomic
-    def resume(self) -> bool:
-        """Go on where it stopped: a current match whose answers did not complete runs again."""
-        claimed = Tournament.objects.filter(id=self.id, state=self.State.STOPPED).update(state=self.State.RUNNING)
-        if claimed:
-            self.state = self.State.RUNNING
-            match = self.current_match()
-            if match is not None and match.needs_rerun:
-                match.start_battle()
-        return bool(claimed)
-
-    @transaction.atomic
-    def rerun_match(self, match: Match) -> Match:
-        """The current match again, with new answers (the user can't decide, or a side failed)."""
-        if self.state != self.State.RUNNING:
-            raise TournamentError("Resume the tournament first.")
-        match.refresh_from_db()
-        current = self.current_match()
-        if current is None or current.id != match.id:
-            raise TournamentError("Only the current match can be run again.")
-        old = match.battle
-        match.start_battle()
-        if old is not None and not old.finished:
-            transaction.on_commit(lambda: cancel_battle(old))
-        return match
-
 
 class Entrant(models.Model):
     """A contestant of a tournament: `seed` its bracket seed, `position` the order given."""
@@ -358,35 +205,3 @@ class Match(models.Model):
         if self.battle is None or slot_model is None:
             return None
         return "left" if self.battle.left.model_id == slot_model.id else "right"
-
-    def start_battle(self) -> Battle:
-        """A new blind battle for this match, sides placed at random; then ask the
-        orchestrator to warm the next match's models while this one is judged."""
-        left, right = self.left, self.right
-        if left is None or right is None:
-            raise TournamentError("This match waits for the matches before it.")
-        t = self.tournament
-        first, second = (left, right) if random.SystemRandom().random() < 0.5 else (right, left)
-        sides = {side: {"model": model, "system_prompt": t.system_prompt, "history": t.history,
-                        "params": {**model.params_with_defaults(fair.with_limit(t.params), shared=True).to_dict(),
-                                   "seed": _draw_seed()}}
-                 for side, model in (("left", first), ("right", second))}
-        battle = start_battle(t.owner, prompt=t.prompt, sides=sides, mode=Battle.Mode.TOURNAMENT, blind=True,
-                              parent=self.battle, tag=t.tag)
-        self.battle = battle
-        self.save(update_fields=["battle"])
-        self.runs.add(battle)
-        battle_started.send(sender=Match, match=self, battle=battle)
-        return battle
-
-
-def cancel_battle(battle: Battle) -> None:
-    """Ask both of a battle's live generations to stop (as the Stop button does)."""
-    for _side, gen in battle.sides:
-        gen.refresh_from_db(fields=["status"])
-    services.cancel([gen.id for _side, gen in battle.sides if not gen.finished], "user")
-
-
-def _draw_seed() -> int:
-    """A blind side's own seed, from the OS: nothing the judge chose or could guess."""
-    return random.SystemRandom().randrange(2**32)

@@ -15,7 +15,8 @@ from arena.battles.models import Battle
 from arena.generations.models import Generation
 from orchestration import client as orch
 
-from .models import Match, battle_started, warm_wanted
+from .actions import battle_started, warm_wanted
+from .models import Match
 
 log = logging.getLogger(__name__)
 CHECK_EVERY_S = 2

@@ -6,10 +6,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from arena.battles import presenting
 from arena.catalogue.models import ModelEntry
 from arena.generations.limits import PageRefusal
 
-from . import display
+from . import actions, display
 from .access import access_tournament
 from .forms import MatchForm, ReplayForm, TournamentForm, WinnerForm
 from .models import Tournament, TournamentError
@@ -40,9 +41,10 @@ def tournament_new(request):
         data = form.cleaned_data
         try:
             with refusal:
-                return redirect(Tournament.start(request.user, contestants=data["contestants"],
-                                                 prompt=data["prompt"], system_prompt=data["system_prompt"],
-                                                 params=data["params"], seeding=data["seeding"], tag=data["tag"]))
+                return redirect(actions.start_tournament(
+                    request.user, contestants=data["contestants"], prompt=data["prompt"],
+                    system_prompt=data["system_prompt"], params=data["params"], seeding=data["seeding"],
+                    tag=data["tag"]))
         except TournamentError as exc:
             form.add_error(None, str(exc))
     response = render(request, "tournaments/new.html", {"form": form}, status=400 if form.errors else 200)
@@ -72,6 +74,7 @@ def _render_detail(request, tournament, *, error: str = "", replay_form=None, st
         "current": current,
         "current_labels": (current.slot_label("left"), current.slot_label("right")) if current else (),
         "battle": battle,
+        "shown": presenting.shown(battle) if battle else None,
         "error": error,
         "replay_form": replay_form or ReplayForm(),
         "played": tournament.matches.filter(winner__isnull=False).count(),
@@ -103,8 +106,8 @@ def tournament_winner(request, tournament_id):
     def pick(tournament):
         if not form.is_valid():
             raise TournamentError(" ".join(str(e) for errs in form.errors.values() for e in errs))
-        tournament.pick_winner(_get_match(tournament, form), form.cleaned_data["winner"],
-                               form.cleaned_data.get("battle"))
+        actions.pick_winner(tournament, _get_match(tournament, form), form.cleaned_data["winner"],
+                            form.cleaned_data.get("battle"))
 
     return _act(request, tournament_id, pick)
 
@@ -117,7 +120,7 @@ def tournament_rerun(request, tournament_id):
     def rerun(tournament):
         if not form.is_valid():
             raise TournamentError("Say which match to run again.")
-        tournament.rerun_match(_get_match(tournament, form))
+        actions.rerun_match(tournament, _get_match(tournament, form))
 
     return _act(request, tournament_id, rerun)
 
@@ -125,13 +128,13 @@ def tournament_rerun(request, tournament_id):
 @login_required
 @require_POST
 def tournament_stop(request, tournament_id):
-    return _act(request, tournament_id, lambda t: t.stop())
+    return _act(request, tournament_id, actions.stop_tournament)
 
 
 @login_required
 @require_POST
 def tournament_resume(request, tournament_id):
-    return _act(request, tournament_id, lambda t: t.resume())
+    return _act(request, tournament_id, actions.resume_tournament)
 
 
 @login_required
@@ -146,8 +149,8 @@ def tournament_replay(request, tournament_id):
     refusal = PageRefusal(form)
     try:
         with refusal:
-            return redirect(tournament.replay(form.cleaned_data["prompt"], params={**tournament.params,
-                                                                                    **form.cleaned_data["params"]}))
+            return redirect(actions.replay_tournament(tournament, form.cleaned_data["prompt"],
+                                                      params={**tournament.params, **form.cleaned_data["params"]}))
     except TournamentError as exc:  # a contestant was disabled since
         return _render_detail(request, tournament, error=str(exc), status=409)
     return refusal.page(_render_detail(request, tournament, replay_form=form))

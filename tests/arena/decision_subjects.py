@@ -10,7 +10,7 @@ from django.db import transaction
 
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
-from arena.tournaments.models import Tournament
+from arena.tournaments.actions import start_tournament
 from tests.arena.factories import play_through
 from tests.arena.leaderboard.chart_subjects import seed as seed_run
 
@@ -23,7 +23,7 @@ def seed(username: str) -> dict[str, str]:
     contestants = sorted(ModelEntry.objects.filter(slug__in=slugs), key=lambda m: slugs.index(m.slug))
     # One transaction: its battles' tasks, queued on commit, find both sides already done and stop.
     with transaction.atomic():
-        t = Tournament.start(owner, contestants=contestants, prompt="Name a colour.",
+        t = start_tournament(owner, contestants=contestants, prompt="Name a colour.",
                              params={"temperature": 0.7, "max_new_tokens": 16}, seeding="given")
         play_through(t)
     return {**subjects, "tournament": str(t.id)}

@@ -9,9 +9,11 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from arena.battles.actions import start_battle, vote
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.generations.models import Generation
+from arena.suites.actions import create_suite
+from arena.tournaments.actions import pick_winner
 from arena.tournaments.models import Tournament
 
 PARAMS = {"temperature": 0.0, "max_new_tokens": 8}
@@ -61,7 +63,7 @@ def play_through(t, side: str = "left", text: str = ""):
     while (match := Tournament.objects.get(id=t.id).current_match()) is not None:
         finish_battle(match.battle, *([text, text] if text else []))
         t.refresh_from_db()
-        t.pick_winner(match, side)
+        pick_winner(t, match, side)
     t.refresh_from_db()
     return t
 
@@ -70,7 +72,7 @@ def verdict(owner, left, right, outcome: str, *, blind: bool = False, revealed: 
     """A finished battle with its vote (`blind`: a tournament match, counted once `revealed`)."""
     mode = Battle.Mode.TOURNAMENT if blind else Battle.Mode.COMPARISON
     battle = comparison(owner, left, right, prompt="Hi", texts=("ok", "ok"), mode=mode, blind=blind, **kwargs)
-    assert battle.vote(outcome)
+    assert vote(battle, outcome)
     if revealed:
         Battle.objects.filter(id=battle.id).update(revealed=True)
     return battle
@@ -92,9 +94,8 @@ def identifiers(models) -> list[str]:
 def suite(owner, *prompts: str | dict, name: str = "Capitals", tag: str = ""):
     """A prompt suite saved as the pages and the API save one (each prompt checked); a prompt
     is its text or a prompt object. Default: two prompts, the second with a regex."""
-    from arena.suites.models import Suite
     from arena.suites.parsing import check_items
 
     items = prompts or ("Name a colour.", {"prompt": "Capital of France?", "regex": "^[A-Z][a-z]+$"})
     specs = check_items((f"prompts[{i}]", p if isinstance(p, dict) else {"prompt": p}) for i, p in enumerate(items))
-    return Suite.create(owner, name=name, tag=tag, prompts=specs)
+    return create_suite(owner, name=name, tag=tag, prompts=specs)

@@ -13,9 +13,10 @@ from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.history.models import NEW_LINKS, ShareLink
+from arena.suite_runs.actions import start_run
 from arena.suite_runs.models import SuiteRun
-from arena.suite_runs.services import start_run
 from arena.suites.models import Suite
+from arena.tournaments.actions import start_tournament
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
 from tests.arena.factories import generation, suite
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.django_db
 def things(owner, catalogue):
     battle = Battle.objects.create(owner=owner, left=generation(owner, catalogue[0], text="Blue."),
                                    right=generation(owner, catalogue[3], text="Blue."))
-    tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", seeding="given")
+    tournament = start_tournament(owner, contestants=catalogue[:4], prompt="Name a colour.", seeding="given")
     run = start_run(owner, suite=suite(owner, "Name a colour."), contestants=catalogue[:2])
     return {"generation": generation(owner, catalogue[0], text="Blue."), "comparison": battle, "tournament": tournament,
             "suite": suite(owner, "Name a colour."), "suite_run": run}

@@ -17,10 +17,10 @@ from arena.battles.access import access_battle
 from arena.battles.models import Battle
 from arena.generations.access import access_generation
 from arena.suite_runs.access import access_run
-from arena.suite_runs.services import start_run
+from arena.suite_runs.actions import start_run
 from arena.suites.access import access_suite
 from arena.tournaments.access import access_tournament
-from arena.tournaments.models import Tournament
+from arena.tournaments.actions import start_tournament
 from tests.arena.factories import comparison, generation, suite
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +38,7 @@ def things(owner, catalogue):
         "generation": (access_generation, generation(owner, catalogue[0], text="Blue.")),
         "battle": (access_battle, comparison(owner, catalogue[0], catalogue[3])),
         "tournament": (access_tournament,
-                       Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", seeding="given")),
+                       start_tournament(owner, contestants=catalogue[:4], prompt="Name a colour.", seeding="given")),
         "suite": (access_suite, suite(owner, "Name a colour.")),
         "suite_run": (access_run, start_run(owner, suite=suite(owner, "Name a colour."), contestants=catalogue[:2])),
     }

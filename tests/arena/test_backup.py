@@ -14,6 +14,7 @@ from django.core.management import CommandError, call_command
 from django.db import close_old_connections, connection, transaction
 
 from arena.backups import database as backups
+from arena.battles.actions import vote
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 
@@ -28,7 +29,7 @@ def finished_verdict(owner, left, right, i: int):
         for gen in gens:
             assert gen.finish(Generation.Status.DONE, text=f"answer {i}", finish_reason="stop", metrics={})
         battle = Battle.objects.create(owner=owner, left=gens[0], right=gens[1])
-        assert battle.vote("left")
+        assert vote(battle, "left")
     return battle.id
 
 

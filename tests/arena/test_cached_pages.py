@@ -10,10 +10,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from arena import health, scheduler
+from arena.battles.actions import vote
 from arena.battles.models import Battle
 from arena.history import view_counts
 from arena.history.models import ShareLink
 from arena.leaderboard import cache, ratings
+from arena.tournaments.actions import finish_tournament, start_tournament
 from tests.arena.factories import comparison, leaderboard_order, verdict
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +53,7 @@ def test_the_leaderboard_is_computed_once_per_filter_until_a_verdict_lands(clien
     assert len(fits) == 2
     # A new verdict: every filter is computed again, and shows it.
     battle = comparison(owner, smollm, gemma)
-    assert battle.vote("right")
+    assert vote(battle, "right")
     page = client.get(reverse("leaderboard")).content.decode()
     assert len(fits) == 3 and "from 4 verdicts" in page
     client.get(reverse("leaderboard"))
@@ -71,12 +73,11 @@ def test_a_bump_recomputes(client, owner, catalogue, fits):
 
 
 def test_a_tournament_reveal_bumps_the_verdict_generation(owner, catalogue):
-    from arena.tournaments.models import Tournament
 
-    tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", params={},
+    tournament = start_tournament(owner, contestants=catalogue[:4], prompt="Name a colour.", params={},
                                   seeding="given")
     before = cache.generation()
-    tournament.finish(catalogue[0])
+    finish_tournament(tournament, catalogue[0])
     assert cache.generation() != before
 
 
@@ -153,7 +154,7 @@ def test_saving_or_deleting_a_battle_with_a_verdict_bumps_the_verdict_generation
     before = cache.generation()
     battle = comparison(owner, catalogue[0], catalogue[3])
     assert cache.generation() == before  # no verdict yet: nothing changes on the leaderboard
-    assert battle.vote("left")
+    assert vote(battle, "left")
     voted = cache.generation()
     Battle.objects.get(id=battle.id).delete()
     assert len({before, voted, cache.generation()}) == 3

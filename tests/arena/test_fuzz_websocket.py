@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from arena import streams
 from arena.asgi import application
+from arena.battles.actions import start_battle
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.generations.consumers import MAX_CLIENT_FRAME, MAX_FRAME_CHARS
 from arena.generations.models import Generation
 from inference import protocol as p

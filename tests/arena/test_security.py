@@ -25,7 +25,7 @@ from arena import security
 from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.history.models import ShareLink
-from arena.tournaments.models import Tournament
+from arena.tournaments.actions import start_tournament, stop_tournament
 from tests.arena.api_client import api
 from tests.arena.factories import generation
 
@@ -43,7 +43,7 @@ def objects(owner, catalogue):
     gen = generation(owner, catalogue[0], text="**Blue.**")
     battle = Battle.objects.create(owner=owner, left=generation(owner, catalogue[0], text="**Blue.**"),
                                    right=generation(owner, catalogue[1], text="**Blue.**"))
-    tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", params={},
+    tournament = start_tournament(owner, contestants=catalogue[:4], prompt="Name a colour.", params={},
                                   seeding="given")
     link = ShareLink.share(owner, gen)
     ShareLink.share(owner, battle)
@@ -306,8 +306,8 @@ class FormFinder(HTMLParser):
 
 @pytest.mark.django_db
 def test_every_rendered_form_that_posts_carries_the_csrf_token(client, owner, staff, objects, catalogue):
-    stopped = Tournament.start(owner, contestants=catalogue[:4], prompt="Stop me.", params={}, seeding="given")
-    stopped.stop()
+    stopped = start_tournament(owner, contestants=catalogue[:4], prompt="Stop me.", params={}, seeding="given")
+    stop_tournament(stopped)
     client.force_login(owner)
     pages = [*owner_pages(objects), stopped.get_absolute_url()]
     rendered = {url: client.get(url).content.decode() for url in pages}
@@ -360,7 +360,7 @@ def test_sockets_check_origin_and_session(client, owner, outsider, staff, catalo
     gen = generation(owner, catalogue[0], text="**Blue.**")
     battle = Battle.objects.create(owner=owner, left=generation(owner, catalogue[0], text="**Blue.**"),
                                    right=generation(owner, catalogue[1], text="**Blue.**"))
-    tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Name a colour.", params={},
+    tournament = start_tournament(owner, contestants=catalogue[:4], prompt="Name a colour.", params={},
                                   seeding="given")
     match_battle = tournament.current_match().battle
     owners, outsiders, staffs = session_of(client, owner), session_of(Client(), outsider), session_of(Client(), staff)

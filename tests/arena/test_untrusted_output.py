@@ -18,7 +18,7 @@ from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.history.models import ShareLink
 from arena.routing import websocket_urlpatterns
-from arena.tournaments.models import Tournament
+from arena.tournaments.actions import start_tournament
 from inference import protocol as p
 from tests.payloads import ALL_PAYLOADS, PAYLOADS
 
@@ -203,7 +203,7 @@ def test_battle_page_and_its_share_page(client, owner, catalogue):
 
 @pytest.mark.django_db
 def test_tournament_page_and_its_share_page(client, owner, catalogue):
-    tournament = Tournament.start(owner, contestants=catalogue[:4], prompt="Be dangerous.", params={},
+    tournament = start_tournament(owner, contestants=catalogue[:4], prompt="Be dangerous.", params={},
                                   seeding="given")
     battle = tournament.current_match().battle
     for gen in (battle.left, battle.right):

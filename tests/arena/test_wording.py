@@ -11,7 +11,7 @@ from django.urls import reverse
 from arena.battles.models import Battle
 from arena.history.models import ShareLink
 from arena.suite_runs.models import SuiteRun
-from arena.tournaments.models import Tournament
+from arena.tournaments.actions import start_tournament
 from tests.arena.factories import BLIND_PARAMS, comparison, play_through
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ def test_an_anonymous_battles_share_panel_names_it_so(client, owner, catalogue):
 @pytest.mark.parametrize("seeding, words", [("random", "The same contestants, the seeding drawn again, a new prompt"),
                                             ("given", "The same contestants and seeding, a new prompt")])
 def test_a_replay_says_what_it_keeps(client, owner, catalogue, seeding, words):
-    t = play_through(Tournament.start(owner, contestants=catalogue[:4], prompt="Hi?", params=BLIND_PARAMS,
+    t = play_through(start_tournament(owner, contestants=catalogue[:4], prompt="Hi?", params=BLIND_PARAMS,
                                       seeding=seeding))
     client.force_login(owner)
     page = client.get(t.get_absolute_url()).content.decode()

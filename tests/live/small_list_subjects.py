@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from arena import streams
+from arena.battles.actions import vote
 from arena.battles.models import Battle
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
@@ -45,7 +46,7 @@ def seed(username: str) -> dict[str, str]:
         owner=owner, mode=Battle.Mode.ANONYMOUS, blind=True, pick_reason="random",
         left=_side(owner, right, "Name a bird.", "A heron.", done),
         right=_side(owner, left, "Name a bird.", "Gull.", done))
-    assert voted.vote("left")
+    assert vote(voted, "left")
     return {"comparison": str(comparison.id), "unvoted": str(unvoted.id), "voted": str(voted.id),
             "names": [left.name, right.name]}
 

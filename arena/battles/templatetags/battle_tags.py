@@ -4,18 +4,18 @@ from django.utils.safestring import mark_safe
 
 from arena import markdown
 from arena.battles import fragments
-from arena.battles.voting import vote_refusal_for
 
 register = template.Library()
 
 
 @register.simple_tag
-def battle_side(battle, side: str):
+def battle_side(shown, side: str):
     """One side's status, output and metrics as stored, or as paced while blind (escaped inside;
-    speeds hidden when blind)."""
+    speeds hidden when blind). `shown`: what the battle shows now (arena/battles/presenting.py)."""
+    battle = shown.battle
     gen = battle.left if side == "left" else battle.right
     view = fragments.Side(side, battle.created_at.timestamp(), blind=battle.blind and not battle.revealed)
-    paced = battle.paced_side(side)
+    paced = shown.side(side)
     if paced is not None:  # blind: what its pacing shows now, not what is stored
         return mark_safe(fragments.paced_frame([view], None, [paced]))
     return mark_safe(fragments.stored(view, gen))
@@ -32,12 +32,11 @@ def side_thread(battle, side: str):
 
 
 @register.simple_tag
-def vote_buttons(battle, error: str = ""):
+def vote_buttons(shown, error: str = ""):
     """The vote buttons, disabled with the reason while the battle takes no verdict (`error`: a
-    vote just refused, said in the reason's place)."""
-    outcomes = battle.shown_outcomes()
-    return mark_safe(fragments.verdict_open(vote_refusal_for(outcomes, battle.mode), blind=not battle.names_visible,
-                                            stopped="cancelled" in outcomes, error=error or ""))
+    vote just refused, said in the reason's place). `shown`: arena/battles/presenting.py."""
+    return mark_safe(fragments.verdict_open(shown.refusal, blind=not shown.battle.names_visible,
+                                            stopped="cancelled" in shown.outcomes, error=error or ""))
 
 
 @register.simple_tag

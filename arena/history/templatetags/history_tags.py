@@ -72,21 +72,23 @@ def query(filters, **extra):
 
 
 @register.inclusion_tag("history/_side.html")
-def shared_side(battle, side: str, heading: str = "h2", thread: bool = False):
+def shared_side(shown, side: str, heading: str = "h2", thread: bool = False):
     """One side of a battle on a shared page, as its owner's page shows it: while the battle
     is blind, a neutral label, no system prompt, parameters or speeds, and no failure detail.
-    `thread`: with the side's own earlier turns above its answer (a comparison's follow-up)."""
+    `thread`: with the side's own earlier turns above its answer (a comparison's follow-up).
+    `shown`: what the battle shows now (arena/battles/presenting.py)."""
     from arena import markdown
     from arena.battles.fragments import BLIND_FAILURE
     from arena.generations import status as status_line
 
+    battle = shown.battle
     gen = battle.left if side == "left" else battle.right
     visible = battle.names_visible
     # A blind failure's own words could tell the sides apart; a stop's (the page closed) could not.
     reason = gen.failure_reason if visible or gen.status != gen.Status.FAILED else BLIND_FAILURE
     line = status_line.of(gen, detail=reason, blind=not visible)
     text = gen.text
-    view = battle.paced_side(side)
+    view = shown.side(side)
     if view is not None:  # blind: what its pacing shows now (arena/battles/pacing.py), not what is stored
         text = view.text
         reason = BLIND_FAILURE if view.state == "failed" else ""

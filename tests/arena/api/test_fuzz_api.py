@@ -32,14 +32,15 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from arena import jsonbody, streams
 from arena.accounts.models import TOKEN_PREFIX, ApiToken
+from arena.battles.actions import start_battle
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.suite_runs import judge
-from arena.suite_runs.services import start_run
+from arena.suite_runs.actions import start_run
 from arena.suites import parsing
+from arena.tournaments.actions import start_tournament
 from arena.tournaments.models import Tournament
 from inference.structured import constraint_problem
 from tests.arena.api.conformance import assert_conforms
@@ -93,7 +94,7 @@ def fuzz_world(owner, catalogue, settings):
     gen = Generation.objects.create(owner=owner, model=entries[0], prompt="Hi", params={})
     sides = {side: {"model": entries[i], "params": {}} for side, i in (("left", 0), ("right", 5))}
     battle = start_battle(owner, prompt="Hi", sides=sides, mode=Battle.Mode.COMPARISON)
-    tournament = Tournament.start(owner, contestants=entries[:4], prompt="Hi")
+    tournament = start_tournament(owner, contestants=entries[:4], prompt="Hi")
     prompts = suite(owner)
     run = start_run(owner, suite=prompts, contestants=entries[:2])
     REAL.update(generations=str(gen.id), comparisons=str(battle.id), tournaments=str(tournament.id),
@@ -390,7 +391,7 @@ def test_a_huge_integer_parameter_is_a_400_naming_it(client, token, catalogue, p
 
 def test_unknown_fields_in_a_winner_or_rerun_body_are_refused(client, token, owner, catalogue):
     """As the create endpoints do; they were ignored, so {"batle": ...} skipped the stale-battle check."""
-    t = Tournament.start(owner, contestants=catalogue[:4], prompt="Hi")
+    t = start_tournament(owner, contestants=catalogue[:4], prompt="Hi")
     match = t.current_match()
     for action, body in (("winner", {"match": match.id, "winner": "left", "batle": "x"}),
                          ("rerun", {"match": match.id, "winner": "left"})):
@@ -425,7 +426,7 @@ def test_a_nul_in_a_share_token_or_model_slug_in_the_url_is_a_404(client, token,
 def test_a_finished_tournament_and_the_exports_of_its_battles_match_the_description(client, token, owner, catalogue):
     """The reveal (winner, contestants, every match's models and speeds) and export rows with
     both sides filled: the fuzzer's random picks rarely finish a tournament."""
-    t = Tournament.start(owner, contestants=catalogue[:4], prompt="Hi", tag="coding")
+    t = start_tournament(owner, contestants=catalogue[:4], prompt="Hi", tag="coding")
     while (match := Tournament.objects.get(id=t.id).current_match()) is not None:
         for _side, gen in match.battle.sides:
             gen.finish(Generation.Status.DONE, text="Blue.", finish_reason="stop",

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from arena import streams
 from arena.battles import anonymous
+from arena.battles.actions import vote
 from arena.battles.models import ArenaExclusion, Battle
 from arena.battles.secrecy import secret_slugs
 from arena.catalogue.models import ModelEntry
@@ -207,7 +208,7 @@ def test_the_leaderboard_opens_on_every_verdict_and_shows_anonymous_battles_alon
     client.force_login(owner)
     battle = finish_battle(anonymous.start(owner, prompt="Hi", rng=random.Random(3)))
     left, right = battle.left.model.slug, battle.right.model.slug
-    assert battle.vote("left")
+    assert vote(battle, "left")
     page = client.get(reverse("leaderboard")).content.decode()
     assert "4 verdicts</strong>: 3 from" in page  # the default counts every kind, each named
     assert set(leaderboard_order(page)) == {left, right, smol.slug, gemma.slug}
@@ -267,7 +268,7 @@ def test_cut_answers_read_alike_on_both_sides_after_the_reveal(client, owner, un
     battle = finish_battle(Battle.objects.get())
     Generation.objects.filter(id__in=[battle.left_id, battle.right_id]).update(finish_reason="length",
                                                                                generated_tokens=12)
-    assert battle.vote("left")
+    assert vote(battle, "left")
     page = client.get(f"/arena/{battle.id}/").content.decode()
     assert page.count('data-finish="length">Stopped at 12 tokens<') == 2
 
@@ -294,7 +295,7 @@ def test_the_prompt_form_of_each_side_shows_only_after_the_reveal(client, owner,
     battle = finish_battle(Battle.objects.get())
     page = client.get(f"/arena/{battle.id}/").content.decode()
     assert 'id="prompt-forms"' not in page and "plain text to continue" not in page
-    assert battle.vote("left")
+    assert vote(battle, "left")
     page = client.get(f"/arena/{battle.id}/").content.decode()
     smol, gemma = (ModelEntry.objects.get(slug=slug) for slug in PAIR)
     forms = page.split('id="prompt-forms"', 1)[1].split("</p>", 1)[0]

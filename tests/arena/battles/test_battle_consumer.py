@@ -12,8 +12,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from arena import streams
+from arena.battles import presenting
+from arena.battles.actions import start_battle
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.routing import websocket_urlpatterns
 from inference import protocol as p
 from tests.figures import shows_figure, shows_word
@@ -209,11 +210,13 @@ async def test_a_paced_side_is_not_judged_before_its_text_is_out(owner, catalogu
         answer_at_once(gen, "a b c d")
     await database(finish_both, battle)
     fresh = await database(Battle.objects.select_related("left", "right").get, id=battle.id)
-    assert fresh.finished and not fresh.votable and not fresh.shown_finished
-    assert [v.text for v in fresh.paced_views] == ["a", "a"]
+    shown = presenting.shown(fresh)
+    assert fresh.finished and not shown.votable and not shown.finished
+    assert [v.text for v in shown.views] == ["a", "a"]
     await asyncio.sleep(2.2)
     fresh = await database(Battle.objects.select_related("left", "right").get, id=battle.id)
-    assert fresh.votable and fresh.shown_finished
+    shown = presenting.shown(fresh)
+    assert shown.votable and shown.finished
 
 
 def finish_both(battle):

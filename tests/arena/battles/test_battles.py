@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from arena.battles.actions import note_self_identification, start_battle
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.generations.models import Generation
 from arena.history.models import NEW_LINKS
 from tests.arena.factories import comparison, finish_battle
@@ -208,10 +208,10 @@ def test_a_blind_battle_hides_names_in_its_page_and_its_generations(client, owne
 
 def test_an_answer_naming_its_own_model_flags_the_battle(owner, battle):
     finish_battle(battle, left="I am SmolLM, a small model.", right="Red.")
-    assert battle.note_self_identification() and Battle.objects.get().self_identified
+    assert note_self_identification(battle) and Battle.objects.get().self_identified
     Generation.objects.filter(id=battle.left.id).update(text="As a language model I cannot say.")
     battle.left.refresh_from_db()  # the word "model" alone names nobody
-    assert not battle.note_self_identification() and not Battle.objects.get().self_identified
+    assert not note_self_identification(battle) and not Battle.objects.get().self_identified
 
 
 def test_a_tournament_battle_is_judged_and_rerun_only_on_its_tournament_page(client, owner, catalogue):

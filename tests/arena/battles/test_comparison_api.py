@@ -5,8 +5,8 @@ import json
 import pytest
 
 from arena.accounts.models import ApiToken
+from arena.battles.actions import start_battle
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.generations.models import Generation
 from tests.arena.api_client import api
 

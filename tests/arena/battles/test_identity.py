@@ -4,6 +4,7 @@ answers, and the sweeper ending a battle whose run was gone (it checks as the ru
 
 import pytest
 
+from arena.battles.actions import note_self_identification
 from arena.battles.identity import identity_mentions
 from arena.battles.models import Battle
 from arena.generations.models import Generation
@@ -67,15 +68,15 @@ def smollm_v_gemma(owner, catalogue):
 def test_an_answer_naming_either_contestant_flags_the_battle(owner, smollm_v_gemma, left, right):
     battle = comparison(owner, *smollm_v_gemma, prompt="Name a colour.", texts=(left, right),
                         mode=Battle.Mode.TOURNAMENT, blind=True)
-    assert battle.note_self_identification()
+    assert note_self_identification(battle)
     assert Battle.objects.get(id=battle.id).self_identified
 
 
 def test_answers_that_name_nobody_or_only_what_the_prompt_named_leave_it_unflagged(owner, smollm_v_gemma):
     battle = comparison(owner, *smollm_v_gemma, prompt="Name a colour.", texts=("Blue.", "Red, like a Googleplex."))
-    assert not battle.note_self_identification() and not Battle.objects.get(id=battle.id).self_identified
+    assert not note_self_identification(battle) and not Battle.objects.get(id=battle.id).self_identified
     asked = comparison(owner, *smollm_v_gemma, prompt="What does Google sell?", texts=("Ads.", "Google sells ads."))
-    assert not asked.note_self_identification()  # the user named it first: the answer adds nothing
+    assert not note_self_identification(asked)  # the user named it first: the answer adds nothing
 
 
 def test_an_entry_without_aliases_is_still_named_by_its_first_words(owner, smollm_v_gemma):
@@ -85,14 +86,14 @@ def test_an_entry_without_aliases_is_still_named_by_its_first_words(owner, smoll
     gemma.refresh_from_db()
     assert "SmolLM" in smollm.identity_words() and "Gemma" in gemma.identity_words()
     named = comparison(owner, smollm, gemma, texts=("I'm smollm2.", "Red."))
-    assert named.note_self_identification()
+    assert note_self_identification(named)
     maker = comparison(owner, smollm, gemma, texts=("Blue.", "Google trained me."))
-    assert not maker.note_self_identification()  # the maker is an alias, not part of the floor
+    assert not note_self_identification(maker)  # the maker is an alias, not part of the floor
 
 
 def test_a_flag_follows_the_answers_when_they_change(owner, smollm_v_gemma):
     battle = comparison(owner, *smollm_v_gemma, texts=("I am Gemma.", "Red."))
-    assert battle.note_self_identification()
+    assert note_self_identification(battle)
     Generation.objects.filter(id=battle.left.id).update(text="Blue.")
     battle.left.refresh_from_db()
-    assert not battle.note_self_identification() and not Battle.objects.get(id=battle.id).self_identified
+    assert not note_self_identification(battle) and not Battle.objects.get(id=battle.id).self_identified

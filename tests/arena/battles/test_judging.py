@@ -6,6 +6,7 @@ import io
 
 import pytest
 
+from arena.battles.actions import vote
 from arena.battles.judging import combine_orders, judgement, seen_as
 from arena.battles.models import Battle
 from arena.generations.models import Generation
@@ -49,7 +50,7 @@ def test_unknown_verdicts_and_orders_are_refused():
 @pytest.mark.django_db
 def test_one_answer_takes_part_in_a_human_battle_and_a_judged_one(owner, catalogue):
     human = comparison(owner, catalogue[0], catalogue[3])
-    assert human.vote("left") and not human.judged
+    assert vote(human, "left") and not human.judged
     judgements = [judgement("left_first", "A is better", "left"), judgement("right_first", "B is better", "left")]
     judged = Battle.objects.create(owner=owner, mode=Battle.Mode.SUITE, left=human.left, right=human.right,
                                    outcome=combine_orders(*(j["verdict"] for j in judgements)), judge=catalogue[1],
@@ -59,7 +60,7 @@ def test_one_answer_takes_part_in_a_human_battle_and_a_judged_one(owner, catalog
     assert set(human.left.battles_as_left.all()) == {human, judged}
     assert Battle.of_generation(human.left) == human and Battle.of_generation(human.right) == human
     assert list(catalogue[1].judged_battles.all()) == [judged]
-    assert not judged.vote("right") and Battle.objects.get(id=judged.id).outcome == "left"  # no person's vote
+    assert not vote(judged, "right") and Battle.objects.get(id=judged.id).outcome == "left"  # no person's vote
 
 
 @pytest.mark.django_db
@@ -77,7 +78,7 @@ def test_a_battle_answer_is_still_no_playground_generation_and_blind_ones_stay_h
 @pytest.mark.django_db
 def test_the_export_says_which_verdicts_a_model_judge_gave(client, owner, catalogue):
     human = comparison(owner, catalogue[0], catalogue[3])
-    assert human.vote("left")
+    assert vote(human, "left")
     Battle.objects.create(owner=owner, mode=Battle.Mode.SUITE, left=human.right, right=human.left, outcome="right",
                           judge=catalogue[1], judge_template_version=1)
     client.force_login(owner)

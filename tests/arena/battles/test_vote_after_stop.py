@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arena import streams
-from arena.battles import voting
+from arena.battles import presenting, voting
+from arena.battles.actions import start_battle, vote
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.generations.models import Generation
 from inference import protocol as p
 from tests.arena.api_client import api
@@ -76,8 +76,8 @@ def test_a_stopped_side_beside_a_finished_one_takes_any_verdict_once_stored_too(
     assert response.status_code == 200 and response.json()["outcome"] == "left"
 
     battle.right.finish(Generation.Status.CANCELLED, text="Blue is a")  # the run's write: still judged
-    assert fresh(battle).votable
-    assert fresh(battle).vote("tie") and fresh(battle).outcome == "tie"
+    assert presenting.shown(fresh(battle)).votable
+    assert vote(fresh(battle), "tie") and fresh(battle).outcome == "tie"
 
 
 def test_a_battle_that_takes_no_vote_says_why_on_the_page_and_in_the_api(client, owner, token, catalogue):
@@ -103,7 +103,7 @@ def test_a_stopped_tournament_match_is_run_again_not_judged(owner, catalogue, se
     stopped(battle.left)
     stopped(battle.right)
     b = fresh(battle)
-    assert b.vote_refusal == voting.VOTE_STOPPED_MATCH and not b.vote("left")
+    assert presenting.shown(b).refusal == voting.VOTE_STOPPED_MATCH and not vote(b, "left")
 
 
 def test_a_stopped_anonymous_battle_is_judged_blind_then_named(client, owner, catalogue, settings):

@@ -10,8 +10,8 @@ from channels.testing import WebsocketCommunicator
 
 from arena import streams
 from arena.battles import voting
+from arena.battles.actions import start_battle
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.routing import websocket_urlpatterns
 from inference import protocol as p
 

@@ -7,8 +7,9 @@ import pytest
 from django.urls import reverse
 
 from arena import streams
+from arena.battles import presenting
+from arena.battles.actions import start_battle, vote
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.generations.models import Generation
 from inference import protocol as p
 from tests.arena.api_client import api
@@ -55,7 +56,7 @@ def test_the_page_vote_is_accepted_once_both_streams_ended_before_the_rows_are_s
     stream_answer(battle.left)
     emit(battle.right, p.STARTED, prompt_tokens=3, queue_s=0.0)
     emit(battle.right, p.TOKEN, text="Re", n=1)  # the right side is still coming
-    assert not fresh(battle).votable
+    assert not presenting.shown(fresh(battle)).votable
     assert page_vote(client, battle).status_code == 400
     assert fresh(battle).outcome == ""
 
@@ -68,7 +69,7 @@ def test_the_page_vote_is_accepted_once_both_streams_ended_before_the_rows_are_s
 
     finish_battle(battle)  # the task's write, a few ms later, keeps the verdict
     b = fresh(battle)
-    assert b.outcome == "left" and b.finished and b.votable
+    assert b.outcome == "left" and b.finished and presenting.shown(b).votable
 
 
 def test_the_api_vote_is_accepted_once_both_streams_ended_and_refused_before(client, owner, token, catalogue):
@@ -87,7 +88,7 @@ def test_a_stream_that_failed_or_a_row_stored_failed_is_never_judged(client, own
     battle = make_battle(owner, catalogue)
     stream_answer(battle.left)
     stream_answer(battle.right, end=p.FAILED)
-    assert not fresh(battle).votable
+    assert not presenting.shown(fresh(battle)).votable
     assert api(client, "post", reverse("api-comparison-vote", args=[battle.id]), token,
                {"outcome": "left"}).status_code == 409
 
@@ -95,7 +96,7 @@ def test_a_stream_that_failed_or_a_row_stored_failed_is_never_judged(client, own
     stream_answer(other.left)
     stream_answer(other.right)
     other.right.finish(Generation.Status.FAILED, text="", reason="Swept.")  # the sweeper's word is final
-    assert not fresh(other).votable
+    assert not presenting.shown(fresh(other)).votable
 
 
 def test_the_follow_up_still_waits_for_the_stored_answers(client, owner, catalogue):
@@ -103,7 +104,7 @@ def test_the_follow_up_still_waits_for_the_stored_answers(client, owner, catalog
     battle = make_battle(owner, catalogue)
     stream_answer(battle.left)
     stream_answer(battle.right)
-    assert fresh(battle).votable
+    assert presenting.shown(fresh(battle)).votable
     response = client.post(reverse("battle-continue", args=[battle.id]), {"prompt": "More?"})
     assert response.status_code == 400 and "must be complete" in response.content.decode()
 
@@ -115,5 +116,5 @@ def test_a_paced_blind_side_still_coming_out_is_not_judged_though_its_stream_end
     stream_answer(battle.left, words)
     stream_answer(battle.right, words)
     b = fresh(battle)
-    assert b.paced and not b.votable and not b.vote("left")
+    assert b.paced and not presenting.shown(b).votable and not vote(b, "left")
     assert fresh(battle).outcome == ""

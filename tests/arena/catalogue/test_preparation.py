@@ -15,7 +15,7 @@ from django.urls import reverse
 from arena import launcher, streams
 from arena.catalogue import preparation
 from arena.catalogue.models import ModelEntry
-from arena.tournaments.models import Tournament
+from arena.tournaments.actions import start_tournament
 from inference import awq
 from inference.sources import PACKAGED_SMOLLM2, resolve_source
 
@@ -243,7 +243,7 @@ def test_no_notice_without_a_preparation(client, owner, catalogue):
 def test_a_tournament_with_a_model_being_prepared_says_it_will_wait_without_naming_it(client, owner, preparing):
     contestants = list(ModelEntry.objects.filter(slug__in=["smollm2-135m", "smollm2-135m-spec", AWQ_SLUG,
                                                            "gemma-3-270m"]))
-    tournament = Tournament.start(owner, contestants=contestants, prompt="Name a colour.", seeding="given")
+    tournament = start_tournament(owner, contestants=contestants, prompt="Name a colour.", seeding="given")
     client.force_login(owner)
     page = client.get(tournament.get_absolute_url()).content.decode()
     assert ("A model in this tournament is being prepared (AWQ quantisation, 40%, about 2 min left); "
@@ -254,7 +254,7 @@ def test_a_tournament_with_a_model_being_prepared_says_it_will_wait_without_nami
 def test_a_tournament_without_the_model_being_prepared_shows_no_notice(client, owner, preparing):
     others = [ModelEntry.objects.create(slug=f"other-{i}", name=f"Other {i}", source=preparing.source,
                                         gguf_file=preparing.gguf_file) for i in range(4)]
-    tournament = Tournament.start(owner, contestants=others, prompt="Name a colour.", seeding="given")
+    tournament = start_tournament(owner, contestants=others, prompt="Name a colour.", seeding="given")
     client.force_login(owner)
     assert "being prepared" not in client.get(tournament.get_absolute_url()).content.decode()
 
@@ -272,7 +272,7 @@ def test_a_judges_own_contestant_being_prepared_is_named_nowhere(client, admin_u
     pages or the catalogue admin: for the tournament's owner those name no contestant of it."""
     contestants = list(ModelEntry.objects.filter(slug__in=["smollm2-135m", "smollm2-135m-spec", AWQ_SLUG,
                                                            "gemma-3-270m"]))
-    Tournament.start(admin_user, contestants=contestants, prompt="Name a colour.", seeding="given")
+    start_tournament(admin_user, contestants=contestants, prompt="Name a colour.", seeding="given")
     client.force_login(admin_user)
     for url in (reverse("tournament-new"), reverse("compare"), "/admin/catalogue/modelentry/"):
         page = client.get(url).content.decode()

@@ -8,8 +8,8 @@ import threading
 import pytest
 from django.db import close_old_connections, connection
 
+from arena.battles.actions import start_battle, vote
 from arena.battles.models import Battle
-from arena.battles.services import start_battle
 from arena.generations.models import Generation
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -86,9 +86,9 @@ def test_votes_racing_the_answers_end_with_one_consistent_verdict(owner, catalog
         gen.finish(Generation.Status.DONE, text="ok")
     outcomes = ["left", "right", "tie", "both_bad"]
 
-    def vote(i):
-        assert Battle.objects.select_related("left", "right").get(id=battle.id).vote(outcomes[i % 4])
+    def cast(i):
+        assert vote(Battle.objects.select_related("left", "right").get(id=battle.id), outcomes[i % 4])
 
-    in_threads(vote)
+    in_threads(cast)
     battle.refresh_from_db()
     assert battle.outcome in outcomes and battle.voted_at is not None

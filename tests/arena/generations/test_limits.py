@@ -26,6 +26,7 @@ from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.generations import limits
 from arena.generations.models import Generation
+from arena.tournaments.actions import start_tournament
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
 from tests.arena.factories import comparison, finish, finish_battle, play_through
@@ -52,7 +53,7 @@ def limits_set(settings, redis_prefix):
 
 
 def tournament(owner, contestants) -> Tournament:
-    return Tournament.start(owner, contestants=contestants, prompt="Name a colour.", params=BLIND_PARAMS,
+    return start_tournament(owner, contestants=contestants, prompt="Name a colour.", params=BLIND_PARAMS,
                             seeding="given")
 
 

@@ -10,7 +10,7 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from arena import streams
-from arena.battles.services import start_battle
+from arena.battles.actions import start_battle
 from arena.generations.models import Generation
 from arena.routing import websocket_urlpatterns
 from inference import protocol as p

@@ -17,7 +17,7 @@ from channels.testing import WebsocketCommunicator
 
 from arena import streams
 from arena.accounts.models import ApiToken
-from arena.battles import anonymous
+from arena.battles import actions, anonymous
 from arena.battles.models import ArenaExclusion
 from arena.catalogue.models import ModelEntry
 from arena.generations import readiness
@@ -60,7 +60,7 @@ def probe(owner, model, *, finished: bool = True) -> Generation:
 
 def vote(battle) -> None:
     battle = finish_battle(battle)
-    assert battle.vote("left") and battle.revealed
+    assert actions.vote(battle, "left") and battle.revealed
 
 
 def test_the_load_time_probe_shows_nothing_during_an_anonymous_battle_and_all_after_its_vote(owner, battle, client):

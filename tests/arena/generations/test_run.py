@@ -10,7 +10,7 @@ import pytest
 from django.db import close_old_connections, connection
 
 from arena import streams
-from arena.battles.services import start_battle
+from arena.battles.actions import start_battle
 from arena.battles.tasks import BLIND_UNAVAILABLE, BattleRun
 from arena.generations.models import Generation
 from arena.generations.run import MAX_DISPATCHES, Run

@@ -24,8 +24,8 @@ from arena.generations import sweeper as sw
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest
 from arena.suite_runs import runner
+from arena.suite_runs.actions import start_run
 from arena.suite_runs.models import SuiteAnswer, SuiteJudgement
-from arena.suite_runs.services import start_run
 from inference import protocol as p
 from tests.arena.factories import PARAMS, comparison, generation, suite
 from tests.arena.suite_runs.running import end_all

@@ -6,9 +6,10 @@ import pytest
 from django import forms
 from django.urls import reverse
 
-from arena.battles import services
+from arena.battles import actions
 from arena.battles.models import Battle
 from arena.generations import tags
+from arena.tournaments.actions import replay_tournament
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
 from tests.arena.factories import leaderboard_order, verdict
@@ -36,8 +37,8 @@ def test_a_comparison_tag_reaches_both_answers_its_reruns_and_follow_ups(client,
     battle = Battle.objects.get()
     assert response.status_code == 302 and battle.tag == "coding"
     assert battle.left.tag == battle.right.tag == "coding"
-    assert services.rerun(battle, swap=True).tag == "coding"
-    assert services.follow_up(battle, "And in Rust?").tag == "coding"
+    assert actions.rerun(battle, swap=True).tag == "coding"
+    assert actions.follow_up(battle, "And in Rust?").tag == "coding"
     form = client.get(reverse("compare") + f"?from={battle.id}").content.decode()
     assert 'value="coding"' in form and '<datalist id="tag-options"><option value="coding">' in form
 
@@ -66,7 +67,7 @@ def test_the_api_stores_and_returns_tags(client, token, catalogue):
     assert made.status_code == 201 and made.json()["tag"] == "bracket"
     tournament = Tournament.objects.get()
     assert tournament.current_match().battle.tag == "bracket"
-    assert tournament.replay("Again").tag == "bracket"
+    assert replay_tournament(tournament, "Again").tag == "bracket"
 
 
 def test_the_leaderboard_filters_by_prompt_tag(client, owner, catalogue):

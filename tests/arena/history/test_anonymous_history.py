@@ -10,6 +10,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from arena.battles.actions import vote
 from arena.battles.models import Battle
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
@@ -31,7 +32,7 @@ def test_the_anonymous_tab_lists_unvoted_battles_blind_and_voted_ones_named(clie
     smol, gemma = catalogue[0], catalogue[3]
     unvoted = anonymous_battle(owner, smol, gemma, "Which colour is the sea?")
     voted = anonymous_battle(owner, gemma, smol, "Which colour is grass?")
-    assert voted.vote("right")
+    assert vote(voted, "right")
     theirs = anonymous_battle(outsider, smol, gemma)
     client.force_login(owner)
 
@@ -66,7 +67,7 @@ def test_the_export_link_says_which_battles_it_holds(client, owner, catalogue):
 
 def test_a_judged_anonymous_battle_is_exported_as_the_api_documents_it(client, owner, token, catalogue):
     judged = anonymous_battle(owner, catalogue[0], catalogue[3])
-    assert judged.vote("left")
+    assert vote(judged, "left")
     anonymous_battle(owner, catalogue[0], catalogue[3])  # unvoted: not exported (its names are hidden)
     response = api(client, "get", "/api/v1/export/battles?mode=anonymous&format=json", token)
     body = json.loads(b"".join(response.streaming_content))

@@ -14,9 +14,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from arena.battles.actions import vote
 from arena.generations.export import csv_cell
 from arena.history import export, view_counts
 from arena.history.models import NEW_LINKS, ShareLink
+from arena.tournaments.actions import pick_winner, start_tournament
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
 from tests.arena.factories import BLIND_PARAMS, PARAMS, comparison, finish, generation, identifiers
@@ -27,7 +29,7 @@ pytestmark = pytest.mark.django_db
 
 # --- helpers -----------------------------------------------------------------------------
 def tournament(owner, catalogue, prompt="Which colour is the sky?"):
-    return Tournament.start(owner, contestants=catalogue, prompt=prompt, params=BLIND_PARAMS, seeding="given")
+    return start_tournament(owner, contestants=catalogue, prompt=prompt, params=BLIND_PARAMS, seeding="given")
 
 
 @pytest.fixture
@@ -42,7 +44,7 @@ def play_through(t):
             finish(gen, "An answer.")
         match.battle.refresh_from_db()
         t.refresh_from_db()
-        t.pick_winner(match, "left")
+        pick_winner(t, match, "left")
     t.refresh_from_db()
     return t
 
@@ -255,7 +257,7 @@ def test_the_owner_shares_a_generation_and_anyone_with_the_link_reads_it(client,
 
 def test_a_shared_comparison_is_read_only(client, owner, catalogue):
     battle = comparison(owner, catalogue[0], catalogue[3])
-    battle.vote("right")
+    vote(battle, "right")
     client.force_login(owner)
     share(client, battle)
     link = ShareLink.objects.get(battle=battle)
@@ -378,7 +380,7 @@ def test_the_share_control_is_on_every_permalink_page(client, owner, catalogue):
 # --- exports -------------------------------------------------------------------------------
 def test_battle_export_as_csv_has_every_column_and_only_the_owners_rows(client, owner, outsider, catalogue):
     battle = comparison(owner, catalogue[0], catalogue[3], "Pick =1+1", texts=("=HYPERLINK(\"http://x\")", "-2+3"))
-    battle.vote("left")
+    vote(battle, "left")
     comparison(outsider, catalogue[0], catalogue[3], "Not mine")
     client.force_login(owner)
     response = client.get("/history/export/battles.csv")

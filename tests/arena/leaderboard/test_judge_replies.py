@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from arena.generations.models import Generation
 from arena.leaderboard import measures, validity
-from arena.suite_runs.services import start_run
+from arena.suite_runs.actions import start_run
 from tests.arena.factories import generation, suite
 from tests.arena.suite_runs.running import run_to_end
 

@@ -4,6 +4,7 @@ asked for (flagged=include), and the page says how many were left out."""
 import pytest
 from django.urls import reverse
 
+from arena.battles.actions import note_self_identification, vote
 from arena.battles.models import Battle
 from arena.leaderboard.records import battle_records, flagged_count
 from tests.arena.factories import comparison, leaderboard_order, verdict
@@ -14,8 +15,8 @@ pytestmark = pytest.mark.django_db
 def named_blind_verdict(owner, left, right, outcome: str, text: str) -> Battle:
     """A revealed tournament match whose left answer says `text`, flagged as its run would flag it."""
     battle = comparison(owner, left, right, prompt="Hi", texts=(text, "ok"), mode=Battle.Mode.TOURNAMENT, blind=True)
-    battle.note_self_identification()
-    assert battle.vote(outcome)
+    note_self_identification(battle)
+    assert vote(battle, outcome)
     Battle.objects.filter(id=battle.id).update(revealed=True)
     return battle
 
@@ -28,8 +29,8 @@ def verdicts(owner, catalogue):
     for _ in range(3):  # Gemma wins only where it said who it is
         named_blind_verdict(owner, gemma, spec, "left", "I am Gemma, made by Google.")
     named = comparison(owner, gemma, smollm, prompt="Hi", texts=("Gemma here.", "ok"))  # names were shown anyway
-    named.note_self_identification()
-    assert named.self_identified and named.vote("right")
+    note_self_identification(named)
+    assert named.self_identified and vote(named, "right")
     return catalogue
 
 

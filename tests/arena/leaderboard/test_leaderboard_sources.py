@@ -7,6 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from arena.battles.actions import vote
 from arena.battles.models import Battle
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.django_db
 def anonymous(owner, left, right, outcome: str) -> Battle:
     """An anonymous battle (the app's pair), voted: its vote reveals it."""
     battle = comparison(owner, left, right, prompt="Hi", texts=("ok", "ok"), mode=Battle.Mode.ANONYMOUS, blind=True)
-    assert battle.vote(outcome)
+    assert vote(battle, outcome)
     return battle
 
 
@@ -127,7 +128,7 @@ def test_the_page_and_api_end_with_a_decision_summary(client, owner, token, team
 def test_an_unreliable_judge_is_left_out_by_default_and_named_in_the_caveats_when_counted(client, owner, token,
                                                                                           catalogue):
     """A judge answering "A" on every reading (always the answer shown first) is marked unreliable."""
-    from arena.suite_runs.services import start_run
+    from arena.suite_runs.actions import start_run
     from tests.arena.factories import suite
     from tests.arena.suite_runs.running import run_to_end
 

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from arena.suite_runs.services import start_run
+from arena.suite_runs.actions import start_run
 from tests.arena.factories import suite
 from tests.arena.suite_runs.running import PREFERS_LEFT, PREFERS_RIGHT, run_with_judges
 

@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from arena.leaderboard import records, reliability
 from arena.suite_runs import runner
+from arena.suite_runs.actions import start_run
 from arena.suite_runs.models import SuiteJudgement
-from arena.suite_runs.services import start_run
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.factories import finish, suite
 from tests.arena.suite_runs.running import live, run_to_end

@@ -14,8 +14,8 @@ import pytest
 
 from arena.battles.models import Battle
 from arena.suite_runs import judge, plan, runner
+from arena.suite_runs.actions import RunError, start_run
 from arena.suite_runs.models import SuiteJudgement, SuiteRun, SuiteRunJudge
-from arena.suite_runs.services import RunError, start_run
 from inference.structured import answer_valid, schema_problem
 from tests.arena.factories import finish, suite
 from tests.arena.suite_runs.running import FIRST_SHOWN, PREFERS_LEFT, PREFERS_RIGHT, live, run_with_judges

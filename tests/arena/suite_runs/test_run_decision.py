@@ -11,9 +11,9 @@ import pytest
 
 from arena.generations.models import Generation
 from arena.suite_runs import runner
+from arena.suite_runs.actions import start_run
 from arena.suite_runs.models import SuiteAnswer, SuiteJudgement
 from arena.suite_runs.report import UNRELIABLE_LEFT_OUT
-from arena.suite_runs.services import start_run
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
 from tests.arena.factories import finish, suite

@@ -41,7 +41,7 @@ def test_an_adaptive_run_stops_at_its_budget_and_says_so(client, token, mine, ow
 
 
 def test_an_adaptive_run_without_a_budget_gets_half_a_round_robins_calls(owner, three):
-    from arena.suite_runs.services import start_run
+    from arena.suite_runs.actions import start_run
 
     run = start_run(owner, suite=suite(owner, "One?", "Two?"), contestants=three, format="adaptive",
                     judge_model=three[0])
@@ -49,7 +49,7 @@ def test_an_adaptive_run_without_a_budget_gets_half_a_round_robins_calls(owner, 
 
 
 def test_other_formats_show_no_budget(mine, owner, three):
-    from arena.suite_runs.services import start_run
+    from arena.suite_runs.actions import start_run
 
     run = start_run(owner, suite=suite(owner, "One?"), contestants=three, judge_model=three[0])
     assert "suite-run-budget" not in mine.get(run.get_absolute_url()).content.decode()

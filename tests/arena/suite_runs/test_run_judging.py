@@ -11,8 +11,8 @@ from unittest import mock
 import pytest
 
 from arena.battles.models import Battle
+from arena.suite_runs.actions import record_human_verdict, reveal_for, start_run
 from arena.suite_runs.models import SuiteRun, VerdictError
-from arena.suite_runs.services import start_run
 from tests.arena.factories import identifiers, suite
 from tests.arena.suite_runs.running import run_to_end
 
@@ -115,10 +115,10 @@ def test_the_model_refuses_a_pair_it_does_not_hold(owner, catalogue):
     run = people_run(owner, catalogue[:2])
     pair = run.next_pair_for(owner)
     with pytest.raises(VerdictError):
-        run.record_human_verdict(owner, pair.right.id, pair.left.id, "left")  # the order matters
+        record_human_verdict(run, owner, pair.right.id, pair.left.id, "left")  # the order matters
     with pytest.raises(VerdictError):
-        run.record_human_verdict(owner, pair.left.id, pair.right.id, "maybe")
-    run.record_human_verdict(owner, pair.left.id, pair.right.id, "left")
+        record_human_verdict(run, owner, pair.left.id, pair.right.id, "maybe")
+    record_human_verdict(run, owner, pair.left.id, pair.right.id, "left")
     assert run.next_pair_for(owner) is None
 
 
@@ -126,10 +126,10 @@ def test_a_people_judged_runs_llm_comparator_file_holds_the_revealed_verdicts(mi
     left, right = catalogue[:2]
     run = people_run(owner, [left, right])
     pair = run.next_pair_for(owner)
-    run.record_human_verdict(owner, pair.left.id, pair.right.id, "right")
+    record_human_verdict(run, owner, pair.left.id, pair.right.id, "right")
     url = f"/suite-runs/{run.id}/export.jsonl"
     assert json.loads(mine.get(url).getvalue())["examples"] == []  # not revealed yet
-    run.reveal_for(owner)
+    reveal_for(run, owner)
     example, = json.loads(mine.get(url).getvalue())["examples"]
     assert example["score"] == -1.0 and example["output_text_b"] == f"Paris ({right.slug})"
     assert [r["score"] for r in example["individual_rater_scores"]] == [-1.0]

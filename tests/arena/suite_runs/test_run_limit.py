@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from arena.suite_runs.actions import start_run
 from arena.suite_runs.models import SuiteAnswer
-from arena.suite_runs.services import start_run
 from tests.arena.factories import suite
 from tests.arena.suite_runs.running import run_to_end
 

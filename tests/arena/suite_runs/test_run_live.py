@@ -15,7 +15,7 @@ import pytest
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.suite_runs import runner
-from arena.suite_runs.services import start_run
+from arena.suite_runs.actions import start_run
 from tests.arena.factories import finish, suite
 from tests.arena.suite_runs.running import end_all, live, run_to_end
 

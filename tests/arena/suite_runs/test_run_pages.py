@@ -12,8 +12,8 @@ import pytest
 
 from arena.generations.models import Generation
 from arena.suite_runs import judge
+from arena.suite_runs.actions import start_run
 from arena.suite_runs.models import SuiteRun
-from arena.suite_runs.services import start_run
 from tests.arena.factories import suite
 from tests.arena.suite_runs.running import end_all, live, run_to_end
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 from arena.battles.models import Battle
 from arena.generations.models import Generation
 from arena.suite_runs import judge, runner
+from arena.suite_runs.actions import RunError, start_run
 from arena.suite_runs.models import SuiteAnswer, SuiteJudgement, SuiteRun
-from arena.suite_runs.services import RunError, start_run
 from tests.arena.factories import finish, suite
 from tests.arena.suite_runs.running import end_all, live, run_to_end
 

@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 
 from arena.catalogue.models import ModelEntry
+from arena.tournaments.actions import pick_winner
 from arena.tournaments.models import Tournament
 from tests.arena.api_client import api
 from tests.arena.factories import finish_battle
@@ -30,7 +31,7 @@ def every_side(t: Tournament) -> list[dict]:
     while (match := Tournament.objects.get(id=t.id).current_match()) is not None:
         battle = finish_battle(match.battle)
         seen += [gen.params for _side, gen in battle.sides]
-        Tournament.objects.get(id=t.id).pick_winner(match, "left")
+        pick_winner(Tournament.objects.get(id=t.id), match, "left")
     return seen
 
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from arena.battles.secrecy import SECRET_FOR, secret_slugs
 from arena.catalogue.models import ModelEntry
+from arena.tournaments.actions import resume_tournament, start_tournament, stop_tournament
 from arena.tournaments.models import Tournament
 from tests.arena.factories import play_through
 
@@ -32,7 +33,7 @@ def contestants(smollm):
 
 @pytest.fixture
 def tournament(judge, contestants):
-    return Tournament.start(judge, contestants=contestants, prompt="Name a colour.", seeding="given",
+    return start_tournament(judge, contestants=contestants, prompt="Name a colour.", seeding="given",
                             params={"temperature": 0.7, "max_new_tokens": 8})
 
 
@@ -41,10 +42,10 @@ def test_the_secret_models_are_the_owners_unrevealed_tournaments_contestants(jud
     slugs = {m.slug for m in contestants}
     assert secret_slugs(judge) == slugs
     assert secret_slugs(admin_user) == frozenset()  # not their tournament to judge
-    assert tournament.stop() and secret_slugs(judge) == slugs  # stopped: may be resumed
+    assert stop_tournament(tournament) and secret_slugs(judge) == slugs  # stopped: may be resumed
     later = timezone.now() + SECRET_FOR + timedelta(minutes=1)
     assert secret_slugs(judge, now=later) == frozenset()  # abandoned a day ago: long dead
-    assert tournament.resume()
+    assert resume_tournament(tournament)
     assert play_through(tournament).revealed
     assert secret_slugs(judge) == frozenset()  # revealed
 

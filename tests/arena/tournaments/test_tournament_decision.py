@@ -6,6 +6,7 @@ import html as html_lib
 
 import pytest
 
+from arena.tournaments.actions import pick_winner, start_tournament
 from arena.tournaments.models import Tournament
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
@@ -26,7 +27,7 @@ def eight(catalogue):
 
 
 def start(owner, contestants):
-    return Tournament.start(owner, contestants=contestants, prompt="Name a colour.", params=PARAMS, seeding="given")
+    return start_tournament(owner, contestants=contestants, prompt="Name a colour.", params=PARAMS, seeding="given")
 
 
 def test_nothing_before_the_reveal_and_what_to_pick_after_it(client, owner, token, four):
@@ -34,7 +35,7 @@ def test_nothing_before_the_reveal_and_what_to_pick_after_it(client, owner, toke
     t = start(owner, four)
     first = Tournament.objects.get(id=t.id).current_match()
     finish_battle(first.battle)
-    t.pick_winner(first, "left")  # a decided match: still blind
+    pick_winner(t, first, "left")  # a decided match: still blind
     blind = client.get(t.get_absolute_url()).content.decode()
     assert "What to pick" not in blind and 'id="decision"' not in blind
     state = api(client, "get", f"/api/v1/tournaments/{t.id}", token)

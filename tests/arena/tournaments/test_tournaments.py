@@ -23,6 +23,14 @@ from arena.catalogue.models import ModelEntry
 from arena.generations.models import Generation
 from arena.routing import websocket_urlpatterns
 from arena.tournaments import bracket
+from arena.tournaments.actions import (
+    pick_winner,
+    replay_tournament,
+    rerun_match,
+    resume_tournament,
+    start_tournament,
+    stop_tournament,
+)
 from arena.tournaments.models import Match, Tournament, TournamentError
 from arena.tournaments.openapi import OPENAPI_PATHS
 from arena.tournaments.tasks import prewarm_next
@@ -47,7 +55,7 @@ def eight(catalogue):
 
 
 def start(owner, contestants, seeding="given", **kwargs):
-    return Tournament.start(owner, contestants=contestants, prompt="Name a colour.", params=PARAMS,
+    return start_tournament(owner, contestants=contestants, prompt="Name a colour.", params=PARAMS,
                             seeding=seeding, **kwargs)
 
 
@@ -134,12 +142,12 @@ def test_winners_advance_and_the_end_reveals_everything(owner, catalogue):
     t = start(owner, [a, b, c, d])
     m1 = current(t)
     with pytest.raises(TournamentError, match="complete"):
-        t.pick_winner(m1, "left")  # the answers are not in yet
+        pick_winner(t, m1, "left")  # the answers are not in yet
     finish_battle(m1.battle)
     with pytest.raises(TournamentError, match="winner"):
-        t.pick_winner(m1, "tie")
+        pick_winner(t, m1, "tie")
     winner1 = m1.battle.right.model
-    t.pick_winner(m1, "right")
+    pick_winner(t, m1, "right")
     m1.refresh_from_db()
     assert m1.winner == winner1 and Battle.objects.get(id=m1.battle_id).outcome == "right"
     final = t.ordered_matches().last()
@@ -147,21 +155,21 @@ def test_winners_advance_and_the_end_reveals_everything(owner, catalogue):
     m2 = current(t)
     assert m2.number == 2 and m2.battle is not None  # the next match started at once
     with pytest.raises(TournamentError, match="decided"):
-        t.pick_winner(m1, "left")
+        pick_winner(t, m1, "left")
     finish_battle(m2.battle)
-    t.pick_winner(m2, "left")
+    pick_winner(t, m2, "left")
     final.refresh_from_db()
     assert final.right == m2.battle.left.model and final.battle is not None
     assert t.state == "running" and not Battle.objects.filter(revealed=True).exists()
     finish_battle(final.battle)
-    t.pick_winner(final, "left")
+    pick_winner(t, final, "left")
     t.refresh_from_db()
     assert t.state == "finished" and t.winner == final.battle.left.model and t.finished_at
     assert Battle.objects.filter(mode="tournament").count() == 3
     assert not Battle.objects.filter(revealed=False).exists()
     assert Generation.objects.visible().count() == 6
     with pytest.raises(TournamentError, match="not running"):
-        t.pick_winner(final, "right")
+        pick_winner(t, final, "right")
 
 
 def test_a_stale_page_cannot_judge_a_rerun_match(owner, catalogue):
@@ -169,13 +177,13 @@ def test_a_stale_page_cannot_judge_a_rerun_match(owner, catalogue):
     m1 = current(t)
     old = m1.battle
     finish_battle(old)
-    t.rerun_match(m1)
+    rerun_match(t, m1)
     m1.refresh_from_db()
     assert m1.battle != old and m1.battle.parent == old and m1.runs.count() == 2
     with pytest.raises(TournamentError, match="run again"):
-        t.pick_winner(m1, "left", battle_id=old.id)
+        pick_winner(t, m1, "left", battle_id=old.id)
     with pytest.raises(TournamentError, match="current"):
-        t.rerun_match(t.ordered_matches().last())
+        rerun_match(t, t.ordered_matches().last())
     play_through(t)
     assert set(t.battles()) >= {old, m1.battle} and not Battle.objects.filter(revealed=False).exists()
 
@@ -184,7 +192,7 @@ def test_stop_cancels_the_running_match_and_resume_runs_it_again(owner, catalogu
     t = start(owner, catalogue)
     battle = current(t).battle
     with django_capture_on_commit_callbacks(execute=True):
-        assert t.stop()
+        assert stop_tournament(t)
     t.refresh_from_db()
     assert t.state == "stopped"
     client, keys = streams.client(), streams.keys()
@@ -193,22 +201,22 @@ def test_stop_cancels_the_running_match_and_resume_runs_it_again(owner, catalogu
     finally:
         client.delete(*[keys.cancel(str(g.id)) for _s, g in battle.sides])
     with pytest.raises(TournamentError, match="stopped"):
-        t.pick_winner(current(t), "left")
+        pick_winner(t, current(t), "left")
     for _side, gen in battle.sides:  # what the battle task does once it sees the cancel
         gen.finish(Generation.Status.CANCELLED, text="Bl")
-    assert t.resume() and not t.resume()
+    assert resume_tournament(t) and not resume_tournament(t)
     match = current(t)
     assert match.battle != battle and match.battle.parent == battle and t.state == "running"
     # A finished match is left as it was: the user judges it after resuming.
     finish_battle(match.battle)
-    t.stop()
-    t.resume()
+    stop_tournament(t)
+    resume_tournament(t)
     assert current(t).battle == match.battle
 
 
 def test_replay_keeps_the_contestants_and_the_seeding(owner, catalogue):
     t = play_through(start(owner, catalogue))
-    again = t.replay("Name a fruit.")
+    again = replay_tournament(t, "Name a fruit.")
     assert again.parent == t and again.prompt == "Name a fruit." and again.params == t.params
     assert [e.model for e in again.entrants.order_by("seed")] == catalogue and again.seeding == "given"
     assert again.state == "running" and current(again).battle is not None
@@ -326,7 +334,7 @@ def test_the_reveal_shows_each_answers_load_and_wait_apart_and_how_it_ended(clie
                "first_scheduled_time": began, "first_token_time": began + 0.5, "time_in_queue": 0.0}
     assert cut.finish(Generation.Status.DONE, text="One two three", finish_reason="length", metrics=metrics)
     assert whole.finish(Generation.Status.DONE, text="Blue.", finish_reason="stop", metrics=metrics)
-    t.pick_winner(first, "left")
+    pick_winner(t, first, "left")
     play_through(t)
     html = client.get(t.get_absolute_url()).content.decode()
     match = re.search(r'<tbody data-match="1">(.*?)</tbody>', html, re.S).group(1)
@@ -535,7 +543,7 @@ def test_each_side_of_each_match_draws_its_own_seed(owner, catalogue):
     t = start(owner, catalogue)
     first = current(t).battle
     seeds = {first.left.params["seed"], first.right.params["seed"]}
-    t.rerun_match(current(t))
+    rerun_match(t, current(t))
     again = current(t).battle
     seeds |= {again.left.params["seed"], again.right.params["seed"]}
     assert len(seeds) == 4 and all(0 <= s < 2**32 for s in seeds)
@@ -556,5 +564,5 @@ def test_a_contestant_whose_defaults_are_greedy_is_refused(owner, catalogue):
     greedy.default_params = {"temperature": 0.0}
     greedy.save()
     with pytest.raises(TournamentError, match=re.escape(greedy.name)):
-        Tournament.start(owner, contestants=catalogue, prompt="Hi", params={})
-    Tournament.start(owner, contestants=catalogue, prompt="Hi", params={"temperature": 0.8})  # set for all: fine
+        start_tournament(owner, contestants=catalogue, prompt="Hi", params={})
+    start_tournament(owner, contestants=catalogue, prompt="Hi", params={"temperature": 0.8})  # set for all: fine

@@ -19,7 +19,7 @@ from arena.accounts.models import ApiToken
 from arena.battles.secrecy import HIDDEN_LABEL, REDACTED
 from arena.catalogue.models import ModelEntry
 from arena.routing import websocket_urlpatterns
-from arena.tournaments.models import Tournament
+from arena.tournaments.actions import start_tournament
 from arena.workers.models import DatabaseRecorder, WorkerProcess
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
@@ -55,7 +55,7 @@ def bystander(smollm):
 
 @pytest.fixture
 def tournament(judge, contestants):
-    return Tournament.start(judge, contestants=contestants, prompt="Name a colour.", seeding="given",
+    return start_tournament(judge, contestants=contestants, prompt="Name a colour.", seeding="given",
                             params={"temperature": 0.7, "max_new_tokens": 8})
 
 

@@ -1,20 +1,25 @@
-"""Starting a suite run, shared by the page and the API."""
+"""Every write that starts or changes a suite run, shared by the page and the API: start a run,
+record a person's blind verdict on one of its pairs, reveal the names behind a person's verdicts.
+(The run's steps are the runner's: arena/suite_runs/runner.py.)"""
 
 from __future__ import annotations
 
 import secrets
 
 from django.db import transaction
+from django.utils import timezone
 
 from arena.battles import fair
 from arena.battles.judging import MAX_JUDGES
+from arena.battles.models import Battle
 from arena.catalogue.models import ModelEntry
 from arena.generations import limits
+from arena.leaderboard.cache import bump_now_and_on_commit
 from arena.suites.models import Suite
 from inference.protocol import ParamError
 
 from . import judge, runner
-from .models import SuiteContestant, SuiteRun, SuiteRunJudge
+from .models import SuiteContestant, SuiteRun, SuiteRunJudge, VerdictError
 
 MAX_BUDGET = 1_000_000
 
@@ -113,3 +118,32 @@ def _check_params(models: list[ModelEntry], constraints: list[dict], params: dic
                 model.params_with_defaults({**params, **constraint}, shared=True)
     except ParamError as exc:
         raise RunError(str(exc), field) from exc
+
+
+@transaction.atomic
+def record_human_verdict(run: SuiteRun, user, left_id, right_id, outcome: str) -> Battle:
+    """`user`'s blind verdict on the pair of answers (`left_id`, `right_id`, in the pair's own
+    left/right terms) as a suite battle; VerdictError if it is not a pair of this run ready to
+    judge, or `user` already judged it."""
+    wanted = (str(left_id), str(right_id))
+    pair = next((p for p in run.people_pairs() if (str(p.left.id), str(p.right.id)) == wanted), None)
+    if pair is None:
+        raise VerdictError("That is not a pair of this run ready to judge.")
+    if outcome not in Battle.Outcome.values:
+        raise VerdictError("Choose A, B, a tie or both bad.")
+    # Serialise one user's votes on this run, so a double submit cannot store the pair twice.
+    SuiteRun.objects.select_for_update().filter(id=run.id).first()
+    if run.people_verdicts(user).filter(left_id=pair.left.id, right_id=pair.right.id).exists():
+        raise VerdictError("You have already judged this pair.")
+    if run.revealed_to(user):
+        raise VerdictError("The names were revealed to you: your judging of this run is over.")
+    return Battle.objects.create(owner=user, mode=Battle.Mode.SUITE, blind=True, left=pair.left,
+                                 right=pair.right, outcome=outcome, voted_at=timezone.now(), tag=run.suite.tag)
+
+
+def reveal_for(run: SuiteRun, user) -> int:
+    """Show `user` the names behind their blind verdicts on this run; how many were hidden."""
+    revealed = run.people_verdicts(user).filter(revealed=False).update(revealed=True)
+    if revealed:
+        bump_now_and_on_commit()  # the revealed verdicts now count on the leaderboard
+    return revealed

@@ -1,16 +1,22 @@
-"""Starting battles, shared by the pages, the API and tournaments."""
+"""Every write that starts, changes or ends a battle: start (and re-run, swap, continue), vote,
+stop, and the self-identification flag. Pages, the API, sockets, tasks and tournaments call
+these alike; the model holds the data and the queries."""
 
 from __future__ import annotations
 
 import uuid
 
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from arena import conversations
 from arena.generations import services
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest
 
+from . import presenting
+from .identity import identity_mentions
 from .models import Battle
 
 
@@ -68,3 +74,58 @@ def follow_up(battle: Battle, prompt: str) -> Battle:
     return start_battle(battle.owner, prompt=prompt, mode=battle.mode, blind=battle.blind, parent=battle,
                         tag=battle.tag,
                         sides={side: _side_settings(gen, gen.conversation()) for side, gen in battle.sides})
+
+
+def stop_battle(battle: Battle) -> None:
+    """Ask both of a battle's live generations to stop (as the Stop button does)."""
+    for _side, gen in battle.sides:
+        gen.refresh_from_db(fields=["status"])
+    services.cancel([gen.id for _side, gen in battle.sides if not gen.finished], "user")
+
+
+def vote(battle: Battle, outcome: str) -> bool:
+    """Record the verdict once both answers are in; a later vote replaces it (a change of mind).
+    A model judge's record takes no person's vote: that would mix the two silently.
+
+    "In" is what the page shows (presenting.shown): a vote may come a few milliseconds after the
+    streams' terminal events and before the rows are stored, and must not be refused."""
+    if outcome not in Battle.Outcome.values or battle.judged:
+        return False
+    if battle.mode == Battle.Mode.ANONYMOUS and battle.revealed:  # named now: a change would not be blind
+        return False
+    if not presenting.shown(battle).votable:
+        return False
+    battle.outcome, battle.voted_at = outcome, timezone.now()
+    fields = ["outcome", "voted_at"]
+    if battle.mode == Battle.Mode.ANONYMOUS:  # the verdict is given: the names show
+        battle.revealed = True
+        fields.append("revealed")
+        # The turns before it were judged blind as one conversation: the same pair, now named.
+        Battle.objects.filter(id__in=battle.ancestor_ids(), mode=Battle.Mode.ANONYMOUS).update(revealed=True)
+    battle.save(update_fields=fields)
+    return True
+
+
+def note_self_identification(battle: Battle) -> bool:
+    """Flag the battle if an answer names a contestant, its own model or the other one (an alias,
+    or the first word of a name): a blind judge who reads "I am Gemma" is no longer blind.
+    Words the user's own turns use do not count: asked about Google, an answer may say Google."""
+    asked = " ".join([battle.prompt, *(t.get("content", "") for t in battle.left.history if t.get("role") == "user")])
+    words = [w for w in battle.left.model.identity_words() + battle.right.model.identity_words()
+             if not identity_mentions(asked, [w])]
+    flagged = any(identity_mentions(gen.text, words) for _side, gen in battle.sides)
+    if flagged != battle.self_identified:
+        battle.self_identified = flagged
+        battle.save(update_fields=["self_identified"])
+    return flagged
+
+
+def note_side_ended(gen: Generation) -> None:
+    """`gen` has just ended: if it is a battle's side, check that battle's answers again. Whoever
+    ended it calls this (the sweeper, when the battle's own run was gone); the run itself checks
+    once both sides are over (BattleRun.after). Every battle sharing the answer is checked (a
+    comparison's or a tournament's answer has one; a suite's may have several)."""
+    battles = (Battle.objects.select_related("left__model", "right__model")
+               .filter(Q(left_id=gen.id) | Q(right_id=gen.id)))
+    for battle in battles:
+        note_self_identification(battle)

@@ -1,0 +1,17 @@
+"""Writes on suites, shared by the page and the API."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from .models import Suite, SuitePrompt
+from .parsing import PromptSpec
+
+
+@transaction.atomic
+def create_suite(owner, *, name: str, prompts: list[PromptSpec], tag: str = "") -> Suite:
+    """A suite with these checked prompts (arena.suites.parsing), numbered from 1."""
+    suite = Suite.objects.create(owner=owner, name=name, tag=tag)
+    SuitePrompt.objects.bulk_create([SuitePrompt(suite=suite, position=i, **spec.as_dict())
+                                     for i, spec in enumerate(prompts, start=1)])
+    return suite
