@@ -28,13 +28,14 @@ CODES = {
     "forbidden": "403: staff only",
     "not_found": "404: no such object (or not yours: the same answer), or no such API URL",
     "conflict": "409: the object is not in a state that allows this (a running suite, a judged battle)",
+    "method_not_allowed": "405: the URL exists but not for this method (Allow lists those it takes)",
     "not_votable": "409: the battle takes no verdict now",
     "request_too_large": "413: the body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE",
     "limit_exceeded": "429: a per-user limit; wait Retry-After seconds",
 }
 # The code of an error said by its status alone.
-STATUS_CODES = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict",
-                413: "request_too_large", 429: "limit_exceeded"}
+STATUS_CODES = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+                405: "method_not_allowed", 409: "conflict", 413: "request_too_large", 429: "limit_exceeded"}
 
 
 def error(status: int, message: str, fields: dict | None = None, *, code: str | None = None) -> JsonResponse:
@@ -113,6 +114,24 @@ def answer_refusals(view):
             return error(413, body_too_large_message(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
 
     return wrapper
+
+
+def methods(*allowed: str):
+    """The endpoint takes only these HTTP methods; another gets a JSON 405 naming them (Django's
+    require_http_methods answers with an HTML page, which no API client can read)."""
+
+    def decorate(view):
+        @functools.wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if request.method not in allowed:
+                response = error(405, f"{request.path} takes {', '.join(allowed)}, not {request.method}.")
+                response["Allow"] = ", ".join(allowed)
+                return response
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 @csrf_exempt

@@ -4,10 +4,9 @@ an anonymous battle's next turn (described in .openapi)."""
 from typing import Any
 
 from django.http import JsonResponse
-from django.views.decorators.http import require_GET, require_http_methods
 
 from arena.accounts.bearer import token_required
-from arena.api.http import created, error, form_error, json_body
+from arena.api.http import created, error, form_error, json_body, methods
 from arena.api.params import NotAnObject, params_object
 from arena.generations.models import Generation
 from inference.protocol import ParamError, SamplingParams
@@ -55,7 +54,7 @@ def battle_json(battle: Battle) -> dict:
     }
 
 
-@require_http_methods(["POST"])
+@methods("POST")
 @token_required
 def create_comparison(request):
     try:
@@ -84,14 +83,14 @@ def create_comparison(request):
     return created(battle_json(battle), f"/api/v1/comparisons/{battle.id}", status=202)
 
 
-@require_GET
+@methods("GET")
 @token_required
 def comparison(request, battle_id):
     battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
     return JsonResponse(battle_json(battle))
 
 
-@require_http_methods(["POST"])
+@methods("POST")
 @token_required
 def vote(request, battle_id):
     battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
@@ -132,7 +131,7 @@ def anonymous_json(battle: Battle) -> dict:
             "max_new_tokens": fair.common_limit(battle.left.params, battle.right.params)}
 
 
-@require_http_methods(["POST"])
+@methods("POST")
 @token_required
 def create_anonymous(request):
     try:
@@ -160,14 +159,14 @@ def create_anonymous(request):
     return created(anonymous_json(battle), f"/api/v1/arena/{battle.id}", status=202)
 
 
-@require_GET
+@methods("GET")
 @token_required
 def anonymous_battle(request, battle_id):
     battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
     return JsonResponse(anonymous_json(battle))
 
 
-@require_http_methods(["POST"])
+@methods("POST")
 @token_required
 def anonymous_vote(request, battle_id):
     """The verdict; the answer names both models (and their speeds) once it is recorded."""
@@ -182,7 +181,7 @@ def anonymous_vote(request, battle_id):
     return JsonResponse(anonymous_json(battle))
 
 
-@require_http_methods(["POST"])
+@methods("POST")
 @token_required
 def anonymous_continue(request, battle_id):
     """The next turn of an unjudged anonymous battle: the same pair, still blind."""

@@ -29,10 +29,9 @@ import math
 from django import forms
 from django.db.models import ProtectedError
 from django.http import HttpResponse, JsonResponse
-from django.views.decorators.http import require_GET, require_http_methods
 
 from arena.accounts.bearer import token_required
-from arena.api.http import error, form_error, json_body
+from arena.api.http import error, form_error, json_body, methods
 
 from . import keys
 from .forms import StoredKeyForm
@@ -80,7 +79,7 @@ def model_json(entry: ModelEntry) -> dict:
     }
 
 
-@require_GET
+@methods("GET")
 @token_required
 def models(request):
     return JsonResponse({"models": [model_json(m) for m in ModelEntry.objects.enabled()]})
@@ -104,7 +103,7 @@ def staff_required(view):
     return wrapper
 
 
-@require_http_methods(["GET", "POST"])
+@methods("GET", "POST")
 @token_required
 @staff_required
 def catalogue(request):
@@ -113,7 +112,7 @@ def catalogue(request):
     return _save(request, None)
 
 
-@require_http_methods(["GET", "PATCH", "DELETE"])
+@methods("GET", "PATCH", "DELETE")
 @token_required
 @staff_required
 def catalogue_entry(request, slug):
@@ -132,7 +131,7 @@ def catalogue_entry(request, slug):
     return HttpResponse(status=204)
 
 
-@require_http_methods(["POST"])
+@methods("POST")
 @token_required
 @staff_required
 def test_entry(request, slug):

@@ -1,7 +1,7 @@
 """Admission: generations start in fair order, within the installation's capacity.
 
 Every path that starts work (the playground, comparisons, tournaments, the APIs, suite runs)
-creates its generations queued through `services.start`, which submits them (`runs.submit()`)
+creates its generations queued through `services.start`, which submits them (`submit()`)
 inside the same transaction. Nothing is sent to Celery yet: once the rows are committed, a pass
 of the line (`admit_waiting`) starts the runs that fit in ARENA_MAX_CONCURRENT_GENERATIONS, in the
 fair order of `fairness.py` (round robin between users; staff take their turn like everyone), and
@@ -18,7 +18,7 @@ are free), and once a second from the orchestrator's loop (a periodic job: arena
 what the others missed (Redis down for a moment, a process killed between the two).
 
 A pass also ends waiting runs that will never start: the user stopped them (their cancel key),
-every viewer of a web one left (`run.abandoned`, as for running ones), or one
+every viewer of a web one left (`lifecycle.abandoned`, as for running ones), or one
 waited past ARENA_QUEUE_TIMEOUT_S. Once admitted, a run is the sweeper's (sweeper.py) if its
 Celery message is lost.
 """
@@ -43,7 +43,6 @@ from inference import protocol as p
 from . import fairness, lifecycle, limits, runs
 from .lifecycle import HALF_A_BATTLE, NEVER_STARTED
 from .models import Generation
-from .run import abandoned
 
 log = logging.getLogger(__name__)
 ADMIT_EVERY_S = 1.0  # the period of the scheduler's pass (registered in GenerationsConfig.ready())
@@ -78,6 +77,15 @@ class Unit:
     def enqueue(self) -> None:
         """Send its Celery task (the task's claim, queued -> loading, makes a second one harmless)."""
         self.kind.start(self.ident)
+
+
+def submit() -> None:
+    """Call inside the transaction that created queued generations: they join the line once it
+    commits. Several starts in one transaction make one pass."""
+    connection = transaction.get_connection()
+    if connection.in_atomic_block and any(func is admit_waiting for _sids, func, _robust in connection.run_on_commit):
+        return
+    transaction.on_commit(admit_waiting)
 
 
 def admit_waiting() -> int:
@@ -197,7 +205,7 @@ class Line:
         if any(cancelled for cancelled, _viewers in seen):
             return "cancelled"
         web = unit.rows[0]["origin"] == Generation.Origin.WEB
-        if web and all(abandoned(viewers) for _cancelled, viewers in seen):
+        if web and all(lifecycle.abandoned(viewers) for _cancelled, viewers in seen):
             return "cancelled"
         if len(unit.rows) < unit.size:
             return HALF_A_BATTLE

@@ -8,11 +8,10 @@ class GenerationsConfig(AppConfig):
     def ready(self) -> None:
         from arena import scheduler
 
-        from . import admission, runs, tasks
+        from . import admission, tasks
         from .sweeper import SWEEP_EVERY_S, Sweeper
 
         tasks.register_run_kinds()
-        runs.serve_line_with(admission.admit_waiting)
         # The orchestrator's loop serves the line of generations waiting for a free slot, and ends
         # generations whose Celery task has gone (one Sweeper: it remembers watch keys seen missing).
         scheduler.register("admit the line", every_s=admission.ADMIT_EVERY_S, run=admission.admit_waiting)

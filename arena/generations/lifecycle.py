@@ -27,8 +27,10 @@ from here alone.
 from __future__ import annotations
 
 import logging
+import time
 
 import redis
+from django.conf import settings
 
 from arena import streams
 from inference import protocol as p
@@ -53,6 +55,13 @@ RESTARTED = ("The server restarted while this answer was being written; the part
 RESTARTED_LOADING = "The server restarted while the model was being prepared for this answer. Send again."
 NEVER_STARTED = "This request waited too long for a free slot and never started. Send again."
 HALF_A_BATTLE = "The other side of this comparison ended before it started. Run it again."
+
+
+def abandoned(viewers: list) -> bool:
+    """From a generation's viewers hash ([left_at, count]): every viewer left more than the grace ago
+    (a web generation nobody watches any more is cancelled, waiting or running)."""
+    left_at, count = viewers
+    return bool(left_at) and int(count or 0) <= 0 and time.time() - float(left_at) > settings.ARENA_DISCONNECT_GRACE_S
 
 
 def _move(gen: Generation, to: str) -> bool:

@@ -19,7 +19,7 @@ from inference import protocol as p
 from inference.protocol import Job
 from orchestration import client as orch
 
-from . import lifecycle, runs, services
+from . import admission, lifecycle, services
 from .lifecycle import REDIS_LOST, RESTARTED_BEFORE_START
 from .models import Generation
 
@@ -72,7 +72,7 @@ class Run:
 
     def _admit_next(self) -> None:
         """This run's slots are free: start whoever is next in line now, not at the next tick."""
-        runs.serve_line()
+        admission.admit_waiting()
 
     # --- hooks ----------------------------------------------------------------------
     def unavailable_reason(self, reason: str) -> str:
@@ -240,7 +240,7 @@ class Follower:
         """A web generation whose every viewer left more than the grace ago is cancelled."""
         if self.gen.origin != Generation.Origin.WEB:
             return
-        if abandoned(self.redis.hmget(self.keys.viewers(str(self.gen.id)), ["left_at", "count"])):
+        if lifecycle.abandoned(self.redis.hmget(self.keys.viewers(str(self.gen.id)), ["left_at", "count"])):
             services.cancel([self.gen.id], "abandoned", self.redis)
 
     def cancel_requested(self) -> bool:
@@ -290,12 +290,6 @@ class Follower:
     def fail(self, code: str, reason: str) -> None:
         self.done = True
         lifecycle.fail(self.gen, code, reason, self.redis, text="".join(self.text))
-
-
-def abandoned(viewers: list) -> bool:
-    """From a generation's viewers hash ([left_at, count]): every viewer left more than the grace ago."""
-    left_at, count = viewers
-    return bool(left_at) and int(count or 0) <= 0 and time.time() - float(left_at) > settings.ARENA_DISCONNECT_GRACE_S
 
 
 def read_many(followers: list[Follower], block_ms: int) -> dict[Follower, list[dict]]:

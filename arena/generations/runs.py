@@ -16,9 +16,8 @@ it (`register`, from its AppConfig.ready() or a module ready() imports):
   run_id = the suite run, each generation started on its own by `run_generation`.
 
 The line (admission.py), the sweeper (sweeper.py) and `GenerationQuerySet.visible()` ask this
-registry. The line itself is above the run engine (it ends waiting runs the way a run does), so
-the engine and the start service reach it through `serve_line` (GenerationsConfig.ready() registers
-admission's pass), not by importing it.
+registry; the start service and the run engine call the line directly (`admission.submit`,
+`admission.admit_waiting`).
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.db import transaction
 from django.db.models import Q
 
 if TYPE_CHECKING:
@@ -58,7 +56,6 @@ class RunKind:
 
 
 _kinds: dict[str, RunKind] = {}
-_line_pass: Callable[[], object] | None = None
 
 
 def register(kind: RunKind) -> None:
@@ -93,25 +90,3 @@ def ended_elsewhere(gen: Generation) -> None:
     if kind.on_ended is not None:
         kind.on_ended(gen)
 
-
-# --- the line ---------------------------------------------------------------------------
-def serve_line_with(line_pass: Callable[[], object]) -> None:
-    """Admission registers its pass of the line (`admit_waiting`)."""
-    global _line_pass
-    _line_pass = line_pass
-
-
-def serve_line() -> None:
-    """One pass of the line now (a run ended: its slots are free)."""
-    if _line_pass is None:
-        raise LookupError("No line is registered (GenerationsConfig.ready() registers admission's)")
-    _line_pass()
-
-
-def submit() -> None:
-    """Call inside the transaction that created queued generations: they join the line once it
-    commits. Several starts in one transaction make one pass."""
-    connection = transaction.get_connection()
-    if connection.in_atomic_block and any(func is serve_line for _sids, func, _robust in connection.run_on_commit):
-        return
-    transaction.on_commit(serve_line)

@@ -20,7 +20,7 @@ from django.db import transaction
 from arena import streams
 from inference import protocol as p
 
-from . import limits, runs
+from . import admission, limits, runs
 from .models import Generation
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def start(owner, requests: Sequence[GenerationRequest], *, origin: str, kind: st
                                       prompt=r.prompt, system_prompt=r.system_prompt, history=list(r.history),
                                       params=dict(r.params), tag=r.tag)
             for r in requests]
-    runs.submit()
+    admission.submit()
     return gens
 
 

@@ -5,10 +5,9 @@ remembered between calls: a call's filters are its own."""
 from __future__ import annotations
 
 from django.http import JsonResponse
-from django.views.decorators.http import require_GET
 
 from arena.accounts.bearer import token_required
-from arena.api.http import error
+from arena.api.http import error, methods
 
 from . import board, cache
 from .records import tags
@@ -43,7 +42,7 @@ def board_json(b: board.Board) -> dict:
     }
 
 
-@require_GET
+@methods("GET")
 @token_required
 def leaderboard(request):
     """GET /api/v1/leaderboard: ratings, sources counted, families and the decision summary."""

@@ -2,10 +2,9 @@
 playground's page does, and read it back with its status, text and metrics."""
 
 from django.http import JsonResponse
-from django.views.decorators.http import require_GET, require_http_methods
 
 from arena.accounts.bearer import token_required
-from arena.api.http import created, error, form_error, json_body
+from arena.api.http import created, error, form_error, json_body, methods
 from arena.api.params import NotAnObject, params_object
 from arena.generations import admission, readiness, runs
 from arena.generations.access import access_generation
@@ -56,7 +55,7 @@ def _generation_json(gen: Generation) -> dict:
     }
 
 
-@require_http_methods(["POST"])
+@methods("POST")
 @token_required
 def create_generation(request):
     try:
@@ -87,7 +86,7 @@ def create_generation(request):
     return created(generation_json(gen), f"/api/v1/generations/{gen.id}", status=202)
 
 
-@require_GET
+@methods("GET")
 @token_required
 def generation(request, generation_id):
     gen = access_generation(request.user, generation_id)

@@ -10,11 +10,10 @@ import functools
 import uuid
 
 from django.http import JsonResponse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from arena.access import NotFound
 from arena.accounts.bearer import token_required
-from arena.api.http import created, error, json_body
+from arena.api.http import created, error, json_body, methods
 from arena.api.params import NotAnObject, params_object
 from arena.battles.judging import MAX_JUDGES
 from arena.catalogue.models import ModelEntry
@@ -197,7 +196,7 @@ def refusing(view):
 
 
 # --- the endpoints --------------------------------------------------------------------------
-@require_http_methods(["GET", "POST"])
+@methods("GET", "POST")
 @token_required
 @refusing
 def suite_runs(request):
@@ -208,14 +207,14 @@ def suite_runs(request):
     return JsonResponse({"suite_runs": [summary_json(run) for run in runs]})
 
 
-@require_GET
+@methods("GET")
 @token_required
 @refusing
 def suite_run(request, run_id):
     return JsonResponse(run_json(access_run(request.user, run_id), request.user, _unreliable(request)))
 
 
-@require_POST
+@methods("POST")
 @token_required
 @refusing
 def cancel(request, run_id):

@@ -4,10 +4,9 @@ A created suite's prompts go through the same checks as an upload's (arena.suite
 each problem naming the item: "prompts[2]: 'prompt' is missing"."""
 
 from django.http import HttpResponse, JsonResponse
-from django.views.decorators.http import require_http_methods
 
 from arena.accounts.bearer import token_required
-from arena.api.http import created, error, form_error, json_body
+from arena.api.http import created, error, form_error, json_body, methods
 
 from . import parsing
 from .access import access_suite
@@ -52,7 +51,7 @@ def _create(request):
     return created(suite_json(suite), f"/api/v1/suites/{suite.id}")
 
 
-@require_http_methods(["GET", "POST"])
+@methods("GET", "POST")
 @token_required
 def suites(request):
     if request.method == "POST":
@@ -60,7 +59,7 @@ def suites(request):
     return JsonResponse({"suites": [summary_json(s, s.prompt_count) for s in Suite.objects.owned_by(request.user)]})
 
 
-@require_http_methods(["GET", "DELETE"])
+@methods("GET", "DELETE")
 @token_required
 def suite(request, suite_id):
     found = access_suite(request.user, suite_id)

@@ -33,6 +33,8 @@ class Suite(models.Model):
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     tag = tags.model_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # Checks every answer of every prompt gets (arena/suites/checks.py specs), before the prompt's own.
+    default_checks = models.JSONField(default=list, blank=True)
 
     objects = SuiteQuerySet.as_manager()
 
@@ -68,6 +70,10 @@ class SuitePrompt(models.Model):
     reference = models.TextField(blank=True, help_text="A reference answer, to compare the answers with.")
     json_schema = models.JSONField(null=True, blank=True, help_text="A JSON Schema the answer must satisfy.")
     regex = models.TextField(blank=True, help_text="A regex the answer must match.")
+    # This prompt's own checks of each answer (arena/suites/checks.py specs), after the suite's defaults.
+    checks = models.JSONField(default=list, blank=True)
+    # The prompt's own tags (pass rates per tag); the suite's `tag` is the whole suite's.
+    tags = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["suite", "position"]

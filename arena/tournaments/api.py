@@ -5,11 +5,10 @@ battle sides "Model A"/"Model B", with their status and text but no model, speed
 failure reason. The contestants a client sent are not echoed back."""
 
 from django.http import JsonResponse
-from django.views.decorators.http import require_GET, require_POST
 
 from arena import conversations
 from arena.accounts.bearer import token_required
-from arena.api.http import created, error, form_error, json_body
+from arena.api.http import created, error, form_error, json_body, methods
 from arena.api.params import NotAnObject, params_object
 
 from . import actions, display
@@ -37,7 +36,7 @@ def _check_size(body: dict, history: list) -> None:
         conversations.check(prompt=body.get("prompt", ""), history=history, system_prompt=body.get("system_prompt", ""))
 
 
-@require_POST
+@methods("POST")
 @token_required
 def create_tournament(request):
     try:
@@ -78,7 +77,7 @@ def create_tournament(request):
     return created(display.tournament_json(tournament, request.user), f"/api/v1/tournaments/{tournament.id}")
 
 
-@require_GET
+@methods("GET")
 @token_required
 def tournament(request, tournament_id):
     found = access_tournament(request.user, tournament_id)
@@ -106,7 +105,7 @@ def _match_action(request, tournament_id, act, fields: set[str]):
     return JsonResponse(display.tournament_json(found, request.user))
 
 
-@require_POST
+@methods("POST")
 @token_required
 def winner(request, tournament_id):
     """{"match": id, "winner": "left"|"right"}: the side of the match's battle that wins."""
@@ -123,7 +122,7 @@ def winner(request, tournament_id):
         return error(400, 'winner must be "left" or "right" (a knockout needs a winner).', {"winner": "left or right"})
 
 
-@require_POST
+@methods("POST")
 @token_required
 def rerun(request, tournament_id):
     """{"match": id}: the current match again, with new answers."""

@@ -1,15 +1,14 @@
 """The workers endpoint of the JSON API (described in .openapi): staff see what the orchestrator runs."""
 
 from django.http import JsonResponse
-from django.views.decorators.http import require_GET
 
 from arena.accounts.bearer import token_required
-from arena.api.http import error
+from arena.api.http import error, methods
 
 from .status import for_viewer as workers_for_viewer
 
 
-@require_GET
+@methods("GET")
 @token_required
 def workers(request):
     """Staff only: the nodes as the orchestrator's backend reports them (Ray: address, alive or

@@ -82,10 +82,11 @@ def cases(others, running):
          400, "invalid_params"),
         ("post", f"/api/v1/comparisons/{running.id}/vote", True, {"outcome": "left"}, 409, "not_votable"),
         ("get", "/api/v1/workers", True, None, 403, "forbidden"),
+        ("delete", "/api/v1/generations", True, None, 405, "method_not_allowed"),
     ]
 
 
-@pytest.mark.parametrize("case", range(9))
+@pytest.mark.parametrize("case", range(10))
 def test_real_errors_carry_the_code_their_case_calls_for(client, token, others_comparison, running_comparison, case):
     method, path, with_token, body, status, code = cases(others_comparison, running_comparison)[case]
     raw = body if isinstance(body, bytes) else None
@@ -99,3 +100,11 @@ def test_a_body_over_the_size_limit_is_a_413_with_its_code(client, token, settin
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10
     response = api(client, "post", "/api/v1/generations", token, {"model": "smollm2-135m", "prompt": "x" * 100})
     assert response.status_code == 413 and response.json()["error"]["code"] == "request_too_large"
+
+
+def test_a_method_an_endpoint_does_not_take_gets_a_json_405_with_the_allowed_ones(client, token):
+    """Django's require_http_methods answered with an HTML page no API client could read."""
+    response = api(client, "put", "/api/v1/comparisons", token, {"prompt": "Hi"})
+    assert response.status_code == 405 and response["Allow"] == "POST"
+    assert response.json()["error"] == {"code": "method_not_allowed",
+                                        "message": "/api/v1/comparisons takes POST, not PUT."}
