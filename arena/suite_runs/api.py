@@ -48,7 +48,7 @@ class Refused(Exception):
 def summary_json(run: SuiteRun) -> dict:
     return {"id": str(run.id), "suite": str(run.suite_id), "format": run.format,
             "judge": run.judge.slug if run.judge else None, "judges": [m.slug for m in run.judges],
-            "state": run.state,
+            "state": run.state, "reuse_answers": run.reuse_answers,
             "progress": {"done": run.done, "total": run.total, "percent": run.percent, "eta_s": run.eta_s},
             "adaptive": adaptive_json(run),
             "created_at": run.created_at.isoformat(),
