@@ -4,8 +4,9 @@ the catalogue's probe creates generations, and the one place that asks a generat
 `start` creates queued generations of one run (arena/generations/runs.py) from typed requests,
 checks the per-user limits when asked, and submits them to the fair line (admission.py) in the
 same transaction; a request that may reuse an identical one's stored answer (`reuse`: cache.py)
-is created already done with it instead, and never joins the line. `cancel` writes each generation's cancel key with the reason (the worker, the
-run following it and the line all read it); `acancel` is its twin for async consumers.
+is created already done with it instead, and never joins the line. `cancel` writes each
+generation's cancel key with the reason (the worker, the run following it and the line all read
+it); `acancel` is its twin for async consumers.
 """
 
 from __future__ import annotations

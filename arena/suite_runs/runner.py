@@ -210,7 +210,8 @@ def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, name: st
         row.save(update_fields=["generation", "attempts"])
 
 
-def _generation(run: SuiteRun, kind: str, model, prompt: str, params: dict, system_prompt: str = "") -> Generation | None:
+def _generation(run: SuiteRun, kind: str, model, prompt: str, params: dict,
+                system_prompt: str = "") -> Generation | None:
     """Its own run of `kind`, within the suite run's window: no per-user limit (the run checked it).
     An identical deterministic request's answer is reused (arena/generations/cache.py): this run's
     always, the owner's earlier runs' when the run asks. None: an identical request of this run is
