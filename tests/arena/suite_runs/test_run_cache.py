@@ -124,9 +124,11 @@ def test_the_mark_on_the_run_page_the_generation_page_history_and_exports(client
     page = client.get(second.get_absolute_url()).content.decode()
     assert page.count('class="cached-mark"') == 4  # each answer of the run
     assert 'class="cached-mark"' not in client.get(first.get_absolute_url()).content.decode()
-    listed = client.get("/history/suite-runs/").content.decode()
+    history = client.get("/history/suite-runs/").content.decode()
+    assert 'data-cached-count="8"' in history.split(f'data-id="{second.id}"')[1].split("</tr>")[0]
+    assert "data-cached-count" not in history.split(f'data-id="{first.id}"')[1].split("</tr>")[0]
+    listed = client.get("/suite-runs/").content.decode()  # 4 answers, 4 readings of the judge
     assert 'data-cached-count="8"' in listed.split(f'data-run="{second.id}"')[1].split("</li>")[0]
-    assert "data-cached-count" not in listed.split(f'data-run="{first.id}"')[1].split("</li>")[0]
 
     copy = SuiteAnswer.objects.filter(run=second).select_related("generation").first().generation
     detail = client.get(copy.get_absolute_url()).content.decode()
