@@ -1,7 +1,7 @@
 """The answer cache end to end on the running application (docs/suites.md, "Cache"): a greedy suite
 run answered by real llama.cpp workers, then the same suite run again with reuse_answers. The re-run
 generates nothing: every answer is the first run's (cached_from), none ever took a place in the line
-or reached a worker (no admission, no start), and it ends within a few of the runner's steps."""
+(no admission: the only way to a worker's job) and no worker wrote a token stream for any."""
 
 from __future__ import annotations
 
@@ -27,11 +27,14 @@ def finished(live_app, token, run_id: str, timeout: float) -> tuple[dict, float]
 
 
 def answers(live_app, run_id: str) -> list[dict]:
-    code = ("import json; from arena.suite_runs.models import SuiteAnswer; "
+    """Each answer's generation, and whether it has a token stream (only a worker writes one)."""
+    code = ("import json; from arena import streams; from arena.suite_runs.models import SuiteAnswer; "
+            "client, keys = streams.client(), streams.keys(); "
             f"rows = SuiteAnswer.objects.filter(run_id={run_id!r}).select_related('generation'); "
             "print(json.dumps([{'id': str(a.generation_id), 'status': a.generation.status, "
             "'cached_from': str(a.generation.cached_from_id or ''), 'admitted': a.generation.admitted_at is not None, "
-            "'started': a.generation.started_at is not None, 'text': a.generation.text} for a in rows]))")
+            "'streamed': bool(client.exists(keys.stream(str(a.generation_id)))), 'text': a.generation.text} "
+            "for a in rows]))")
     return json.loads(live_app.manage("shell", "-c", code).splitlines()[-1])
 
 
@@ -45,7 +48,7 @@ def test_a_rerun_with_reuse_generates_nothing(live_app):
     state, took = finished(live_app, token, first["id"], 420)
     assert state["state"] == "done", state
     generated = answers(live_app, first["id"])
-    assert len(generated) == 4 and all(a["status"] == "done" and a["started"] and not a["cached_from"]
+    assert len(generated) == 4 and all(a["status"] == "done" and a["streamed"] and not a["cached_from"]
                                        for a in generated), generated
 
     second = live_app.api(token, "post", "/api/v1/suite-runs", json={**body, "reuse_answers": True}).json()
@@ -58,4 +61,4 @@ def test_a_rerun_with_reuse_generates_nothing(live_app):
     assert len(reused) == 4
     for answer in reused:
         assert answer["cached_from"] in by_id and answer["text"] == by_id[answer["cached_from"]]["text"]
-        assert not answer["admitted"] and not answer["started"]  # no place in line, no job to any worker
+        assert not answer["admitted"] and not answer["streamed"]  # no place in line, no worker wrote a token

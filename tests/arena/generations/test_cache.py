@@ -66,7 +66,7 @@ def test_a_done_answer_is_reused_created_done_with_its_figures(owner, smollm):
     assert (copy.text, copy.finish_reason, copy.prompt_tokens, copy.generated_tokens) == (
         original.text, original.finish_reason, original.prompt_tokens, original.generated_tokens)
     assert (copy.tokens_per_s, copy.time_to_first_token_s) == (40.0, original.time_to_first_token_s)
-    assert copy.admitted_at is None and copy.started_at is None  # no place in the line, no worker
+    assert copy.admitted_at is None and copy.queue_wait_s is None  # no place in the line, so no worker
     assert copy.cache_key == original.cache_key and copy.finished_at is not None
 
 

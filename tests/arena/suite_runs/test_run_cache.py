@@ -70,7 +70,7 @@ def test_a_rerun_asked_to_reuse_generates_nothing(owner, three):
     assert len(reused) == len(first_ids) == 4 + 4  # 4 answers, 2 pairs judged in both orders
     for gen in reused:
         assert gen.status == Generation.Status.DONE and gen.cached_from_id in first_ids
-        assert gen.admitted_at is None and gen.started_at is None  # never in line, never on a worker
+        assert gen.admitted_at is None  # never in line: a generation reaches a worker only once admitted
     assert SuiteJudgement.objects.filter(run=second).count() == 4
     assert [r["wins"] for r in second.results()] == [r["wins"] for r in first.results()]
 
