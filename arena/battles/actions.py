@@ -29,6 +29,8 @@ def start_battle(user, *, prompt: str, sides: dict[str, dict], mode: str = Battl
     A web battle is cancelled when every viewer has left; an API one runs to the end.
     Raises limits.LimitExceeded when the user may not start it now (it costs one per side)."""
     battle_id = uuid.uuid4()  # the run the two sides belong to: they start together
+    # No `reuse`: a blind side answering at once from the cache would tell its judge which it is
+    # (arena/generations/cache.py), so battles never reuse a stored answer, blind or not.
     left, right = services.start(
         user, [GenerationRequest(model=s["model"], prompt=prompt, system_prompt=s.get("system_prompt") or "",
                                  params=s["params"], history=s.get("history") or (), tag=tag)

@@ -1,5 +1,7 @@
 """The model catalogue: what a user can pick, and how each entry is served."""
 
+import hashlib
+import json
 import math
 import re
 
@@ -39,6 +41,11 @@ BASE_MARK = "(base: continues text)"
 BASE_IN_NAME = re.compile(r"\s*\(base\)", re.IGNORECASE)
 # What the check before enabling covers: a change to any of these is checked again.
 CHECKED_FIELDS = ("engine", "base_url", "remote_model", "api_key_env", "api_key_sealed", "server_command")
+# What decides an entry's answers (its `version`): the served model and how it is served, not where a
+# worker runs, how much it may hold or how it authenticates.
+VERSION_FIELDS = ("slug", "engine", "base", "source", "gguf_file", "kind", "precision", "context_length",
+                  "draft_source", "draft_gguf_file", "draft_kind", "num_speculative_tokens", "base_url",
+                  "remote_model", "server_command")
 # What one worker may ask a Ray cluster for (it runs on one machine), and the finest fraction Ray counts.
 MAX_CPUS = 1024
 MAX_GPUS = 64
@@ -457,6 +464,17 @@ class ModelEntry(models.Model):
             cpus=float(self.cpus),
             gpus=0.0 if self.is_endpoint else float(self.gpus),  # an endpoint's model runs on its own server
         )
+
+    @property
+    def version(self) -> str:
+        """A fingerprint of what decides this entry's answers (VERSION_FIELDS of its spec): the entry
+        stores no revision or update time, so an edit that changes the served model (its file, its
+        quantisation, its engine, its draft, its endpoint) changes the version, and a stored answer of
+        the old one is never reused as the new one's (arena/generations/cache.py). Its system prompt
+        and defaults are not in it: they reach a request's messages and parameters, which are."""
+        spec = self.spec()
+        served = {name: getattr(spec, name) for name in VERSION_FIELDS}
+        return hashlib.sha256(json.dumps(served, sort_keys=True).encode()).hexdigest()[:16]
 
     def params_with_defaults(self, overrides: dict | None = None, *, shared: bool = False) -> SamplingParams:
         """The entry's defaults with `overrides`; ParamError for what its engine cannot do (a regex

@@ -47,6 +47,9 @@ def side_record(gen: Generation) -> dict:
         # None while its owner's blind verdict is pending (arena/generations/readiness.py).
         "load_wait_s": None if gen.readiness_withheld() else gen.load_wait_s,
         "queue_wait_s": None if gen.readiness_withheld() else gen.queue_wait_s,
+        # Reused from an identical earlier request (arena/generations/cache.py): its figures are that one's.
+        "cached": gen.cached,
+        "cached_from": str(gen.cached_from_id) if gen.cached_from_id else None,
     }
 
 

@@ -8,6 +8,8 @@ machinery (not the model) ended it, and the one way each move is written.
 - `begin`: a run's Celery task takes its admitted generation (queued -> loading); a second task
   for the same generation (a requeue, a duplicate message) finds it taken and leaves it.
 - `answering`: its worker started the answer (loading -> running).
+- `from_cache`: a new generation whose identical request was answered before (cache.py) ends at
+  once with that answer (queued -> done), before it ever joins the line: no worker, no place.
 - the end, once, by whoever comes first (each write is conditional on the row still being live):
   `store_event`: the stream already ends with a terminal event (the worker's DONE, CANCELLED or
   FAILED): store it; the viewers have it. Its run's Follower does this, and the sweeper for a
@@ -97,6 +99,17 @@ def store_event(gen: Generation, ev: dict, streamed: str, client: redis.Redis, *
         return gen.finish(S.CANCELLED, text=text, finish_reason="cancelled", metrics=metrics,
                           reason=cancelled_why(gen, client))
     return gen.finish(S.FAILED, text=streamed, reason=ev.get("reason", "failed"), metrics=metrics)
+
+
+def from_cache(gen: Generation) -> bool:
+    """`gen`, just created queued with `cached_from` set (in the transaction that created it), ends as
+    done with that original's stored answer: its text, finish reason, token counts and speeds (the
+    metrics they are read from). The viewers need no event: it is finished before anyone can open
+    it, and a finished generation's page reads the database."""
+    original = gen.cached_from
+    assert original is not None and original.status == S.DONE, "only a done answer is reused"
+    return gen.finish(S.DONE, text=original.text, finish_reason=original.finish_reason,
+                      metrics=dict(original.metrics or {}))
 
 
 def fail(gen: Generation, code: str, reason: str, client: redis.Redis, *, text: str = "") -> bool:

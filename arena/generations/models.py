@@ -14,6 +14,14 @@ from inference.structured import answer_valid
 from . import readiness, runs, tags
 
 
+def chat_messages(model, system_prompt: str, history, prompt: str) -> list[dict[str, str]]:
+    """The messages a worker is sent: the system prompt (the request's, else its entry's), the
+    earlier turns, the prompt."""
+    system = system_prompt or model.system_prompt
+    msgs = [{"role": "system", "content": system}] if system else []
+    return msgs + list(history) + [{"role": "user", "content": prompt}]
+
+
 class GenerationQuerySet(models.QuerySet):
     def visible(self):
         """Leaves out what a run kind hides for now (arena/generations/runs.py): a blind battle's
@@ -82,6 +90,12 @@ class Generation(models.Model):
         null=True, blank=True, help_text="Time spent waiting in line: from creation to a free slot (the fair "
         "line), plus any wait in the worker's own queue.")
     metrics = models.JSONField(default=dict, blank=True)
+    # The answer cache (arena/generations/cache.py): the hash of what decides a deterministic request's
+    # answer (empty: not cached, nor reused), and, for an answer reused from an earlier identical
+    # request, that request's generation (its text, token counts and speeds are the original's).
+    cache_key = models.CharField(max_length=64, blank=True, db_index=True)
+    cached_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="cached_copies")
     output_valid = models.BooleanField(
         null=True, blank=True, help_text="Whether the answer follows its JSON schema or regex (empty: none given).")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -107,13 +121,17 @@ class Generation(models.Model):
     def finished(self) -> bool:
         return self.status in self.FINISHED
 
+    @property
+    def cached(self) -> bool:
+        """A stored answer reused, not generated (arena/generations/cache.py). A cache serves one
+        owner, whose generations are deleted together, so the original outlives its copies."""
+        return self.cached_from_id is not None
+
     def sampling_params(self) -> SamplingParams:
         return SamplingParams.from_dict(self.params)
 
     def messages(self) -> list[dict[str, str]]:
-        system = self.system_prompt or self.model.system_prompt
-        msgs = [{"role": "system", "content": system}] if system else []
-        return msgs + list(self.history) + [{"role": "user", "content": self.prompt}]
+        return chat_messages(self.model, self.system_prompt, self.history, self.prompt)
 
     def conversation(self) -> list[dict[str, str]]:
         """The turns so far including this one's answer: the history of a follow-up turn."""

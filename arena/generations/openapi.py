@@ -15,6 +15,12 @@ OUTPUT_VALID = {"type": ["boolean", "null"],
                 "description": "Whether the finished answer follows params.json_schema or params.regex; null when "
                                "it had neither or has not finished"}
 
+CACHED = {"type": "boolean", "description": "Reused, not generated: the stored answer of an identical earlier greedy "
+                                           "or seeded request (same model and version, prompt and parameters); its "
+                                           "token counts and speeds are that request's"}
+CACHED_FROM = {"type": ["string", "null"], "format": "uuid",
+               "description": "The generation whose answer was reused; null when cached is false"}
+
 GENERATION: dict = {
     "type": "object",
     "properties": {
@@ -29,6 +35,8 @@ GENERATION: dict = {
         "finish_reason": FINISH_REASON,
         "failure_reason": {"type": "string"},
         "output_valid": OUTPUT_VALID,
+        "cached": CACHED,
+        "cached_from": CACHED_FROM,
         "metrics": {"type": "object", "properties": {
             "prompt_tokens": {"type": ["integer", "null"]},
             "generated_tokens": {"type": ["integer", "null"]},

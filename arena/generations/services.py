@@ -3,8 +3,10 @@ the catalogue's probe creates generations, and the one place that asks a generat
 
 `start` creates queued generations of one run (arena/generations/runs.py) from typed requests,
 checks the per-user limits when asked, and submits them to the fair line (admission.py) in the
-same transaction. `cancel` writes each generation's cancel key with the reason (the worker, the
-run following it and the line all read it); `acancel` is its twin for async consumers.
+same transaction; a request that may reuse an identical one's stored answer (`reuse`: cache.py)
+is created already done with it instead, and never joins the line. `cancel` writes each
+generation's cancel key with the reason (the worker, the run following it and the line all read
+it); `acancel` is its twin for async consumers.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from django.db import transaction
 from arena import streams
 from inference import protocol as p
 
-from . import admission, limits, runs
+from . import admission, cache, lifecycle, limits, runs
 from .models import Generation
 
 if TYPE_CHECKING:
@@ -49,19 +51,36 @@ class GenerationRequest:
 
 @transaction.atomic
 def start(owner, requests: Sequence[GenerationRequest], *, origin: str, kind: str,
-          run_id: uuid.UUID | None = None, check_limits: bool = True) -> list[Generation]:
+          run_id: uuid.UUID | None = None, check_limits: bool = True, reuse: str = cache.NEVER) -> list[Generation]:
     """Queued generations for `requests`, one run of `kind` (`run_id`: the battle or suite run),
     in line once the transaction commits. With `check_limits`, raises limits.LimitExceeded
-    (nothing created) when `owner` may not start them now (each costs one)."""
+    (nothing created) when `owner` may not start them now (each costs one).
+
+    `reuse`: where an identical deterministic request's stored answer may be taken from
+    (cache.WITHIN_RUN, cache.ANY_RUN); such a generation is created done (`lifecycle.from_cache`).
+    Only suite runs ask: a blind battle or tournament never does (cache.py says why), so the
+    default reuses nothing and stores no key."""
     runs.get(kind)  # a kind nobody registered would never be started: refuse it here
     if check_limits:
         limits.check_start(owner, cost=len(requests))
-    gens = [Generation.objects.create(owner=owner, model=r.model, origin=origin, run_kind=kind, run_id=run_id,
-                                      prompt=r.prompt, system_prompt=r.system_prompt, history=list(r.history),
-                                      params=dict(r.params), tag=r.tag)
-            for r in requests]
-    admission.submit()
+    gens = [_create(owner, r, origin=origin, kind=kind, run_id=run_id, reuse=reuse) for r in requests]
+    if any(not gen.finished for gen in gens):
+        admission.submit()
     return gens
+
+
+def _create(owner, request: GenerationRequest, *, origin: str, kind: str, run_id: uuid.UUID | None,
+            reuse: str) -> Generation:
+    cache_key = cache.key(request.model, request.system_prompt, request.history, request.prompt,
+                          request.params) if reuse != cache.NEVER else ""
+    original = cache.find(owner, cache_key, reuse, run_id)
+    gen = Generation.objects.create(owner=owner, model=request.model, origin=origin, run_kind=kind, run_id=run_id,
+                                    prompt=request.prompt, system_prompt=request.system_prompt,
+                                    history=list(request.history), params=dict(request.params), tag=request.tag,
+                                    cache_key=cache_key, cached_from=original)
+    if original is not None:
+        lifecycle.from_cache(gen)
+    return gen
 
 
 def start_generation(owner, request: GenerationRequest, *, origin: str, kind: str) -> Generation:

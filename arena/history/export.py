@@ -24,7 +24,7 @@ CHUNK = 200  # rows fetched per query (and per prefetch)
 
 _SIDE = ["model", "model_name", "system_prompt", "params", "status", "text", "finish_reason", "failure_reason",
          "prompt_tokens", "generated_tokens", "time_to_first_token_s", "tokens_per_s", "load_wait_s", "queue_wait_s",
-         "generation_id"]
+         "cached", "cached_from", "generation_id"]
 
 COLUMNS = {
     "battles": ["id", "created_at", "mode", "blind", "tag", "prompt", "history",
@@ -35,7 +35,7 @@ COLUMNS = {
     "generations": ["id", "created_at", "origin", "model", "model_name", "tag", "prompt", "system_prompt", "history",
                     "params", "status", "text", "finish_reason", "failure_reason", "prompt_tokens",
                     "generated_tokens", "time_to_first_token_s", "tokens_per_s", "load_wait_s", "queue_wait_s",
-                    "finished_at", "permalink"],
+                    "cached", "cached_from", "finished_at", "permalink"],
 }
 
 

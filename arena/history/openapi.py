@@ -1,7 +1,7 @@
 """OpenAPI 3.1 path items of the export endpoints, assembled with the others in arena/openapi.py."""
 
 from arena.api.openapi import ERROR, Schema
-from arena.generations.openapi import FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
+from arena.generations.openapi import CACHED, CACHED_FROM, FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
 
 _FILTERS = [
     {"name": "format", "in": "query", "required": False,
@@ -31,6 +31,8 @@ _SIDE: Schema = {
         "tokens_per_s": {"type": ["number", "null"]},
         "load_wait_s": {"type": ["number", "null"], "description": LOAD_TEXT},
         "queue_wait_s": {"type": ["number", "null"], "description": QUEUE_TEXT},
+        "cached": CACHED,
+        "cached_from": CACHED_FROM,
     },
 }
 

@@ -6,7 +6,9 @@ worker measured it: never the model's load, the wait in line or the time to firs
 are recorded apart, so a cold start does not make an entry look slow) over the entry's
 finished generations that may be named (an unrevealed blind battle's answers are left out), and
 of those, the ones that ran alone on their worker where there are any (a suite run's answers
-share a worker: 20 tok/s against 54–83 alone); else the point is marked mixed.
+share a worker: 20 tok/s against 54–83 alone); else the point is marked mixed. A cached answer
+(arena/generations/cache.py) carries its original's figures: each measurement counts once, by
+the original's id, whether the set holds the original, its copies or both (`_once`).
 Memory: the resident memory a running worker of the entry reports (the orchestrator's status
 snapshot, as the status page shows it, without the viewer's secret models) where one is running,
 else the catalogue's estimate; an endpoint holds no memory on our machines and has none.
@@ -14,6 +16,7 @@ else the catalogue's estimate; an endpoint holds no memory on our machines and h
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from statistics import median
 
 from django.db.models import QuerySet
@@ -33,6 +36,17 @@ def _answers(generations: QuerySet | None) -> QuerySet:
     return qs.exclude(run_kind__in=runs.judging_kinds())
 
 
+def _once(rows: Iterable[tuple]) -> Iterator[tuple]:
+    """Rows of (id, cached_from_id, *figures), less every row whose measurement was already given: a
+    cached answer's figures are its original's (cached_from_id), never counted twice."""
+    seen = set()
+    for gen_id, cached_from_id, *figures in rows:
+        measurement = cached_from_id or gen_id
+        if measurement not in seen:
+            seen.add(measurement)
+            yield tuple(figures)
+
+
 def median_speeds(generations: QuerySet | None = None) -> dict[str, float]:
     """Entry slug -> median decode tokens/s over `generations` (default: every visible one) that finished
     (those that ran alone on their worker where the entry has any: `speeds`)."""
@@ -48,8 +62,8 @@ def speeds(generations: QuerySet | None = None) -> dict[str, tuple[float, bool]]
     every: dict[str, list[float]] = {}
     shared: set[str] = set()
     rows = _answers(generations).filter(status=Generation.Status.DONE, tokens_per_s__gt=0).values_list(
-        "model__slug", "tokens_per_s", "metrics__shared_with_max")
-    for slug, rate, others in rows:
+        "id", "cached_from_id", "model__slug", "tokens_per_s", "metrics__shared_with_max")
+    for slug, rate, others in _once(rows):
         every.setdefault(slug, []).append(rate)
         if others == 0:
             alone.setdefault(slug, []).append(rate)
@@ -65,8 +79,8 @@ def median_first_tokens(generations: QuerySet | None = None) -> dict[str, float]
     qs = _answers(generations)
     times: dict[str, list[float]] = {}
     rows = qs.filter(status=Generation.Status.DONE, time_to_first_token_s__isnull=False).values_list(
-        "model__slug", "time_to_first_token_s")
-    for slug, seconds in rows:
+        "id", "cached_from_id", "model__slug", "time_to_first_token_s")
+    for slug, seconds in _once(rows):
         times.setdefault(slug, []).append(seconds)
     return {slug: median(values) for slug, values in times.items()}
 

@@ -37,6 +37,8 @@ def _generation_json(gen: Generation) -> dict:
         "finish_reason": gen.finish_reason,
         "failure_reason": gen.failure_reason,
         "output_valid": gen.output_valid,
+        "cached": gen.cached,  # reused from an identical earlier request (arena/generations/cache.py)
+        "cached_from": str(gen.cached_from_id) if gen.cached_from_id else None,
         "metrics": {
             "prompt_tokens": gen.prompt_tokens,
             "generated_tokens": gen.generated_tokens,

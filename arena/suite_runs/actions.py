@@ -36,10 +36,14 @@ class RunError(Exception):
 @transaction.atomic
 def start_run(owner, *, suite: Suite, contestants: list[ModelEntry], format: str = SuiteRun.Format.ROUND_ROBIN,
               judge_model: ModelEntry | None = None, judge_template: str = "", params: dict | None = None,
-              budget: int | None = None, judges: list[ModelEntry] | None = None) -> SuiteRun:
+              budget: int | None = None, judges: list[ModelEntry] | None = None,
+              reuse_answers: bool = False) -> SuiteRun:
     """A run of `contestants` (in seed order) over `suite`, its first step queued; `budget`: an
     adaptive run's judge calls at most (None: half a round robin's). Its judge: `judge_model`,
-    or a jury of up to MAX_JUDGES, `judges` (the first is the run's judge), whose majority decides."""
+    or a jury of up to MAX_JUDGES, `judges` (the first is the run's judge), whose majority decides.
+    `reuse_answers`: identical deterministic requests take the answers of the owner's earlier runs
+    (arena/generations/cache.py; within the run they always do). Off unless asked: a re-run also
+    measures speeds, and an engine upgraded under an unchanged entry would answer anew."""
     params = fair.with_limit(params)  # one token limit on every answer of the run, stored and said on its page
     jury = list(judges) if judges else ([judge_model] if judge_model else [])
     _check_jury(jury, judge_model)
@@ -52,7 +56,7 @@ def start_run(owner, *, suite: Suite, contestants: list[ModelEntry], format: str
     limits.check_start(owner, cost=0)  # the rate of requests; its generations keep to the run's window
     run = SuiteRun.objects.create(owner=owner, suite=suite, format=format, judge=judge_model,
                                   judge_template=judge_template, params=params, seed=secrets.randbelow(2**31),
-                                  budget=budget)
+                                  budget=budget, reuse_answers=reuse_answers)
     SuiteContestant.objects.bulk_create([SuiteContestant(run=run, model=m, position=i)
                                          for i, m in enumerate(contestants, start=1)])
     SuiteRunJudge.objects.bulk_create([SuiteRunJudge(run=run, model=m, position=i)

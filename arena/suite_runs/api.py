@@ -25,7 +25,8 @@ from .access import access_run
 from .actions import RunError, start_run
 from .models import SuiteRun
 
-CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judges", "judge_template", "params", "budget"}
+CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judges", "judge_template", "params", "budget",
+                 "reuse_answers"}
 PARAM_FIELDS = {"temperature", "top_p", "max_new_tokens"}
 UNRELIABLE_VALUE = ("unreliable takes only 'include' (the decision also from the verdicts of a judge marked "
                     "unreliable), not {value!r}; leave it out to leave them out.")
@@ -47,7 +48,7 @@ class Refused(Exception):
 def summary_json(run: SuiteRun) -> dict:
     return {"id": str(run.id), "suite": str(run.suite_id), "format": run.format,
             "judge": run.judge.slug if run.judge else None, "judges": [m.slug for m in run.judges],
-            "state": run.state,
+            "state": run.state, "reuse_answers": run.reuse_answers,
             "progress": {"done": run.done, "total": run.total, "percent": run.percent, "eta_s": run.eta_s},
             "adaptive": adaptive_json(run),
             "created_at": run.created_at.isoformat(),
@@ -145,6 +146,12 @@ def _budget(value) -> int | None:
     return value
 
 
+def _reuse(value) -> bool:
+    if value is not None and not isinstance(value, bool):
+        raise Refused("reuse_answers", "reuse_answers must be true or false (or null: false).")
+    return bool(value)
+
+
 def _text(body: dict, field: str, default: str) -> str:
     value = body.get(field)
     if value is None:
@@ -169,7 +176,7 @@ def _start(request) -> SuiteRun:
         return start_run(request.user, suite=suite, contestants=contestants, judge_model=judge, judges=judges,
                          format=_text(body, "format", SuiteRun.Format.ROUND_ROBIN),
                          judge_template=_text(body, "judge_template", ""), params=_params(body),
-                         budget=_budget(body.get("budget")))
+                         budget=_budget(body.get("budget")), reuse_answers=_reuse(body.get("reuse_answers")))
     except RunError as exc:
         raise Refused(exc.field, str(exc)) from None
 

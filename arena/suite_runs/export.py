@@ -43,7 +43,7 @@ from .report import judge_agreement, judged_pairs, rated_verdicts
 ANSWER_COLUMNS = ["run_id", "prompt_position", "prompt", "reference", "contestant", "attempts", "model",
                   "model_name", "system_prompt", "params", "status", "text", "output_valid", "finish_reason",
                   "failure_reason", "prompt_tokens", "generated_tokens", "time_to_first_token_s",
-                  "tokens_per_s", "load_wait_s", "queue_wait_s", "generation_id"]
+                  "tokens_per_s", "load_wait_s", "queue_wait_s", "cached", "cached_from", "generation_id"]
 SCORE = {"left": 1.0, "right": -1.0, "tie": 0.0, "both_bad": 0.0}  # the left side's, in LLM Comparator's terms
 LABEL = {1.0: "A is better", -1.0: "B is better", 0.0: "Same"}
 

@@ -41,6 +41,10 @@ class SuiteRunForm(ParamsMixin, forms.Form):
     budget = forms.IntegerField(
         required=False, min_value=2, label="Budget (adaptive)",
         help_text="Judge calls at most, each pair read twice; empty: half of a round robin's.")
+    reuse_answers = forms.BooleanField(
+        required=False, initial=False, label="Reuse earlier answers",
+        help_text="An answer to the same greedy or seeded request (same model and version, prompt and parameters) "
+                  "in an earlier run of yours is reused, not generated again, and marked cached.")
     judge_template = forms.CharField(
         required=False, strip=False, initial=judging.DEFAULT_TEMPLATE, label="Judge template",
         max_length=judging.MAX_TEMPLATE_CHARS, widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}))

@@ -55,6 +55,9 @@ class SuiteRun(models.Model):
                                        "prompts, an adaptive run's order of prompts.")
     budget = models.PositiveIntegerField(null=True, blank=True,
                                          help_text="Adaptive: judge calls at most (empty: half a round robin's).")
+    reuse_answers = models.BooleanField(
+        default=False, db_default=False, help_text="Answers of identical deterministic requests are taken from "
+        "the owner's earlier runs (arena/generations/cache.py); within the run they always are.")
     # db_default: a row written without the column (code from before it) still inserts
     stop_reason = models.CharField(max_length=12, blank=True, default="", db_default="",
                                    choices=list(plan.STOP_REASONS.items()),

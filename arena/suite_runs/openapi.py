@@ -43,6 +43,7 @@ RUN_SUMMARY: Schema = {
                    "description": "Every judge's slug, in order (a jury of up to three decides by majority); "
                                   "empty: people judge"},
         "state": {"type": "string", "enum": SuiteRun.State.values},
+        "reuse_answers": {"type": "boolean", "description": "Whether it reuses the answers of your earlier runs"},
         "progress": {"type": "object", "required": ["done", "total", "percent", "eta_s"], "properties": {
             "done": {"type": "integer", "minimum": 0},
             "total": {"type": "integer", "minimum": 0, "description": "0 until the runner's first step"},
@@ -158,6 +159,11 @@ OPENAPI_PATHS = {
                     "budget": {"type": ["integer", "null"], "minimum": 2,
                                "description": "adaptive only: judge calls at most (each pair is read twice); "
                                               "absent or null: half of a round robin's"},
+                    "reuse_answers": {"type": ["boolean", "null"], "default": False,
+                                      "description": "true: an identical greedy or seeded request (same model and "
+                                                     "version, prompt and parameters) takes the answer of one of "
+                                                     "your earlier runs instead of generating it (marked cached); "
+                                                     "within the run this always happens. Absent or null: false"},
                     "judge": {"type": ["string", "null"],
                               "description": "An enabled catalogue slug: the model that judges each pair (in both "
                                              "orders); null: people judge (unless judges names a jury)"},

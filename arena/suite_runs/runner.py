@@ -31,7 +31,7 @@ from arena import streams
 from arena.battles import fair
 from arena.battles.judging import ORDERS, judgement
 from arena.battles.models import Battle
-from arena.generations import runs, services, tasks
+from arena.generations import cache, runs, services, tasks
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest
 from arena.suites.models import SuitePrompt
@@ -173,6 +173,8 @@ def _start_answer(run: SuiteRun, prompt: SuitePrompt, model) -> None:
     params = model.params_with_defaults({**fair.with_limit(run.params), **prompt.constraint_params},
                                         shared=True).to_dict()
     gen = _generation(run, ANSWER_KIND, model, prompt.prompt, params, system_prompt=prompt.system_prompt)
+    if gen is None:
+        return
     row, created = SuiteAnswer.objects.get_or_create(run=run, prompt=prompt, contestant=model,
                                                      defaults={"generation": gen})
     if not created:
@@ -191,6 +193,8 @@ def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, name: st
     judge_model = judges[number - 1]
     params = judge_model.params_with_defaults(judge.JUDGE_PARAMS).to_dict()
     gen = _generation(run, JUDGEMENT_KIND, judge_model, text, params)
+    if gen is None:
+        return
     # A row from before juries names no judge: it is the first judge's.
     row = SuiteJudgement.objects.filter(run=run, prompt=prompt, left=models[0], right=models[1], order=order,
                                         judge__isnull=True).first() if number == 1 else None
@@ -206,13 +210,19 @@ def _start_judgement(run: SuiteRun, prompt: SuitePrompt, models: tuple, name: st
         row.save(update_fields=["generation", "attempts"])
 
 
-def _generation(run: SuiteRun, kind: str, model, prompt: str, params: dict, system_prompt: str = "") -> Generation:
-    """Its own run of `kind`, within the suite run's window: no per-user limit (the run checked it)."""
+def _generation(run: SuiteRun, kind: str, model, prompt: str, params: dict,
+                system_prompt: str = "") -> Generation | None:
+    """Its own run of `kind`, within the suite run's window: no per-user limit (the run checked it).
+    An identical deterministic request's answer is reused (arena/generations/cache.py): this run's
+    always, the owner's earlier runs' when the run asks. None: an identical request of this run is
+    still generating; a later step reuses its answer instead of generating it twice."""
+    if cache.twin_under_way(run.owner, cache.key(model, system_prompt, (), prompt, params), run.id):
+        return None
     request = GenerationRequest(model=model, prompt=prompt, system_prompt=system_prompt, params=params,
                                 tag=run.suite.tag)
     [gen] = services.start(run.owner, [request], origin=Generation.Origin.SUITE, kind=kind, run_id=run.id,
-                           check_limits=False)
-    return gen  # it joins the line when the step commits (`step`)
+                           check_limits=False, reuse=cache.ANY_RUN if run.reuse_answers else cache.WITHIN_RUN)
+    return gen  # it joins the line when the step commits (`step`), unless it was reused: done already
 
 
 def _record(run: SuiteRun, pair: plan.Pair, outcome: str, generations: dict, judges: list) -> None:

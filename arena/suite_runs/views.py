@@ -36,7 +36,7 @@ def run_new(request):
         try:
             run = start_run(request.user, suite=data["suite"], contestants=data["contestants"], format=data["format"],
                             judges=data["judges"], judge_template=data["judge_template"], params=data["params"],
-                            budget=data["budget"])
+                            budget=data["budget"], reuse_answers=data["reuse_answers"])
         except RunError as exc:
             form.add_error(None, str(exc))
         else:

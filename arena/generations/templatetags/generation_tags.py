@@ -5,6 +5,7 @@ from django import template
 from django.utils.safestring import mark_safe
 
 from arena.generations import status
+from arena.generations.models import Generation
 
 register = template.Library()
 
@@ -33,3 +34,10 @@ def status_text(gen) -> str:
 def outcome(gen) -> str:
     """`{{ gen|outcome }}`: done, length, stop_sequence, cancelled, failed (or the live status), for data-*."""
     return status.outcome(_field(gen, "status") or "", _field(gen, "finish_reason") or "")
+
+
+@register.filter
+def cached_answers(run_id) -> int:
+    """`{{ run.id|cached_answers }}`: how many generations of the run (a suite run's answers and
+    readings) reused a stored answer instead of generating (arena/generations/cache.py)."""
+    return Generation.objects.filter(run_id=run_id, cached_from__isnull=False).count()

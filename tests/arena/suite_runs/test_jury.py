@@ -98,7 +98,9 @@ def test_a_reading_stored_before_juries_is_the_first_judges(owner, catalogue):
     run = start_run(owner, suite=suite(owner, "Q?"), contestants=catalogue[:2], judge_model=catalogue[2])
     runner.step(run)
     for gen in live(run):
-        finish(gen, "An answer.")
+        # Two different answers: the same two would make both readings one request, the second reusing
+        # the first's reply a step later (arena/generations/cache.py).
+        finish(gen, f"An answer of {gen.model.slug}.")
     runner.step(run)
     rows = list(SuiteJudgement.objects.filter(run=run))
     assert {row.judge_id for row in rows} == {catalogue[2].id}
