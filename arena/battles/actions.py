@@ -1,9 +1,11 @@
-"""Every write that starts, changes or ends a battle: start (and re-run, swap, continue), vote,
-stop, and the self-identification flag. Pages, the API, sockets, tasks and tournaments call
-these alike; the model holds the data and the queries."""
+"""Every write that starts, changes or ends a battle: start (and re-run, swap, continue; an
+anonymous battle's draw and its follow-ups), vote, stop, and the self-identification flag.
+Pages, the API, sockets, tasks and tournaments call these alike; the model holds the data and
+the queries."""
 
 from __future__ import annotations
 
+import random
 import uuid
 
 from django.db import transaction
@@ -11,11 +13,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from arena import conversations
+from arena.catalogue.models import ModelEntry
 from arena.generations import services
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest
 
-from . import presenting
+from . import anonymous, presenting
 from .identity import identity_mentions
 from .models import Battle
 
@@ -131,3 +134,36 @@ def note_side_ended(gen: Generation) -> None:
                .filter(Q(left_id=gen.id) | Q(right_id=gen.id)))
     for battle in battles:
         note_self_identification(battle)
+
+
+# --- anonymous battles: the pair drawn by arena/battles/anonymous.py ---------------------------
+@transaction.atomic
+def start_anonymous(user, *, prompt: str, params: dict | None = None, tag: str = "",
+          origin: str = Generation.Origin.WEB, rng: random.Random | None = None) -> Battle:
+    """A new anonymous battle on `prompt`. Raises NoPair, limits.LimitExceeded, ParamError."""
+    chosen = anonymous.pick(rng)
+    models = {m.slug: m for m in ModelEntry.objects.filter(slug__in=[chosen.left, chosen.right])}
+    sides = {side: {"model": models[slug], "params": anonymous.blind_params(models[slug], params or {})}
+             for side, slug in (("left", chosen.left), ("right", chosen.right))}
+    battle = start_battle(user, prompt=prompt, sides=sides, mode=Battle.Mode.ANONYMOUS, blind=True, origin=origin,
+                          tag=tag)
+    battle.pick_reason = chosen.reason
+    battle.save(update_fields=["pick_reason"])
+    return battle
+
+
+@transaction.atomic
+def follow_up_anonymous(battle: Battle, prompt: str, origin: str = Generation.Origin.WEB) -> Battle:
+    """Another turn of an unjudged anonymous battle: the same pair, each side continuing its own
+    conversation, still blind (fresh seeds). Raises conversations.ConversationTooLong,
+    limits.LimitExceeded."""
+    for _side, gen in battle.sides:
+        conversations.check(prompt=prompt, history=gen.conversation(), system_prompt=gen.system_prompt)
+    sides = {side: {"model": gen.model, "system_prompt": gen.system_prompt, "history": gen.conversation(),
+                    "params": {**gen.params, "seed": random.SystemRandom().randrange(2**32)}}
+             for side, gen in battle.sides}
+    nxt = start_battle(battle.owner, prompt=prompt, sides=sides, mode=Battle.Mode.ANONYMOUS, blind=True,
+                       parent=battle, origin=origin, tag=battle.tag)
+    nxt.pick_reason = battle.pick_reason
+    nxt.save(update_fields=["pick_reason"])
+    return nxt

@@ -23,15 +23,12 @@ from datetime import datetime
 
 import redis
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Count, F, Q, QuerySet
 
-from arena import conversations, streams
+from arena import streams
 from arena.catalogue.models import ModelEntry
-from arena.generations.models import Generation
 
 from . import draw, fair, presenting
-from .actions import start_battle
 from .models import ArenaExclusion, Battle
 
 log = logging.getLogger(__name__)
@@ -126,38 +123,6 @@ def blind_params(model: ModelEntry, overrides: dict) -> dict:
     params["top_p"] = max(params.get("top_p") or 0.0, MIN_TOP_P)
     params["seed"] = random.SystemRandom().randrange(2**32)
     return params
-
-
-@transaction.atomic
-def start(user, *, prompt: str, params: dict | None = None, tag: str = "",
-          origin: str = Generation.Origin.WEB, rng: random.Random | None = None) -> Battle:
-    """A new anonymous battle on `prompt`. Raises NoPair, limits.LimitExceeded, ParamError."""
-    chosen = pick(rng)
-    models = {m.slug: m for m in ModelEntry.objects.filter(slug__in=[chosen.left, chosen.right])}
-    sides = {side: {"model": models[slug], "params": blind_params(models[slug], params or {})}
-             for side, slug in (("left", chosen.left), ("right", chosen.right))}
-    battle = start_battle(user, prompt=prompt, sides=sides, mode=Battle.Mode.ANONYMOUS, blind=True, origin=origin,
-                          tag=tag)
-    battle.pick_reason = chosen.reason
-    battle.save(update_fields=["pick_reason"])
-    return battle
-
-
-@transaction.atomic
-def follow_up(battle: Battle, prompt: str, origin: str = Generation.Origin.WEB) -> Battle:
-    """Another turn of an unjudged anonymous battle: the same pair, each side continuing its own
-    conversation, still blind (fresh seeds). Raises conversations.ConversationTooLong,
-    limits.LimitExceeded."""
-    for _side, gen in battle.sides:
-        conversations.check(prompt=prompt, history=gen.conversation(), system_prompt=gen.system_prompt)
-    sides = {side: {"model": gen.model, "system_prompt": gen.system_prompt, "history": gen.conversation(),
-                    "params": {**gen.params, "seed": random.SystemRandom().randrange(2**32)}}
-             for side, gen in battle.sides}
-    nxt = start_battle(battle.owner, prompt=prompt, sides=sides, mode=Battle.Mode.ANONYMOUS, blind=True,
-                       parent=battle, origin=origin, tag=battle.tag)
-    nxt.pick_reason = battle.pick_reason
-    nxt.save(update_fields=["pick_reason"])
-    return nxt
 
 
 def can_continue(battle: Battle) -> bool:

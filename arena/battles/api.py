@@ -150,7 +150,7 @@ def create_anonymous(request):
     if not form.is_valid():
         return form_error(form)
     try:
-        battle = anonymous.start(request.user, prompt=form.cleaned_data["prompt"], params=form.params,
+        battle = actions.start_anonymous(request.user, prompt=form.cleaned_data["prompt"], params=form.params,
                                  tag=form.cleaned_data.get("tag") or "", origin=Generation.Origin.API)
     except anonymous.NoPair as exc:
         return error(409, exc.message)
@@ -199,5 +199,5 @@ def anonymous_continue(request, battle_id):
         return error(409, "This battle is judged: start a new one to go on.")
     if not anonymous.can_continue(battle):
         return error(409, "Both answers must be complete before the conversation can go on.")
-    nxt = anonymous.follow_up(battle, form.cleaned_data["prompt"], origin=Generation.Origin.API)
+    nxt = actions.follow_up_anonymous(battle, form.cleaned_data["prompt"], origin=Generation.Origin.API)
     return created(anonymous_json(nxt), f"/api/v1/arena/{nxt.id}", status=202)

@@ -30,8 +30,8 @@ def arena(request):
     if request.method == "POST" and form.is_valid():
         try:
             with refusal:
-                return redirect(anonymous.start(request.user, prompt=form.cleaned_data["prompt"], params=form.params,
-                                                tag=form.cleaned_data.get("tag") or ""))
+                return redirect(actions.start_anonymous(request.user, prompt=form.cleaned_data["prompt"],
+                                                        params=form.params, tag=form.cleaned_data.get("tag") or ""))
         except anonymous.NoPair as exc:
             form.add_error(None, exc.message)
         except ParamError as exc:
@@ -84,5 +84,5 @@ def arena_continue(request, battle_id):
         return _page(request, battle, follow_up=form, status=400)
     refusal = PageRefusal(form, anew="battle")
     with refusal:
-        return redirect(anonymous.follow_up(battle, form.cleaned_data["prompt"]))
+        return redirect(actions.follow_up_anonymous(battle, form.cleaned_data["prompt"]))
     return refusal.page(_page(request, battle, follow_up=form))

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from arena import streams
-from arena.battles import anonymous
+from arena.battles import actions, anonymous
 from arena.battles.actions import vote
 from arena.battles.models import ArenaExclusion, Battle
 from arena.battles.secrecy import secret_slugs
@@ -206,7 +206,7 @@ def test_the_leaderboard_opens_on_every_verdict_and_shows_anonymous_battles_alon
     for _ in range(3):
         verdict(owner, smol, gemma, "right")  # named comparisons: gemma ahead
     client.force_login(owner)
-    battle = finish_battle(anonymous.start(owner, prompt="Hi", rng=random.Random(3)))
+    battle = finish_battle(actions.start_anonymous(owner, prompt="Hi", rng=random.Random(3)))
     left, right = battle.left.model.slug, battle.right.model.slug
     assert vote(battle, "left")
     page = client.get(reverse("leaderboard")).content.decode()

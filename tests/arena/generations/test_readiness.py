@@ -17,7 +17,7 @@ from channels.testing import WebsocketCommunicator
 
 from arena import streams
 from arena.accounts.models import ApiToken
-from arena.battles import actions, anonymous
+from arena.battles import actions
 from arena.battles.models import ArenaExclusion
 from arena.catalogue.models import ModelEntry
 from arena.generations import readiness
@@ -40,7 +40,7 @@ def battle(owner, catalogue):
         if m.slug not in PAIR:
             ArenaExclusion.objects.create(model=m, reason="kept out of this test's draw")
     ModelEntry.objects.filter(slug__in=PAIR, base=True).update(in_chat_draws=True)
-    return anonymous.start(owner, prompt="Hi", rng=random.Random(3))
+    return actions.start_anonymous(owner, prompt="Hi", rng=random.Random(3))
 
 
 def probe(owner, model, *, finished: bool = True) -> Generation:
