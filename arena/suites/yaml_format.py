@@ -34,8 +34,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import yaml
+from django.core.exceptions import ValidationError
+
+from arena.generations import tags as prompt_tags
 
 from . import parsing
+from .models import NAME_MAX_LENGTH
 from .parsing import PromptSpec, SuiteError, SuiteFile
 
 TOP_KEYS = ("name", "tag", "defaults", "vars", "prompts")
@@ -142,11 +146,23 @@ def _unknown(doc: _Document, path: Path, mapping: dict, known: tuple, what: str)
 
 
 def _string(doc: _Document, top: dict, key: str, problems: list[str]) -> str | None:
+    """The suite's name or tag as the forms keep them (a name trimmed, a tag normalised)."""
     value = top.get(key)
-    if value is not None and not isinstance(value, str):
+    if value is None:
+        return None
+    if not isinstance(value, str):
         problems.append(f"{doc.at((key,))}: '{key}' must be text")
         return None
-    return value
+    if key == "tag":
+        try:
+            return prompt_tags.normalise(value)
+        except ValidationError:
+            problems.append(f"{doc.at((key,))}: a tag is {prompt_tags.SHAPE}")
+            return None
+    if not value.strip() or len(value.strip()) > NAME_MAX_LENGTH:
+        problems.append(f"{doc.at((key,))}: a name is 1 to {NAME_MAX_LENGTH} characters, not blank")
+        return None
+    return value.strip()
 
 
 def _defaults(doc: _Document, value: Any, problems: list[str]) -> dict:
