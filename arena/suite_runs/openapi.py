@@ -32,8 +32,8 @@ RESULT = {
 
 RUN_SUMMARY: Schema = {
     "type": "object",
-    "required": ["id", "suite", "suite_version", "suite_versions", "format", "judge", "judges", "state", "progress", "adaptive", "created_at",
-                 "finished_at", "url"],
+    "required": ["id", "suite", "suite_version", "suite_versions", "format", "judge", "judges", "state", "progress",
+                 "adaptive", "created_at", "finished_at", "url"],
     "properties": {
         "id": {"type": "string", "format": "uuid"},
         "suite": {"type": "string", "format": "uuid"},
