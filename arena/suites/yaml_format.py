@@ -328,7 +328,16 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
+class _Flow(list):
+    """A list written on one line, as a person writes checks and tags: [{type: contains, value: refund}]."""
+
+
+def _flow(dumper: yaml.SafeDumper, value: _Flow) -> yaml.SequenceNode:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", list(value), flow_style=True)
+
+
 _Dumper.add_representer(str, _text)
+_Dumper.add_representer(_Flow, _flow)
 
 HEADER = "# A prompt suite (LLM Arena). The format: docs/suites.md, \"Suite files\".\n"
 
@@ -342,13 +351,14 @@ def dump(suite_file: SuiteFile) -> str:
     if suite_file.tag:
         document["tag"] = suite_file.tag
     if suite_file.default_checks:
-        document["defaults"] = {"checks": suite_file.default_checks}
+        document["defaults"] = {"checks": _Flow(suite_file.default_checks)}
     document["prompts"] = [_prompt_document(spec) for spec in suite_file.prompts]
     return HEADER + yaml.dump(document, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=100)
 
 
 def _prompt_document(spec: PromptSpec) -> dict:
-    written = {k: v for k, v in spec.as_dict().items() if v not in ("", None, [])}
+    written = {k: _Flow(v) if k in parsing.LIST_FIELDS else v
+               for k, v in spec.as_dict().items() if v not in ("", None, [])}
     if _used(written):
         written["template"] = False  # its braces are text, not variables
     return written

@@ -33,12 +33,12 @@ prompts:
 V2 = V1.replace("{item: a laptop}", "{item: a phone}, {item: a hat}")
 
 
-def upload(client, text: str, name: str = "support.yaml", **fields):
-    return client.post("/suites/upload/", {**fields, "file": SimpleUploadedFile(name, text.encode())})
+def upload(client, text: str, filename: str = "support.yaml", **fields):
+    return client.post("/suites/upload/", {**fields, "file": SimpleUploadedFile(filename, text.encode())})
 
 
-def reimport(client, s: Suite, text: str, name: str = "support.yaml"):
-    return client.post(f"/suites/{s.id}/import", {"file": SimpleUploadedFile(name, text.encode())})
+def reimport(client, s: Suite, text: str, filename: str = "support.yaml"):
+    return client.post(f"/suites/{s.id}/import", {"file": SimpleUploadedFile(filename, text.encode())})
 
 
 def texts(prompts) -> list[str]:
@@ -59,7 +59,7 @@ def test_a_yaml_upload_names_the_suite_and_keeps_everything(mine, owner):
 
 
 def test_a_typed_name_wins_and_a_file_without_one_needs_it(mine, owner):
-    assert upload(mine, V1, name="s.yml", **{"name": "Mine", "tag": "t"}).status_code == 302
+    assert upload(mine, V1, "s.yml", name="Mine", tag="t").status_code == 302
     assert Suite.objects.get(owner=owner).name == "Mine"
     response = upload(mine, "prompts: [{prompt: hi}]\n")
     assert response.status_code == 400 and "Give the suite a name" in response.content.decode()
