@@ -62,7 +62,7 @@ class UploadSuiteForm(SuiteForm):
         return read_upload(self.cleaned_data["file"])
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         suite_file = data.get("file")
         if suite_file is not None:
             data["name"] = data.get("name") or suite_file.name
