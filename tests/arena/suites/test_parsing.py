@@ -118,9 +118,9 @@ def test_csv_that_is_not_csv_names_the_line():
 
 
 def test_an_upload_is_read_by_its_extension_and_limited_in_size(settings):
-    assert parsing.parse_file("suite.JSONL", jsonl({"prompt": "Hi"})) == [PromptSpec("Hi")]
-    assert parsing.parse_file("suite.csv", b"prompt\nHi\n") == [PromptSpec("Hi")]
-    assert problems(lambda d: parsing.parse_file("suite.txt", d), b"Hi")[0].startswith("upload a .jsonl file")
+    assert parsing.parse_file("suite.JSONL", jsonl({"prompt": "Hi"})).prompts == [PromptSpec("Hi")]
+    assert parsing.parse_file("suite.csv", b"prompt\nHi\n").prompts == [PromptSpec("Hi")]
+    assert problems(lambda d: parsing.parse_file("suite.txt", d), b"Hi")[0].startswith("upload a .yaml file")
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10
     assert problems(lambda d: parsing.parse_file("suite.csv", d), b"prompt\nHello there\n") == [
         "the file is larger than 10 bytes"]
