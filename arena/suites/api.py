@@ -4,7 +4,10 @@ one, export one, delete one.
 A suite's prompts go through the same checks as an upload's (arena.suites.parsing), each
 problem naming the item: "prompts[2]: 'prompt' is missing". A create (POST) or a new version
 (PUT) takes a JSON object, or a suite file as the body itself, its Content-Type saying which
-format (FILE_TYPES: `curl -X PUT -H 'Content-Type: application/yaml' --data-binary @suite.yaml`)."""
+format (FILE_TYPES: `curl -X PUT -H 'Content-Type: application/yaml' --data-binary @suite.yaml`);
+`?name=` and `?tag=` name a suite whose file does not (JSONL, CSV)."""
+
+from dataclasses import replace
 
 from django.http import HttpResponse, JsonResponse
 
@@ -50,8 +53,10 @@ def _body_file(request) -> parsing.SuiteFile:
     """The suite the request's body holds: a file (by its Content-Type) or a JSON object."""
     content_type = request.content_type or ""
     try:
-        if content_type in FILE_TYPES:
-            return parsing.parse_data(FILE_TYPES[content_type], request.body)
+        if content_type in FILE_TYPES:  # ?name= and ?tag= name the suite where the file does not
+            found = parsing.parse_data(FILE_TYPES[content_type], request.body)
+            return replace(found, name=found.name or request.GET.get("name"),
+                           tag=found.tag if found.tag is not None else request.GET.get("tag"))
         body = json_body(request, BODY_FIELDS)
     except parsing.SuiteError as exc:
         raise BodyError(error(400, f"Invalid suite file: {exc}", {"file": str(exc)})) from None

@@ -102,7 +102,8 @@ SUITE_BODY = {
 # arena/suites/api.py); said in the descriptions, not as request content: no schema says which
 # text is a valid suite file, so a fuzzer could only expect any string to be accepted.
 FILE_BODY = ("Or a suite file as the body itself: Content-Type application/yaml (a YAML suite file, which may "
-             "also name the suite), application/jsonl or text/csv (docs/suites.md).")
+             "also name the suite), application/jsonl or text/csv (docs/suites.md); ?name= and ?tag= name the suite "
+             "where the file does not.")
 
 
 def suite_body(required_name: bool) -> dict:

@@ -130,7 +130,11 @@ def test_the_api_imports_a_file_or_a_json_body_and_says_if_it_made_a_version(cli
     assert (as_json["version"], as_json["name"], as_json["prompt_count"]) == (3, "Support replies", 1)
     bad = put(b"prompts:\n  - prompt: '{{x}}'\n", "application/yaml")
     assert bad.status_code == 400 and "uses {{x}} but no 'vars' give a value" in bad.json()["error"]["message"]
-    assert Suite.objects.get().version == 3
+    assert Suite.objects.get(id=data["id"]).version == 3
+
+    jsonl = client.post("/api/v1/suites?name=Lines&tag=Geo", data=b'{"prompt": "Capital of Peru?"}\n',
+                        content_type="application/jsonl", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert jsonl.status_code == 201 and (jsonl.json()["name"], jsonl.json()["tag"]) == ("Lines", "geo")
 
     exported = client.get(f"{url}/suite.yaml", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert exported.status_code == 200 and yaml.safe_load(exported.content)["prompts"] == [
