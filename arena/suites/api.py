@@ -14,7 +14,7 @@ from django.http import HttpResponse, JsonResponse
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body, methods
 
-from . import export, parsing
+from . import export, files, parsing
 from .access import access_suite
 from .actions import create_suite, import_version
 from .forms import SuiteForm
@@ -54,7 +54,7 @@ def _body_file(request) -> parsing.SuiteFile:
     content_type = request.content_type or ""
     try:
         if content_type in FILE_TYPES:  # ?name= and ?tag= name the suite where the file does not
-            found = parsing.parse_data(FILE_TYPES[content_type], request.body)
+            found = files.parse_data(FILE_TYPES[content_type], request.body)
             return replace(found, name=found.name or request.GET.get("name"),
                            tag=found.tag if found.tag is not None else request.GET.get("tag"))
         body = json_body(request, BODY_FIELDS)

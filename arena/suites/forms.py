@@ -6,7 +6,7 @@ from django import forms
 
 from arena.generations.tags import TagField
 
-from . import parsing
+from . import files, parsing
 from .models import NAME_MAX_LENGTH
 
 FILE_HELP = ("A .yaml file (name, defaults, variables, checks: see the format below), a .jsonl file (one JSON "
@@ -35,7 +35,7 @@ def _prompts_or_errors(parse, *args):
 def read_upload(upload) -> parsing.SuiteFile:
     """An uploaded file's suite, or ValidationError naming every problem."""
     data = upload.read(parsing.max_upload_bytes() + 1)  # enough to tell it is too large
-    return _prompts_or_errors(parsing.parse_file, upload.name, data)
+    return _prompts_or_errors(files.parse_file, upload.name, data)
 
 
 class TypedSuiteForm(SuiteForm):

@@ -33,7 +33,6 @@ from inference import structured
 FIELDS = ("prompt", "system_prompt", "reference", "json_schema", "regex")
 MAX_PROMPTS = 500
 MAX_PROBLEMS = 20  # then "... stopped": a wholly wrong file needs no thousand lines of errors
-FORMATS = ("jsonl", "csv", "yaml", "yml")
 # Carried beside check_item's fields: checked here as lists (a check's content is arena/suites/checks.py's)
 LIST_FIELDS = ("checks", "tags")
 COLUMNS = (*FIELDS, *LIST_FIELDS)  # a JSONL object's keys, a CSV file's columns
@@ -236,7 +235,7 @@ def api_items(prompts: Any) -> list[PromptSpec]:
 
 
 # --- files -----------------------------------------------------------------------------
-def _decode(data: bytes) -> str:
+def decode(data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -257,7 +256,7 @@ def _jsonl_items(text: str) -> Iterator[tuple[str, Any]]:
 
 def parse_jsonl(data: bytes) -> list[PromptSpec]:
     """One JSON prompt object a line; blank lines skipped."""
-    return check_items(_jsonl_items(_decode(data)))
+    return check_items(_jsonl_items(decode(data)))
 
 
 def _csv_header(row: list[str], where: str) -> list[str]:
@@ -314,37 +313,7 @@ def _csv_items(text: str) -> Iterator[tuple[str, Any]]:
 
 def parse_csv(data: bytes) -> list[PromptSpec]:
     """A header row naming the columns, then one prompt a row."""
-    return check_items(_csv_items(_decode(data)))
-
-
-def parse_yaml(data: bytes) -> SuiteFile:
-    """A YAML suite file (arena/suites/yaml_format.py)."""
-    from . import yaml_format  # it builds on this module's checks
-
-    return yaml_format.load(_decode(data))
-
-
-def file_format(name: str) -> str:
-    """The format a file's name says ("jsonl", "csv" or "yaml"), or SuiteError."""
-    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    if extension not in FORMATS:
-        raise SuiteError([("upload a .yaml file (see the suite file format), a .jsonl file (one JSON object a "
-                          "line) or a .csv file (a header row first)")])
-    return "yaml" if extension == "yml" else extension
-
-
-def parse_file(name: str, data: bytes) -> SuiteFile:
-    """An uploaded file, by its extension (.yaml or .yml, .jsonl, or .csv)."""
-    return parse_data(file_format(name), data)
-
-
-def parse_data(fmt: str, data: bytes) -> SuiteFile:
-    """A file's bytes in a known format ("jsonl", "csv" or "yaml")."""
-    if len(data) > max_upload_bytes():
-        raise SuiteError([f"the file is larger than {max_upload_bytes()} bytes"])
-    if fmt == "yaml":
-        return parse_yaml(data)
-    return SuiteFile(parse_jsonl(data) if fmt == "jsonl" else parse_csv(data))
+    return check_items(_csv_items(decode(data)))
 
 
 # --- the create page's text --------------------------------------------------------------

@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, assume, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
-from arena.suites import export, parsing, yaml_format
+from arena.suites import export, files, parsing, yaml_format
 from arena.suites.parsing import PromptSpec, SuiteError, SuiteFile
 
 
 def load(text: str) -> SuiteFile:
-    return parsing.parse_file("suite.yaml", text.encode())
+    return files.parse_file("suite.yaml", text.encode())
 
 
 def problems(text: str) -> list[str]:
@@ -134,9 +134,9 @@ def test_expansion_is_capped_at_the_prompt_limit_and_the_size_limit(settings):
 
 
 def test_upload_names_the_formats_and_reads_yml():
-    assert parsing.parse_file("s.YML", b"prompts: [{prompt: hi}]").prompts == [PromptSpec("hi")]
+    assert files.parse_file("s.YML", b"prompts: [{prompt: hi}]").prompts == [PromptSpec("hi")]
     with pytest.raises(SuiteError) as caught:
-        parsing.parse_file("s.txt", b"hi")
+        files.parse_file("s.txt", b"hi")
     assert caught.value.problems[0].startswith("upload a .yaml file")
 
 
@@ -184,7 +184,7 @@ suite_file = st.builds(SuiteFile, prompts=st.lists(spec, min_size=1, max_size=4)
 
 
 def _reads_back(fmt: str, written: str) -> SuiteFile:
-    return parsing.parse_data(fmt, written.encode())
+    return files.parse_data(fmt, written.encode())
 
 
 @examples(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
