@@ -14,6 +14,7 @@ A file (docs/suites.md, "Suite files"):
         vars: [{item: shoes, days: 20}, {item: a laptop, days: 40}]   # one prompt per row
         checks: [{type: contains, value: refund}]
         tags: [returns]
+      - Say hello.                   # a prompt with nothing but its text
 
 Variables are `{{name}}` and nothing else (no filters, loops or expressions). They are filled
 in the prompt, its system prompt, its reference and the strings of its checks, one prompt per
@@ -218,6 +219,8 @@ def _items(doc: _Document, prompts: list, defaults: dict, file_vars: FileVars,
     for index, prompt in enumerate(prompts):
         path: Path = ("prompts", index)
         here = f"{doc.at(path)}, prompts[{index}]"
+        if isinstance(prompt, str):  # a prompt with nothing but its text
+            prompt = {"prompt": prompt}
         if not isinstance(prompt, dict):
             yield here, prompt  # check_items says what it must be
             continue

@@ -133,6 +133,11 @@ def test_expansion_is_capped_at_the_prompt_limit_and_the_size_limit(settings):
     assert any("'prompt' would be 60 characters once filled, at most 50 allowed" in p for p in found)
 
 
+def test_a_prompt_may_be_its_text_alone():
+    found = load('vars: {who: Ann}\nprompts:\n  - Say hello.\n  - "Greet {{who}}."\n')
+    assert found.prompts == [PromptSpec("Say hello."), PromptSpec("Greet Ann.")]
+
+
 def test_upload_names_the_formats_and_reads_yml():
     assert files.parse_file("s.YML", b"prompts: [{prompt: hi}]").prompts == [PromptSpec("hi")]
     with pytest.raises(SuiteError) as caught:
@@ -174,10 +179,11 @@ json_value = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6)
 check = st.dictionaries(text, json_value, max_size=3).map(lambda d: {"type": "contains", **d})
 tag = st.text(string.ascii_lowercase + string.digits + "-_é", min_size=1, max_size=8).filter(
     lambda t: t[0] not in "-")
-spec = st.builds(PromptSpec, prompt=prompt_text, system_prompt=text, reference=text,
-                 regex=st.sampled_from(["", "^[a-z]+$", "\\d{2}", "(yes|no)"]),
-                 json_schema=st.sampled_from([None, {}, {"type": "object", "required": ["a"]}]),
-                 checks=st.lists(check, max_size=2), tags=st.lists(tag, max_size=3, unique=True))
+constraint = st.sampled_from([(None, ""), ({}, ""), ({"type": "object", "required": ["a"]}, ""),
+                              (None, "^[a-z]+$"), (None, "\\d{2}"), (None, "(yes|no)")])  # at most one
+spec = st.builds(lambda prompt, system_prompt, reference, schema_or_regex, checks, tags: PromptSpec(
+    prompt, system_prompt, reference, *schema_or_regex, checks=checks, tags=tags),
+    prompt_text, text, text, constraint, st.lists(check, max_size=2), st.lists(tag, max_size=3, unique=True))
 suite_file = st.builds(SuiteFile, prompts=st.lists(spec, min_size=1, max_size=4),
                        name=prompt_text.map(str.strip).filter(lambda n: 0 < len(n) <= 200),
                        tag=st.one_of(st.just(""), tag), default_checks=st.lists(check, max_size=2))
