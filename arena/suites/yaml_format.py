@@ -70,6 +70,8 @@ class _Document:
             raise SuiteError([_yaml_problem(exc)]) from None
         except yaml.YAMLError as exc:
             raise SuiteError([f"not valid YAML: {exc}"]) from None
+        except RecursionError:  # the loader recurses into each nested list or mapping
+            raise SuiteError(["the file is nested too deeply"]) from None
         finally:
             loader.dispose()
 

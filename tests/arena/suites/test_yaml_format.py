@@ -124,6 +124,11 @@ def test_a_billion_laughs_is_refused_before_it_is_expanded():
     assert "aliases (*name) are not allowed" in problems("\n".join(lines) + "\nprompts: [{prompt: hi}]\n")[0]
 
 
+def test_a_deeply_nested_file_is_refused():
+    assert problems("prompts: [{prompt: hi, checks: [" + "[" * 5000 + "]" * 5000 + "]}]") == [
+        "the file is nested too deeply"]
+
+
 def test_expansion_is_capped_at_the_prompt_limit_and_the_size_limit(settings):
     rows = ", ".join(f"{{n: {i}}}" for i in range(parsing.MAX_PROMPTS + 1))
     found = problems(f'prompts:\n  - prompt: "{{{{n}}}}"\n    vars: [{rows}]\n')
