@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.db import transaction
 
 from .models import Suite, SuitePrompt
@@ -34,7 +36,10 @@ def import_version(suite: Suite, new: SuiteFile) -> bool:
     """`new` (a checked file or API body) as the suite's prompts: a new version when its prompts or
     default checks differ from the current ones (True), else nothing new (False). The old
     version's prompts stay, with the answers of the runs that ran them. A name or tag the file
-    gives replaces the suite's either way (they name the suite, they are not what a run ran)."""
+    gives replaces the suite's either way (they name the suite, they are not what a run ran);
+    a file that gives no default checks (JSONL, CSV) keeps the suite's."""
+    if new.default_checks is None:
+        new = replace(new, default_checks=suite.default_checks)
     locked = Suite.objects.select_for_update().get(id=suite.id)  # two imports at once make two versions
     suite.version = locked.version
     changed = _differs(suite, new)

@@ -68,6 +68,8 @@ def _body_file(request) -> parsing.SuiteFile:
     try:
         prompts = parsing.api_items(body.get("prompts"))
         default_checks, problems = parsing.check_checks(body.get("default_checks"), "default_checks")
+        if "default_checks" not in body:  # a new version keeps the suite's
+            default_checks = None
     except parsing.SuiteError as exc:
         raise BodyError(error(400, f"Invalid prompts: {exc}", {"prompts": str(exc)})) from None
     if problems:

@@ -57,13 +57,14 @@ class PromptSpec:
 
 @dataclass(frozen=True)
 class SuiteFile:
-    """A whole suite as a file gives it: the prompts, and what only a YAML file names (the
-    suite's name and tag, None where the file does not say, and its default checks)."""
+    """A whole suite as a file gives it: the prompts, and what only a YAML file names: the
+    suite's name, tag and default checks (each None where the file does not say: a JSONL or
+    CSV file imported into a suite keeps the suite's default checks)."""
 
     prompts: list[PromptSpec]
     name: str | None = None
     tag: str | None = None
-    default_checks: list[dict] = field(default_factory=list)
+    default_checks: list[dict] | None = None
 
 
 class SuiteError(ValueError):

@@ -140,6 +140,7 @@ def load(text: str) -> SuiteFile:
     if problems:
         raise SuiteError(problems[:parsing.MAX_PROBLEMS])
     specs = parsing.check_items(items)
+    # no default checks in the file: none (the file is the whole suite)
     return SuiteFile(specs, name=name, tag=tag, default_checks=defaults.get("checks", []))
 
 
