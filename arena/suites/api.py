@@ -67,9 +67,8 @@ def _body_file(request) -> parsing.SuiteFile:
         raise BodyError(error(400, "name and tag must be strings."))
     try:
         prompts = parsing.api_items(body.get("prompts"))
-        default_checks, problems = parsing.check_checks(body.get("default_checks"), "default_checks")
-        if "default_checks" not in body:  # a new version keeps the suite's
-            default_checks = None
+        checked, problems = parsing.check_checks(body.get("default_checks"), "default_checks")
+        default_checks = checked if "default_checks" in body else None  # None: a new version keeps the suite's
     except parsing.SuiteError as exc:
         raise BodyError(error(400, f"Invalid prompts: {exc}", {"prompts": str(exc)})) from None
     if problems:
