@@ -153,3 +153,21 @@ def test_another_users_suite_cannot_be_imported_into(client, owner, outsider):
     client.force_login(outsider)
     assert reimport(client, s, V1).status_code == 404
     assert client.get(f"/suites/{s.id}/suite.yaml").status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_suites_and_runs_from_before_versions_are_on_version_1():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from arena.suite_runs.models import SuiteRun
+    from tests.arena.suite_runs.test_migrations import BEFORE_THE_MOVE, _migrate, _seed_before_the_move
+
+    old = _migrate(BEFORE_THE_MOVE)
+    try:
+        _seed_before_the_move(old)
+    finally:
+        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    run = SuiteRun.objects.get()
+    assert (run.suite_version, run.suite.version) == (1, 1)
+    assert texts(run.prompts()) == texts(run.suite.ordered_prompts()) == ["Name a colour."]
