@@ -328,9 +328,18 @@ class _Dumper(yaml.SafeDumper):
     """Plain data only; a text of several lines as a block (`|`) where YAML can hold it exactly."""
 
 
+# Line breaks to YAML 1.1 beside \n: PyYAML writes them raw in a block or a single-quoted
+# text and reads them back as "\n" or a space (found by the round-trip test); only the
+# double-quoted style escapes them.
+OTHER_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    # the emitter falls back to a quoted style where a block would not read back the same
-    style = "|" if "\n" in value else None
+    # otherwise the emitter falls back to a quoted style where a block would not read back the same
+    if any(b in value for b in OTHER_BREAKS):
+        style: str | None = '"'
+    else:
+        style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
