@@ -83,5 +83,5 @@ def test_text_no_database_can_store_is_a_400(client, token, raw):
 
 def test_a_wrong_method_is_405(client, token, owner):
     s = suite(owner)
-    assert api(client, "put", f"/api/v1/suites/{s.id}", token, {}).status_code == 405
+    assert api(client, "patch", f"/api/v1/suites/{s.id}", token, {}).status_code == 405  # PUT: a new version
     assert api(client, "delete", "/api/v1/suites", token).status_code == 405
