@@ -62,8 +62,8 @@ def _body_file(request) -> parsing.SuiteFile:
         raise BodyError(error(400, f"Invalid suite file: {exc}", {"file": str(exc)})) from None
     except ValueError as exc:
         raise BodyError(error(400, str(exc))) from None
-    strings = {"name": body.get("name"), "tag": body.get("tag")}
-    if not all(v is None or isinstance(v, str) for v in strings.values()):
+    strings = {key: body.get(key) for key in ("name", "tag")}  # None: not given
+    if not all(isinstance(body[key], str) for key in strings if key in body):
         raise BodyError(error(400, "name and tag must be strings."))
     try:
         prompts = parsing.api_items(body.get("prompts"))

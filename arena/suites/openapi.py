@@ -50,6 +50,9 @@ PROMPT_IN = {
 }
 
 CHECKS = {"type": "array", "items": {"type": "object"}, "description": "Checks of every answer (docs/suites.md)"}
+CHECKS_IN = {**CHECKS, "type": ["array", "null"],
+             "description": "Checks of every answer (docs/suites.md); null: none. Left out of a new version (PUT): "
+                            "the suite's stay"}
 
 PROMPT_OUT = {
     "type": "object",
@@ -93,7 +96,7 @@ SUITE_BODY = {
     "properties": {
         "name": NAME,
         "tag": TAG,
-        "default_checks": CHECKS,
+        "default_checks": CHECKS_IN,
         "prompts": {"type": "array", "minItems": 1, "maxItems": parsing.MAX_PROMPTS, "items": PROMPT_IN},
     },
 }
@@ -185,7 +188,11 @@ OPENAPI_PATHS = {
                                       "schema": {"type": "string", "enum": ["yaml", "jsonl", "csv"]}}],
             "responses": {
                 "200": {"description": "The file (YAML keeps everything; JSONL and CSV not the default checks)",
-                        "content": {"application/yaml": {"schema": {"type": "string"}},
+                        "content": {"application/yaml": {"schema": {  # as a YAML reader gives it
+                                        "type": "object", "required": ["prompts"],
+                                        "properties": {"name": {"type": "string"}, "tag": TAG,
+                                                       "defaults": {"type": "object"},
+                                                       "prompts": {"type": "array", "items": {"type": "object"}}}}},
                                     "application/jsonl": {"schema": {"type": "string"}},
                                     "text/csv": {"schema": {"type": "string"}}}},
                 "401": error_response("Missing or invalid token"),

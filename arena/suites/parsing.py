@@ -175,6 +175,8 @@ def check_tags(value: Any) -> tuple[list[str], list[str]]:
         return [], []
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         return [], ["'tags' must be a list of strings"]
+    if any(len(t) > prompt_tags.MAX_LENGTH for t in value):  # as written, blanks included, as TagField
+        return [], [f"'tags': a tag is {prompt_tags.SHAPE}"]
     try:
         found = list(dict.fromkeys(t for t in map(prompt_tags.normalise, value) if t))
     except ValidationError:
