@@ -155,19 +155,27 @@ def test_another_users_suite_cannot_be_imported_into(client, owner, outsider):
     assert client.get(f"/suites/{s.id}/suite.yaml").status_code == 404
 
 
+BEFORE_VERSIONS = [("suites", "0004_checks_and_prompt_tags"), ("suite_runs", "0004_judge_check")]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_suites_and_runs_from_before_versions_are_on_version_1():
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
     from arena.suite_runs.models import SuiteRun
-    from tests.arena.suite_runs.test_migrations import BEFORE_THE_MOVE, _migrate, _seed_before_the_move
 
-    old = _migrate(BEFORE_THE_MOVE)
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE_VERSIONS)
+    executor.loader.build_graph()
+    old = executor.loader.project_state(BEFORE_VERSIONS).apps
     try:
-        _seed_before_the_move(old)
+        user = old.get_model("auth", "User").objects.create(username="before")
+        suite = old.get_model("suites", "Suite").objects.create(owner=user, name="Colours")
+        old.get_model("suites", "SuitePrompt").objects.create(suite=suite, position=1, prompt="Name a colour.")
+        old.get_model("suite_runs", "SuiteRun").objects.create(owner=user, suite=suite)
     finally:
-        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
     run = SuiteRun.objects.get()
     assert (run.suite_version, run.suite.version) == (1, 1)
     assert texts(run.prompts()) == texts(run.suite.ordered_prompts()) == ["Name a colour."]
