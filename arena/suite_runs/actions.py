@@ -45,6 +45,7 @@ def start_run(owner, *, suite: Suite, contestants: list[ModelEntry], format: str
     (arena/generations/cache.py; within the run they always do). Off unless asked: a re-run also
     measures speeds, and an engine upgraded under an unchanged entry would answer anew."""
     params = fair.with_limit(params)  # one token limit on every answer of the run, stored and said on its page
+    suite = Suite.objects.select_for_update().get(id=suite.id)  # its version now: an import waits for the start
     jury = list(judges) if judges else ([judge_model] if judge_model else [])
     _check_jury(jury, judge_model)
     judge_model = jury[0] if jury else None
@@ -56,7 +57,7 @@ def start_run(owner, *, suite: Suite, contestants: list[ModelEntry], format: str
     limits.check_start(owner, cost=0)  # the rate of requests; its generations keep to the run's window
     run = SuiteRun.objects.create(owner=owner, suite=suite, format=format, judge=judge_model,
                                   judge_template=judge_template, params=params, seed=secrets.randbelow(2**31),
-                                  budget=budget, reuse_answers=reuse_answers)
+                                  budget=budget, reuse_answers=reuse_answers, suite_version=suite.version)
     SuiteContestant.objects.bulk_create([SuiteContestant(run=run, model=m, position=i)
                                          for i, m in enumerate(contestants, start=1)])
     SuiteRunJudge.objects.bulk_create([SuiteRunJudge(run=run, model=m, position=i)
@@ -80,9 +81,9 @@ def _check(suite: Suite, contestants: list[ModelEntry], format: str, judge_model
         raise RunError("The judge must be an enabled catalogue model.", "judge")
     if judge_template and (problem := judge.template_problem(judge_template)):  # a judge's, or any given
         raise RunError(problem, "judge_template")
-    if not suite.prompts.exists():
+    if not suite.ordered_prompts().exists():
         raise RunError("The suite has no prompts.", "suite")
-    constraints = [prompt.constraint_params for prompt in suite.prompts.all() if prompt.constraint]
+    constraints = [prompt.constraint_params for prompt in suite.ordered_prompts() if prompt.constraint]
     _check_params(contestants, [{}], params, "params")  # the run's parameters...
     _check_params(contestants, constraints, params, "contestants")  # ...and each prompt's constraint under them
     if judge_model is not None:

@@ -46,7 +46,8 @@ class Refused(Exception):
 
 # --- the JSON of a run ----------------------------------------------------------------------
 def summary_json(run: SuiteRun) -> dict:
-    return {"id": str(run.id), "suite": str(run.suite_id), "format": run.format,
+    return {"id": str(run.id), "suite": str(run.suite_id), "suite_version": run.suite_version,
+            "suite_versions": run.suite.version, "format": run.format,
             "judge": run.judge.slug if run.judge else None, "judges": [m.slug for m in run.judges],
             "state": run.state, "reuse_answers": run.reuse_answers,
             "progress": {"done": run.done, "total": run.total, "percent": run.percent, "eta_s": run.eta_s},

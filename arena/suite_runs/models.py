@@ -43,6 +43,8 @@ class SuiteRun(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suite_runs")
     suite = models.ForeignKey(Suite, on_delete=models.PROTECT, related_name="runs")
+    # The suite's version when the run started: its prompts are the run's, whatever is imported later.
+    suite_version = models.PositiveIntegerField(default=1)
     format = models.CharField(max_length=12, choices=Format.choices, default=Format.ROUND_ROBIN)
     judge = models.ForeignKey("catalogue.ModelEntry", null=True, blank=True, on_delete=models.PROTECT,
                               related_name="suite_runs_judged", help_text="Empty: people judge the pairs. The "
@@ -78,6 +80,10 @@ class SuiteRun(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("suite-run-detail", args=[self.id])
+
+    def prompts(self):
+        """The prompts this run runs: its suite's version's, in order."""
+        return self.suite.prompts_of(self.suite_version)
 
     @property
     def live(self) -> bool:
@@ -117,7 +123,7 @@ class SuiteRun(models.Model):
         """Adaptive: the judge calls it may make (its own budget, or half a round robin's)."""
         if self.budget is not None:
             return self.budget
-        return plan.default_budget(self.entrants.count(), self.suite.prompts.count(), max(1, len(self.judges)))
+        return plan.default_budget(self.entrants.count(), self.prompts().count(), max(1, len(self.judges)))
 
     @property
     def judge_calls(self) -> int:
@@ -162,7 +168,7 @@ class SuiteRun(models.Model):
         else:
             order = [m.id for m in self.contestants]
             wanted = [(by_key[(p.id, a)].prompt, by_key[(p.id, a)].generation, by_key[(p.id, b)].generation)
-                      for p in self.suite.ordered_prompts() for a, b in combinations(order, 2)
+                      for p in self.prompts() for a, b in combinations(order, 2)
                       if (p.id, a) in by_key and (p.id, b) in by_key]
         return [Pair(prompt, left, right) for prompt, left, right in wanted]
 

@@ -32,11 +32,13 @@ RESULT = {
 
 RUN_SUMMARY: Schema = {
     "type": "object",
-    "required": ["id", "suite", "format", "judge", "judges", "state", "progress", "adaptive", "created_at",
-                 "finished_at", "url"],
+    "required": ["id", "suite", "suite_version", "suite_versions", "format", "judge", "judges", "state", "progress",
+                 "adaptive", "created_at", "finished_at", "url"],
     "properties": {
         "id": {"type": "string", "format": "uuid"},
         "suite": {"type": "string", "format": "uuid"},
+        "suite_version": {"type": "integer", "minimum": 1, "description": "The suite's version this run ran"},
+        "suite_versions": {"type": "integer", "minimum": 1, "description": "The suite's versions now (its latest)"},
         "format": _FORMAT,
         "judge": {"type": ["string", "null"], "description": "The (first) judge's slug; null: people judge"},
         "judges": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_JUDGES,

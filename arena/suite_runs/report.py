@@ -54,7 +54,7 @@ def grid(run: SuiteRun) -> list[dict]:
     contestants = run.contestants
     return [{"prompt": prompt, "cells": [Cell(f"suite-answer-{prompt.id}-{m.id}", answers.get((prompt.id, m.id)))
                                          for m in contestants]}
-            for prompt in run.suite.ordered_prompts()]
+            for prompt in run.prompts()]
 
 
 def seen(cells: list[Cell], judged: list) -> str:

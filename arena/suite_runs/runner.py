@@ -91,7 +91,7 @@ def step_run(run_id: str, chain: str) -> None:
 
 def step(run: SuiteRun) -> plan.Plan:
     """One step of `run`: start what the plan says, record verdicts, note the progress."""
-    prompts = {prompt.id: prompt for prompt in run.suite.ordered_prompts()}
+    prompts = {prompt.id: prompt for prompt in run.prompts()}
     contestants = {model.id: model for model in run.contestants}
     judges = run.judges
     state, generations = load_state(run, list(prompts), list(contestants), judges)

@@ -1,12 +1,16 @@
 """The suite forms: a name and a tag (shared by the pages and the API), with the prompts
-typed in one text box or uploaded as a file. The prompts are checked by arena.suites.parsing."""
+typed in one text box or uploaded as a file; a file imported again as a suite's new version.
+The prompts are checked by arena.suites.parsing."""
 
 from django import forms
 
 from arena.generations.tags import TagField
 
-from . import parsing
+from . import files, parsing
 from .models import NAME_MAX_LENGTH
+
+FILE_HELP = ("A .yaml file (name, defaults, variables, checks: see the format below), a .jsonl file (one JSON "
+             "object a line) or a .csv file (a header row first).")
 
 
 class SuiteForm(forms.Form):
@@ -16,16 +20,22 @@ class SuiteForm(forms.Form):
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
-        if not name:
+        if not name and self.fields["name"].required:
             raise forms.ValidationError("Give the suite a name.")
         return name
 
 
-def _prompts_or_errors(parse, *args) -> list[parsing.PromptSpec]:
+def _prompts_or_errors(parse, *args):
     try:
         return parse(*args)
     except parsing.SuiteError as exc:
         raise forms.ValidationError(exc.problems) from None
+
+
+def read_upload(upload) -> parsing.SuiteFile:
+    """An uploaded file's suite, or ValidationError naming every problem."""
+    data = upload.read(parsing.max_upload_bytes() + 1)  # enough to tell it is too large
+    return _prompts_or_errors(files.parse_file, upload.name, data)
 
 
 class TypedSuiteForm(SuiteForm):
@@ -39,9 +49,33 @@ class TypedSuiteForm(SuiteForm):
 
 
 class UploadSuiteForm(SuiteForm):
-    file = forms.FileField(help_text="A .jsonl file (one JSON object a line) or a .csv file (a header row first).")
+    """A file; the name and tag typed here, else those a YAML file gives."""
+
+    file = forms.FileField(help_text=FILE_HELP)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["name"].required = False
+        self.fields["name"].help_text = "Empty: the name the YAML file gives."
 
     def clean_file(self):
-        upload = self.cleaned_data["file"]
-        data = upload.read(parsing.max_upload_bytes() + 1)  # enough to tell it is too large
-        return _prompts_or_errors(parsing.parse_file, upload.name, data)
+        return read_upload(self.cleaned_data["file"])
+
+    def clean(self):
+        data = super().clean() or {}
+        suite_file = data.get("file")
+        if suite_file is not None:
+            data["name"] = data.get("name") or suite_file.name
+            data["tag"] = data.get("tag") or suite_file.tag or ""
+            if not data["name"]:
+                self.add_error("name", "Give the suite a name (here, or as 'name' in a YAML file).")
+        return data
+
+
+class ImportVersionForm(forms.Form):
+    """A suite's file again, as its new version (the suite kept as a file in a repository)."""
+
+    file = forms.FileField(help_text=FILE_HELP)
+
+    def clean_file(self):
+        return read_upload(self.cleaned_data["file"])

@@ -1,10 +1,13 @@
 """Prompt suites: a named, tagged list of prompts a user owns, to run against models.
 
 Each prompt may carry a system prompt, a reference answer and one answer constraint (a
-JSON schema or a regex the answer must satisfy). A suite is written once (created in the
-browser, uploaded as JSONL or CSV, or posted to the API, all checked by
-arena.suites.parsing) and not edited afterwards: what was run on it stays what it is.
-Only its owner opens it; a read-only share link (arena.history) shows it to anyone."""
+JSON schema or a regex the answer must satisfy), its own checks and tags. A suite is created
+in the browser, uploaded as a file (YAML, JSONL or CSV) or posted to the API, all checked by
+arena.suites.parsing. Its prompts are never edited: a file imported again (the suite kept as
+a file in a team's repository) makes a new *version*, new prompts numbered with it; the
+suite's current prompts are those of its `version`, and each run reads the version it started
+on (SuiteRun.suite_version), whose prompts stay. Only its owner opens it; a read-only share
+link (arena.history) shows it to anyone."""
 
 from __future__ import annotations
 
@@ -24,7 +27,9 @@ NAME_MAX_LENGTH = 200
 class SuiteQuerySet(models.QuerySet):
     def owned_by(self, user):
         """The user's suites, newest first, each with `prompt_count`."""
-        return self.filter(owner=user).annotate(prompt_count=models.Count("prompts")).order_by("-created_at")
+        current = models.Q(prompts__version=models.F("version"))
+        return self.filter(owner=user).annotate(prompt_count=models.Count("prompts", filter=current)).order_by(
+            "-created_at")
 
 
 class Suite(models.Model):
@@ -35,6 +40,8 @@ class Suite(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     # Checks every answer of every prompt gets (arena/suites/checks.py specs), before the prompt's own.
     default_checks = models.JSONField(default=list, blank=True)
+    # The current version: its prompts are the suite's; each import of a changed file adds one.
+    version = models.PositiveIntegerField(default=1)
 
     objects = SuiteQuerySet.as_manager()
 
@@ -54,8 +61,17 @@ class Suite(models.Model):
             return "This suite has runs; its answers and verdicts refer to it, so it cannot be deleted."
         return ""
 
+    @property
+    def default_checks_json(self) -> list[str]:
+        return [json.dumps(check, ensure_ascii=False) for check in self.default_checks]
+
     def ordered_prompts(self):
-        return self.prompts.order_by("position")
+        """The current version's prompts, in order."""
+        return self.prompts_of(self.version)
+
+    def prompts_of(self, version: int):
+        """The prompts of one version (an earlier run's), in order."""
+        return self.prompts.filter(version=version).order_by("position")
 
 
 class SuitePrompt(models.Model):
@@ -64,6 +80,7 @@ class SuitePrompt(models.Model):
     must satisfy) is set."""
 
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="prompts")
+    version = models.PositiveIntegerField(default=1, help_text="The suite's version this prompt belongs to.")
     position = models.PositiveIntegerField()
     prompt = models.TextField()
     system_prompt = models.TextField(blank=True, help_text="Empty: the model's own system prompt.")
@@ -76,11 +93,12 @@ class SuitePrompt(models.Model):
     tags = models.JSONField(default=list, blank=True)
 
     class Meta:
-        ordering = ["suite", "position"]
-        constraints = [models.UniqueConstraint(fields=["suite", "position"], name="suite_prompt_position")]
+        ordering = ["suite", "version", "position"]
+        constraints = [models.UniqueConstraint(fields=["suite", "version", "position"],
+                                               name="suite_prompt_version_position")]
 
     def __str__(self) -> str:
-        return f"prompt {self.position} of suite {self.suite_id}"
+        return f"prompt {self.position} of suite {self.suite_id}, version {self.version}"
 
     @property
     def constraint(self) -> str:
@@ -95,6 +113,10 @@ class SuitePrompt(models.Model):
         if self.json_schema is not None:
             return {"json_schema": self.json_schema}
         return {"regex": self.regex} if self.regex else {}
+
+    @property
+    def checks_json(self) -> list[str]:
+        return [json.dumps(check, ensure_ascii=False) for check in self.checks]
 
     @property
     def json_schema_text(self) -> str:

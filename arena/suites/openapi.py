@@ -42,12 +42,21 @@ PROMPT_IN = {
         "json_schema": {"type": ["object", "null"], "description": "A JSON Schema the answer must satisfy"},
         "regex": or_null({**TEXT, "maxLength": MAX_REGEX_CHARS,
                            "description": "A regex the answer must satisfy"}),
+        "checks": {"type": ["array", "null"], "items": {"type": "object"},
+                   "description": "Checks of each answer to this prompt (docs/suites.md), after the suite's"},
+        "tags": {"type": ["array", "null"], "maxItems": parsing.MAX_TAGS, "items": TAG,
+                 "description": "The prompt's own tags"},
     },
 }
 
+CHECKS = {"type": "array", "items": {"type": "object"}, "description": "Checks of every answer (docs/suites.md)"}
+CHECKS_IN = {**CHECKS, "type": ["array", "null"],
+             "description": "Checks of every answer (docs/suites.md); null: none. Left out of a new version (PUT): "
+                            "the suite's stay"}
+
 PROMPT_OUT = {
     "type": "object",
-    "required": ["position", "prompt", "system_prompt", "reference", "json_schema", "regex"],
+    "required": ["position", "prompt", "system_prompt", "reference", "json_schema", "regex", "checks", "tags"],
     "properties": {
         "position": {"type": "integer", "minimum": 1},
         "prompt": {"type": "string"},
@@ -55,24 +64,54 @@ PROMPT_OUT = {
         "reference": {"type": "string"},
         "json_schema": {"type": ["object", "null"]},
         "regex": {"type": "string"},
+        "checks": {"type": "array", "items": {"type": "object"}},
+        "tags": {"type": "array", "items": {"type": "string"}},
     },
 }
 
 SUMMARY: Schema = {
     "type": "object",
-    "required": ["id", "name", "tag", "prompt_count", "created_at", "url"],
+    "required": ["id", "name", "tag", "prompt_count", "version", "created_at", "url"],
     "properties": {
         "id": {"type": "string", "format": "uuid"},
         "name": {"type": "string"},
         "tag": TAG,
-        "prompt_count": {"type": "integer", "minimum": 1},
+        "prompt_count": {"type": "integer", "minimum": 1, "description": "The current version's prompts"},
+        "version": {"type": "integer", "minimum": 1,
+                    "description": "The current version: each import of a changed file adds one"},
         "created_at": {"type": "string", "format": "date-time"},
         "url": {"type": "string", "description": "The suite's page"},
     },
 }
 
-SUITE = {**SUMMARY, "required": [*SUMMARY["required"], "prompts"],
-         "properties": {**SUMMARY["properties"], "prompts": {"type": "array", "items": PROMPT_OUT}}}
+SUITE = {**SUMMARY, "required": [*SUMMARY["required"], "default_checks", "prompts"],
+         "properties": {**SUMMARY["properties"], "default_checks": CHECKS,
+                        "prompts": {"type": "array", "items": PROMPT_OUT,
+                                    "description": "The current version's prompts"}}}
+
+SUITE_BODY = {
+    "type": "object",
+    "required": ["prompts"],
+    "additionalProperties": False,
+    "properties": {
+        "name": NAME,
+        "tag": TAG,
+        "default_checks": CHECKS_IN,
+        "prompts": {"type": "array", "minItems": 1, "maxItems": parsing.MAX_PROMPTS, "items": PROMPT_IN},
+    },
+}
+
+# A suite file may also be the body itself, its format by its Content-Type (FILE_TYPES in
+# arena/suites/api.py); said in the descriptions, not as request content: no schema says which
+# text is a valid suite file, so a fuzzer could only expect any string to be accepted.
+FILE_BODY = ("Or a suite file as the body itself: Content-Type application/yaml (a YAML suite file, which may "
+             "also name the suite), application/jsonl or text/csv (docs/suites.md); ?name= and ?tag= name the suite "
+             "where the file does not.")
+
+
+def suite_body(required_name: bool) -> dict:
+    body = {**SUITE_BODY, "required": ["name", "prompts"] if required_name else ["prompts"]}
+    return {"required": True, "description": FILE_BODY, **json_content(body)}
 
 
 OPENAPI_PATHS = {
@@ -80,16 +119,7 @@ OPENAPI_PATHS = {
         "post": {
             "operationId": "createSuite",
             "summary": "Save a prompt suite: a named, tagged list of prompts",
-            "requestBody": {"required": True, **json_content({
-                "type": "object",
-                "required": ["name", "prompts"],
-                "additionalProperties": False,
-                "properties": {
-                    "name": NAME,
-                    "tag": TAG,
-                    "prompts": {"type": "array", "minItems": 1, "maxItems": parsing.MAX_PROMPTS, "items": PROMPT_IN},
-                },
-            })},
+            "requestBody": suite_body(True),
             "responses": {
                 "201": {"description": "Created", **json_content(SUITE)},
                 "400": error_response("Invalid request; every problem with the prompts is named by its index, "
@@ -120,6 +150,24 @@ OPENAPI_PATHS = {
                 "404": error_response("No such suite (or not yours)"),
             },
         },
+        "put": {
+            "operationId": "importSuiteVersion",
+            "summary": "Replace a suite's prompts with a new version (its file imported again)",
+            "description": "A new version when the prompts or default checks differ from the current ones "
+                           "(`new_version` true), else none; earlier runs keep the version they ran. A name or "
+                           "tag given replaces the suite's.",
+            "parameters": UUID_ID,
+            "requestBody": suite_body(False),
+            "responses": {
+                "200": {"description": "The suite, now", **json_content({
+                    **SUITE, "required": [*SUITE["required"], "new_version"],
+                    "properties": {**SUITE["properties"], "new_version": {"type": "boolean"}}})},
+                "400": error_response("Invalid request; every problem with the prompts is named"),
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such suite (or not yours)"),
+                **TOO_LARGE,
+            },
+        },
         "delete": {
             "operationId": "deleteSuite",
             "summary": "Delete one of your prompt suites",
@@ -129,6 +177,26 @@ OPENAPI_PATHS = {
                 "401": error_response("Missing or invalid token"),
                 "404": error_response("No such suite (or not yours)"),
                 "409": error_response("The suite has runs: their answers and verdicts refer to it"),
+            },
+        },
+    },
+    "/api/v1/suites/{id}/suite.{format}": {
+        "get": {
+            "operationId": "exportSuite",
+            "summary": "A suite's current version as a file that imports back to the same suite",
+            "parameters": [*UUID_ID, {"name": "format", "in": "path", "required": True,
+                                      "schema": {"type": "string", "enum": ["yaml", "jsonl", "csv"]}}],
+            "responses": {
+                "200": {"description": "The file (YAML keeps everything; JSONL and CSV not the default checks)",
+                        "content": {"application/yaml": {"schema": {  # as a YAML reader gives it
+                                        "type": "object", "required": ["prompts"],
+                                        "properties": {"name": {"type": "string"}, "tag": TAG,
+                                                       "defaults": {"type": "object"},
+                                                       "prompts": {"type": "array", "items": {"type": "object"}}}}},
+                                    "application/jsonl": {"schema": {"type": "string"}},
+                                    "text/csv": {"schema": {"type": "string"}}}},
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such suite (or not yours), or no such format"),
             },
         },
     },

@@ -1,4 +1,4 @@
-"""A prompt suite's prompts as data: one prompt object checked, a JSONL or CSV file parsed.
+"""A prompt suite's prompts as data: one prompt object checked, a JSONL, CSV or YAML file parsed.
 
 No database and no request here: the upload form, the create page, the API and the tests
 all go through `check_items`, so a prompt is judged the same way however it arrives. Each
@@ -6,9 +6,12 @@ problem names where it is ("line 7: 'prompt' is missing", "prompts[2]: ...") and
 problem is reported (up to MAX_PROBLEMS), so a user fixes a file in one go; a file with
 any problem saves nothing (the caller raises before creating the suite).
 
-A prompt object: {"prompt", "system_prompt", "reference", "json_schema", "regex"}, all but
-"prompt" optional (null or "" count as absent). In a CSV file the header row names these
-columns and the json_schema cell holds JSON text.
+A prompt object: {"prompt", "system_prompt", "reference", "json_schema", "regex", "checks",
+"tags"}, all but "prompt" optional (null or "" count as absent). "checks" is a list of check
+objects (arena/suites/checks.py judges their content), "tags" a list of prompt tags. In a CSV
+file the header row names these columns; the json_schema and checks cells hold JSON text, the
+tags cell the tags separated by commas. A YAML file (arena/suites/yaml_format.py) also holds
+the suite's name, tag and default checks, and may expand one prompt over a table of values.
 """
 
 from __future__ import annotations
@@ -17,18 +20,23 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from arena import jsonbody
+from arena.generations import tags as prompt_tags
 from inference import structured
 
 FIELDS = ("prompt", "system_prompt", "reference", "json_schema", "regex")
 MAX_PROMPTS = 500
 MAX_PROBLEMS = 20  # then "... stopped": a wholly wrong file needs no thousand lines of errors
-FORMATS = ("jsonl", "csv")
+# Carried beside check_item's fields: checked here as lists (a check's content is arena/suites/checks.py's)
+LIST_FIELDS = ("checks", "tags")
+COLUMNS = (*FIELDS, *LIST_FIELDS)  # a JSONL object's keys, a CSV file's columns
+MAX_TAGS = 20  # a prompt's own tags
 
 
 @dataclass(frozen=True)
@@ -40,9 +48,23 @@ class PromptSpec:
     reference: str = ""
     json_schema: dict | None = None
     regex: str = ""
+    checks: list[dict] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class SuiteFile:
+    """A whole suite as a file gives it: the prompts, and what only a YAML file names: the
+    suite's name, tag and default checks (each None where the file does not say: a JSONL or
+    CSV file imported into a suite keeps the suite's default checks)."""
+
+    prompts: list[PromptSpec]
+    name: str | None = None
+    tag: str | None = None
+    default_checks: list[dict] | None = None
 
 
 class SuiteError(ValueError):
@@ -129,6 +151,55 @@ def check_item(item: Any) -> tuple[PromptSpec | None, list[str]]:
     return PromptSpec(prompt, system_prompt, reference, schema, regex), []
 
 
+def check_checks(value: Any, name: str = "checks") -> tuple[list[dict], list[str]]:
+    """A list of check objects, as given (their content is arena/suites/checks.py's to judge)."""
+    if value is None:
+        return [], []
+    if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
+        return [], [(f"'{name}' must be a list of check objects, e.g. [{{\"type\": \"contains\", "
+                     "\"value\": \"refund\"}]")]
+    try:
+        json.dumps(value, allow_nan=False)
+    except (ValueError, TypeError):
+        return [], [f"'{name}' holds a value JSON cannot store (NaN, infinity or a date)"]
+    except RecursionError:
+        return [], [f"'{name}' is nested too deeply"]
+    if unstorable := jsonbody.unstorable_text(value):
+        return [], [f"'{name}': {unstorable}"]
+    return value, []
+
+
+def check_tags(value: Any) -> tuple[list[str], list[str]]:
+    """A prompt's own tags, each normalised as the forms store a tag; a repeated one kept once."""
+    if value is None:
+        return [], []
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        return [], ["'tags' must be a list of strings"]
+    if any(len(t) > prompt_tags.MAX_LENGTH for t in value):  # as written, blanks included, as TagField
+        return [], [f"'tags': a tag is {prompt_tags.SHAPE}"]
+    try:
+        found = list(dict.fromkeys(t for t in map(prompt_tags.normalise, value) if t))
+    except ValidationError:
+        return [], [f"'tags': a tag is {prompt_tags.SHAPE}"]
+    if len(found) > MAX_TAGS:
+        return [], [f"'tags' holds {len(found)} tags, at most {MAX_TAGS} allowed"]
+    return found, []
+
+
+def check_prompt(item: Any) -> tuple[PromptSpec | None, list[str]]:
+    """A prompt object with its checks and tags: check_item judges the rest."""
+    if not isinstance(item, dict):
+        return check_item(item)
+    rest = {k: v for k, v in item.items() if k not in LIST_FIELDS}
+    spec, problems = check_item(rest)
+    checks, found = check_checks(item.get("checks"))
+    tags, found_tags = check_tags(item.get("tags"))
+    problems = [*problems, *found, *found_tags]
+    if problems or spec is None:
+        return None, problems
+    return replace(spec, checks=checks, tags=tags), []
+
+
 _UNREADABLE = object()  # an item that could not be read: check_items reports its `where`, the problem, alone
 
 
@@ -145,7 +216,7 @@ def check_items(items: Iterable[tuple[str, Any]]) -> list[PromptSpec]:
         if item is _UNREADABLE:
             problems.append(where)
         else:
-            spec, found = check_item(item)
+            spec, found = check_prompt(item)
             problems.extend(f"{where}: {p}" for p in found)
             if spec:
                 specs.append(spec)
@@ -167,7 +238,7 @@ def api_items(prompts: Any) -> list[PromptSpec]:
 
 
 # --- files -----------------------------------------------------------------------------
-def _decode(data: bytes) -> str:
+def decode(data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -188,14 +259,14 @@ def _jsonl_items(text: str) -> Iterator[tuple[str, Any]]:
 
 def parse_jsonl(data: bytes) -> list[PromptSpec]:
     """One JSON prompt object a line; blank lines skipped."""
-    return check_items(_jsonl_items(_decode(data)))
+    return check_items(_jsonl_items(decode(data)))
 
 
 def _csv_header(row: list[str], where: str) -> list[str]:
     columns = [c.strip().lower() for c in row]
     problems = []
-    if unknown := [c for c in columns if c not in FIELDS]:
-        problems.append(f"unknown column(s) {', '.join(map(repr, unknown))} (known: {', '.join(FIELDS)})")
+    if unknown := [c for c in columns if c not in COLUMNS]:
+        problems.append(f"unknown column(s) {', '.join(map(repr, unknown))} (known: {', '.join(COLUMNS)})")
     if "prompt" not in columns:
         problems.append("the header row has no 'prompt' column")
     if len(set(columns)) != len(columns):
@@ -205,9 +276,17 @@ def _csv_header(row: list[str], where: str) -> list[str]:
     return columns
 
 
+CSV_JSON_COLUMNS = ("json_schema", "checks")  # their cells hold JSON text
+TAG_SEPARATOR = ","
+
+
 def _csv_cell(column: str, cell: str) -> Any:
-    """A cell's value: JSON for json_schema (ValueError naming it), else the text."""
-    return jsonbody.parse(cell, "json_schema") if column == "json_schema" else cell
+    """A cell's value: JSON for json_schema and checks (ValueError naming it), a list for tags, else the text."""
+    if column in CSV_JSON_COLUMNS:
+        return jsonbody.parse(cell, column)
+    if column == "tags":
+        return [tag.strip() for tag in cell.split(TAG_SEPARATOR) if tag.strip()]
+    return cell
 
 
 def _csv_row(columns: list[str], row: list[str], where: str) -> tuple[str, Any]:
@@ -237,18 +316,7 @@ def _csv_items(text: str) -> Iterator[tuple[str, Any]]:
 
 def parse_csv(data: bytes) -> list[PromptSpec]:
     """A header row naming the columns, then one prompt a row."""
-    return check_items(_csv_items(_decode(data)))
-
-
-def parse_file(name: str, data: bytes) -> list[PromptSpec]:
-    """An uploaded file, by its extension (.jsonl, or .csv)."""
-    if len(data) > max_upload_bytes():
-        raise SuiteError([f"the file is larger than {max_upload_bytes()} bytes"])
-    extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    if extension not in FORMATS:
-        raise SuiteError(["upload a .jsonl file (one JSON object a line) or a .csv file (a header row first)"])
-    return parse_jsonl(data) if extension == "jsonl" else parse_csv(data)
-
+    return check_items(_csv_items(decode(data)))
 
 
 # --- the create page's text --------------------------------------------------------------

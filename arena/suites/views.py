@@ -1,15 +1,18 @@
-"""The suite pages: my suites, a new one (typed or uploaded), one suite, delete. Every form
-posts and redirects, so each works without JavaScript. Only the owner opens a suite;
-anyone else gets a 404 (not a hint it exists); sharing is arena.history's share link."""
+"""The suite pages: my suites, a new one (typed or uploaded), one suite, a new version of it
+(its file imported again), its export, delete. Every form posts and redirects, so each works
+without JavaScript. Only the owner opens a suite; anyone else gets a 404 (not a hint it
+exists); sharing is arena.history's share link."""
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from . import export
 from .access import access_suite
-from .actions import create_suite
-from .forms import TypedSuiteForm, UploadSuiteForm
+from .actions import create_suite, import_version
+from .forms import ImportVersionForm, TypedSuiteForm, UploadSuiteForm
 from .models import Suite
 
 PER_PAGE = 25
@@ -22,13 +25,18 @@ def suite_list(request):
     return render(request, "suites/list.html", {"page": page})
 
 
-def _create(request, form, prompts_field: str):
+def _create(request, form, mode: str):
     """Save the suite and open it, or show the form again with every problem named."""
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        suite = create_suite(request.user, name=data["name"], tag=data["tag"], prompts=data[prompts_field])
+        if mode == "file":
+            found = data["file"]
+            suite = create_suite(request.user, name=data["name"], tag=data["tag"], prompts=found.prompts,
+                                 default_checks=found.default_checks)
+        else:
+            suite = create_suite(request.user, name=data["name"], tag=data["tag"], prompts=data["prompts"])
         return redirect(suite)
-    return render(request, "suites/new.html", {"form": form, "mode": prompts_field},
+    return render(request, "suites/new.html", {"form": form, "mode": mode},
                   status=400 if form.errors else 200)
 
 
@@ -44,12 +52,40 @@ def suite_upload(request):
     return _create(request, UploadSuiteForm(request.POST or None, request.FILES or None), "file")
 
 
+def _suite_page(request, suite, *, status: int = 200, **extra):
+    context = {"suite": suite, "prompts": suite.ordered_prompts(), "runs": suite.runs.select_related("judge"),
+               "import_form": ImportVersionForm(), "formats": export.FORMATS, **extra}
+    return render(request, "suites/suite.html", context, status=status)
+
+
 @login_required
 @require_GET
 def suite_detail(request, suite_id):
+    return _suite_page(request, access_suite(request.user, suite_id), imported=request.GET.get("import", ""))
+
+
+@login_required
+@require_POST
+def suite_import(request, suite_id):
+    """The suite's file again: a new version if it changed (the old version's runs keep theirs)."""
     suite = access_suite(request.user, suite_id)
-    return render(request, "suites/suite.html", {"suite": suite, "prompts": suite.ordered_prompts(),
-                                                 "runs": suite.runs.select_related("judge")})
+    form = ImportVersionForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _suite_page(request, suite, status=400, import_form=form)
+    outcome = "new" if import_version(suite, form.cleaned_data["file"]) else "same"
+    return redirect(f"{suite.get_absolute_url()}?import={outcome}")  # the page says which
+
+
+@login_required
+@require_GET
+def suite_export(request, suite_id, fmt: str):
+    suite = access_suite(request.user, suite_id)
+    if fmt not in export.FORMATS:
+        raise Http404(f"A suite exports as {', '.join(export.FORMATS)}.")
+    body, content_type = export.render(suite, fmt)
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{export.filename(suite, fmt)}"'
+    return response
 
 
 @login_required
@@ -57,8 +93,6 @@ def suite_detail(request, suite_id):
 def suite_delete(request, suite_id):
     suite = access_suite(request.user, suite_id)
     if problem := suite.delete_problem:
-        return render(request, "suites/suite.html", {"suite": suite, "prompts": suite.ordered_prompts(),
-                                                     "runs": suite.runs.select_related("judge"), "problem": problem},
-                      status=409)
+        return _suite_page(request, suite, status=409, problem=problem)
     suite.delete()
     return redirect("suites")

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from arena.suites import parsing
+from arena.suites import files, parsing
 from arena.suites.parsing import MAX_PROBLEMS, MAX_PROMPTS, PromptSpec, SuiteError
 
 SCHEMA = {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}
@@ -105,7 +105,7 @@ def test_csv_problems_name_the_line_a_row_starts_on():
 def test_csv_header_problems_are_line_1():
     found = problems(parsing.parse_csv, b"question,prompt,prompt\nHi,Hi,Hi\n")
     assert found == [("line 1: unknown column(s) 'question' (known: prompt, system_prompt, reference, json_schema, "
-                     "regex)"), "line 1: a column is named twice"]
+                     "regex, checks, tags)"), "line 1: a column is named twice"]
     assert problems(parsing.parse_csv, b"reference\nParis\n") == ["line 1: the header row has no 'prompt' column"]
 
 
@@ -118,11 +118,11 @@ def test_csv_that_is_not_csv_names_the_line():
 
 
 def test_an_upload_is_read_by_its_extension_and_limited_in_size(settings):
-    assert parsing.parse_file("suite.JSONL", jsonl({"prompt": "Hi"})) == [PromptSpec("Hi")]
-    assert parsing.parse_file("suite.csv", b"prompt\nHi\n") == [PromptSpec("Hi")]
-    assert problems(lambda d: parsing.parse_file("suite.txt", d), b"Hi")[0].startswith("upload a .jsonl file")
+    assert files.parse_file("suite.JSONL", jsonl({"prompt": "Hi"})).prompts == [PromptSpec("Hi")]
+    assert files.parse_file("suite.csv", b"prompt\nHi\n").prompts == [PromptSpec("Hi")]
+    assert problems(lambda d: files.parse_file("suite.txt", d), b"Hi")[0].startswith("upload a .yaml file")
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10
-    assert problems(lambda d: parsing.parse_file("suite.csv", d), b"prompt\nHello there\n") == [
+    assert problems(lambda d: files.parse_file("suite.csv", d), b"prompt\nHello there\n") == [
         "the file is larger than 10 bytes"]
 
 

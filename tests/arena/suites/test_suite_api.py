@@ -24,7 +24,7 @@ def test_create_read_list_and_delete(client, token, owner):
     assert created["Location"] == f"/api/v1/suites/{data['id']}"
     assert (data["name"], data["tag"], data["prompt_count"]) == ("Capitals", "geo", 2)
     assert data["prompts"][0] == {"position": 1, "prompt": "Capital of France?", "system_prompt": "Be brief.",
-                                  "reference": "Paris", "json_schema": SCHEMA, "regex": ""}
+                                  "reference": "Paris", "json_schema": SCHEMA, "regex": "", "checks": [], "tags": []}
     assert data["prompts"][1]["regex"] == "^hi$" and data["prompts"][1]["json_schema"] is None
     assert_conforms(data, "/api/v1/suites", "post", 201)
 
@@ -83,5 +83,5 @@ def test_text_no_database_can_store_is_a_400(client, token, raw):
 
 def test_a_wrong_method_is_405(client, token, owner):
     s = suite(owner)
-    assert api(client, "put", f"/api/v1/suites/{s.id}", token, {}).status_code == 405
+    assert api(client, "patch", f"/api/v1/suites/{s.id}", token, {}).status_code == 405  # PUT: a new version
     assert api(client, "delete", "/api/v1/suites", token).status_code == 405

@@ -68,7 +68,7 @@ def test_an_upload_with_errors_lists_each_line_and_saves_nothing(mine):
 def test_an_upload_over_the_size_limit_or_of_another_kind_is_refused(mine, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
     assert "the file is larger than 100 bytes" in upload(mine, "big.csv", b"prompt\n" + b"x" * 200).content.decode()
-    assert "upload a .jsonl file" in upload(mine, "suite.txt", b"Hi").content.decode()
+    assert "upload a .yaml file" in upload(mine, "suite.txt", b"Hi").content.decode()
     assert not Suite.objects.exists()
 
 
