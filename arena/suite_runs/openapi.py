@@ -6,6 +6,7 @@ from arena.leaderboard.openapi import DECISION
 from arena.suites.openapi import or_null
 
 from . import judge, plan
+from .actions import MAX_BUDGET
 from .api import PARAM_FIELDS
 from .models import SuiteRun
 
@@ -158,7 +159,7 @@ OPENAPI_PATHS = {
                                               "one after another, until every adjacent pair is separated or the "
                                               "budget is spent; swiss: rounds pairing similar scores, 8 or more "
                                               "contestants. adaptive and swiss need a judge"},
-                    "budget": {"type": ["integer", "null"], "minimum": 2,
+                    "budget": {"type": ["integer", "null"], "minimum": 2, "maximum": MAX_BUDGET,
                                "description": "adaptive only: judge calls at most (each pair is read twice); "
                                               "absent or null: half of a round robin's"},
                     "reuse_answers": {"type": ["boolean", "null"], "default": False,
