@@ -1,7 +1,9 @@
 """The suite endpoints of the JSON API: create, list mine, read one, delete one.
 
 A created suite's prompts go through the same checks as an upload's (arena.suites.parsing),
-each problem naming the item: "prompts[2]: 'prompt' is missing"."""
+each problem naming the item: "prompts[2]: 'prompt' is missing", "prompts[0]: checks: check 1:
+regex: not a valid regex: ...". "default_checks": the checks every prompt's answers get first
+(arena.suites.checks), each refused one named "default_checks: check 0: ..."."""
 
 from django.http import HttpResponse, JsonResponse
 
@@ -14,12 +16,13 @@ from .actions import create_suite
 from .forms import SuiteForm
 from .models import Suite, SuitePrompt
 
-CREATE_FIELDS = {"name", "tag", "prompts"}
+CREATE_FIELDS = {"name", "tag", "prompts", "default_checks"}
 
 
 def prompt_json(prompt: SuitePrompt) -> dict:
     return {"position": prompt.position, "prompt": prompt.prompt, "system_prompt": prompt.system_prompt,
-            "reference": prompt.reference, "json_schema": prompt.json_schema, "regex": prompt.regex}
+            "reference": prompt.reference, "json_schema": prompt.json_schema, "regex": prompt.regex,
+            "checks": prompt.checks}
 
 
 def summary_json(suite: Suite, prompt_count: int) -> dict:
@@ -29,7 +32,7 @@ def summary_json(suite: Suite, prompt_count: int) -> dict:
 
 def suite_json(suite: Suite) -> dict:
     prompts = [prompt_json(p) for p in suite.ordered_prompts()]
-    return {**summary_json(suite, len(prompts)), "prompts": prompts}
+    return {**summary_json(suite, len(prompts)), "default_checks": suite.default_checks, "prompts": prompts}
 
 
 def _create(request):
@@ -47,7 +50,12 @@ def _create(request):
         prompts = parsing.api_items(body.get("prompts"))
     except parsing.SuiteError as exc:
         return error(400, f"Invalid prompts: {exc}", {"prompts": str(exc)})
-    suite = create_suite(request.user, name=form.cleaned_data["name"], tag=form.cleaned_data["tag"], prompts=prompts)
+    try:
+        default_checks = parsing.check_defaults(body.get("default_checks"), prompts)
+    except parsing.SuiteError as exc:
+        return error(400, f"Invalid default checks: {exc}", {"default_checks": str(exc)})
+    suite = create_suite(request.user, name=form.cleaned_data["name"], tag=form.cleaned_data["tag"], prompts=prompts,
+                         default_checks=default_checks)
     return created(suite_json(suite), f"/api/v1/suites/{suite.id}")
 
 

@@ -6,9 +6,11 @@ problem names where it is ("line 7: 'prompt' is missing", "prompts[2]: ...") and
 problem is reported (up to MAX_PROBLEMS), so a user fixes a file in one go; a file with
 any problem saves nothing (the caller raises before creating the suite).
 
-A prompt object: {"prompt", "system_prompt", "reference", "json_schema", "regex"}, all but
-"prompt" optional (null or "" count as absent). In a CSV file the header row names these
-columns and the json_schema cell holds JSON text.
+A prompt object: {"prompt", "system_prompt", "reference", "json_schema", "regex", "checks"}, all
+but "prompt" optional (null or "" count as absent). "checks": a list of check specs
+(arena.suites.checks) each answer to the prompt gets; a bad one is named by its index ("line 7:
+checks: check 1: regex: not a valid regex: ..."). In a CSV file the header row names these
+columns and the json_schema and checks cells hold JSON text.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -25,7 +27,10 @@ from django.conf import settings
 from arena import jsonbody
 from inference import structured
 
-FIELDS = ("prompt", "system_prompt", "reference", "json_schema", "regex")
+from . import checks as answer_checks
+
+FIELDS = ("prompt", "system_prompt", "reference", "json_schema", "regex", "checks")
+JSON_COLUMNS = ("json_schema", "checks")  # a CSV cell of these holds JSON text
 MAX_PROMPTS = 500
 MAX_PROBLEMS = 20  # then "... stopped": a wholly wrong file needs no thousand lines of errors
 FORMATS = ("jsonl", "csv")
@@ -40,6 +45,7 @@ class PromptSpec:
     reference: str = ""
     json_schema: dict | None = None
     regex: str = ""
+    checks: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -106,6 +112,29 @@ def _schema(item: dict, problems: list[str]) -> dict | None:
     return value
 
 
+def _checks(item: dict, problems: list[str]) -> list:
+    value = item.get("checks")
+    found = answer_checks.problems(value)
+    problems.extend(f"checks: {p}" for p in found)
+    if not found and not (item.get("reference") or "").strip():
+        problems.extend(f"checks: check {i}: similar compares the answer with the prompt's reference: give the "
+                        "prompt a 'reference'" for i in answer_checks.needs_reference(value))
+    return [] if found else list(value or [])
+
+
+def check_defaults(value: Any, prompts: list[PromptSpec]) -> list:
+    """A suite's default checks (every prompt's answers get them), or SuiteError naming each bad
+    one: "default_checks: check 0: ..."."""
+    problems = [f"default_checks: {p}" for p in answer_checks.problems(value)]
+    bare = next((n for n, p in enumerate(prompts, start=1) if not p.reference.strip()), None)
+    if not problems and bare is not None:
+        problems += [f"default_checks: check {i}: similar compares each answer with its prompt's reference, "
+                     f"and prompt {bare} has none" for i in answer_checks.needs_reference(value)]
+    if problems:
+        raise SuiteError(problems[:MAX_PROBLEMS])
+    return list(value or [])
+
+
 def check_item(item: Any) -> tuple[PromptSpec | None, list[str]]:
     """One prompt object: the prompt, or every problem with it."""
     if not isinstance(item, dict):
@@ -121,12 +150,13 @@ def check_item(item: Any) -> tuple[PromptSpec | None, list[str]]:
     reference = _text(item, "reference", problems, limit=max_prompt_chars())
     regex = _text(item, "regex", problems, limit=structured.MAX_REGEX_CHARS)
     schema = _schema(item, problems)
+    checks = _checks(item, problems)
     # the workers build their grammars from the same judgement
     if not problems and (problem := structured.constraint_problem(schema, regex or None)):
         problems.append(problem)
     if problems:
         return None, problems
-    return PromptSpec(prompt, system_prompt, reference, schema, regex), []
+    return PromptSpec(prompt, system_prompt, reference, schema, regex, checks), []
 
 
 _UNREADABLE = object()  # an item that could not be read: check_items reports its `where`, the problem, alone
@@ -206,8 +236,8 @@ def _csv_header(row: list[str], where: str) -> list[str]:
 
 
 def _csv_cell(column: str, cell: str) -> Any:
-    """A cell's value: JSON for json_schema (ValueError naming it), else the text."""
-    return jsonbody.parse(cell, "json_schema") if column == "json_schema" else cell
+    """A cell's value: JSON for json_schema and checks (ValueError naming it), else the text."""
+    return jsonbody.parse(cell, column) if column in JSON_COLUMNS else cell
 
 
 def _csv_row(columns: list[str], row: list[str], where: str) -> tuple[str, Any]:

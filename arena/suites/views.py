@@ -26,7 +26,8 @@ def _create(request, form, prompts_field: str):
     """Save the suite and open it, or show the form again with every problem named."""
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        suite = create_suite(request.user, name=data["name"], tag=data["tag"], prompts=data[prompts_field])
+        suite = create_suite(request.user, name=data["name"], tag=data["tag"], prompts=data[prompts_field],
+                             default_checks=data["default_checks"])
         return redirect(suite)
     return render(request, "suites/new.html", {"form": form, "mode": prompts_field},
                   status=400 if form.errors else 200)
