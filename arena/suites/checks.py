@@ -469,6 +469,16 @@ def _bounds_text(kind: str, p: Mapping) -> str:
     return f"at least {p['min']:g}{unit}" if p["min"] is not None else f"at most {p['max']:g}{unit}"
 
 
+def describe(spec: Any) -> str:
+    """A stored spec in words, as a suite's page lists it: its name, what it wants, its weight."""
+    try:
+        check = parse(spec)
+    except CheckError as exc:  # stored before a rule changed: say so rather than fail the page
+        return f"not a check now: {exc}"
+    weight = f" · weight {check.weight:g}" if check.weight != 1 else ""
+    return f"{check.name}: {_expected(check)}{weight}"
+
+
 def evaluate_one(check: Check, answer: Answer) -> Result:
     kind = TYPES[check.type]
     try:

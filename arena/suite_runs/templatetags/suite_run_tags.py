@@ -3,6 +3,7 @@ from django.utils.safestring import SafeString
 
 from arena import markdown as md
 from arena.battles.judging import by_judge, judge_verdict, orders_agree
+from arena.suites import checks
 
 register = template.Library()
 
@@ -11,6 +12,12 @@ register = template.Library()
 def markdown(text: str) -> SafeString:
     """A model's answer as the other pages show one: Markdown without HTML (untrusted: arena.markdown)."""
     return md.render(text)
+
+
+@register.filter
+def check_text(spec) -> str:
+    """A check spec in words (arena.suites.checks.describe)."""
+    return checks.describe(spec)
 
 
 ORDERS_DISAGREED = "Tie because the two orders disagreed"
