@@ -20,6 +20,25 @@ def check_text(spec) -> str:
     return checks.describe(spec)
 
 
+@register.filter
+def failed_checks(results: list) -> list[dict]:
+    """An answer's stored check results that failed."""
+    return [r for r in results or [] if not r.get("passed")]
+
+
+@register.filter
+def percent(rate) -> str:
+    """A pass rate (report.Rate) as a whole percentage."""
+    return f"{round(100 * rate.count / rate.total)}%" if rate.total else "—"
+
+
+@register.filter
+def interval(rate) -> str:
+    """A pass rate's 95% Wilson interval, in whole percent: "62–91%"."""
+    bounds = rate.share.interval
+    return f"{round(100 * bounds[0])}–{round(100 * bounds[1])}%" if bounds else ""
+
+
 ORDERS_DISAGREED = "Tie because the two orders disagreed"
 SAID = {"tie": "a tie", "both_bad": "both are bad"}
 
