@@ -24,7 +24,7 @@ def test_create_read_list_and_delete(client, token, owner):
     assert created["Location"] == f"/api/v1/suites/{data['id']}"
     assert (data["name"], data["tag"], data["prompt_count"]) == ("Capitals", "geo", 2)
     assert data["prompts"][0] == {"position": 1, "prompt": "Capital of France?", "system_prompt": "Be brief.",
-                                  "reference": "Paris", "json_schema": SCHEMA, "regex": ""}
+                                  "reference": "Paris", "json_schema": SCHEMA, "regex": "", "checks": []}
     assert data["prompts"][1]["regex"] == "^hi$" and data["prompts"][1]["json_schema"] is None
     assert_conforms(data, "/api/v1/suites", "post", 201)
 
