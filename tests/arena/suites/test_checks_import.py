@@ -44,8 +44,8 @@ def test_csv_checks_column_holds_json():
     assert problems(parsing.parse_csv, bad.encode()) == [
         "line 2: checks: check 0: words: 'min' must be at least 0, not -3",
         "line 3: checks is not valid JSON: Expecting value: line 1 column 1 (char 0)",
-        "line 4: checks: check 0: similar compares the answer with the prompt's reference: give the prompt a "
-        "'reference'"]
+        ("line 4: checks: check 0: similar compares the answer with the prompt's reference: give the prompt a "
+        "'reference'")]
 
 
 def test_default_checks_are_refused_naming_the_check_and_a_prompt_without_a_reference():
@@ -56,8 +56,8 @@ def test_default_checks_are_refused_naming_the_check_and_a_prompt_without_a_refe
     assert refused.value.problems == ["default_checks: check 0: ttft: give 'min', 'max' or both"]
     with pytest.raises(parsing.SuiteError) as refused:
         parsing.check_defaults([{"type": "is_json"}, {"type": "similar"}], prompts)
-    assert refused.value.problems == ["default_checks: check 1: similar compares each answer with its prompt's "
-                                      "reference, and prompt 2 has none"]
+    assert refused.value.problems == [("default_checks: check 1: similar compares each answer with its prompt's "
+                                      "reference, and prompt 2 has none")]
 
 
 def test_the_api_takes_default_and_prompt_checks_and_refuses_bad_ones(client, token):
@@ -98,8 +98,8 @@ def test_the_form_takes_default_checks_as_json_and_the_page_lists_them(mine, own
 
 def test_the_form_refuses_bad_default_checks_and_saves_nothing(mine):
     for text, problem in [("[{", "Not valid JSON: Expecting property name enclosed in double quotes"),
-                          ('[{"type": "words", "max": -1}]', "default_checks: check 0: words: 'max' must be at least "
-                                                             "0, not -1")]:
+                          ('[{"type": "words", "max": -1}]', ("default_checks: check 0: words: 'max' must be at least "
+                                                             "0, not -1"))]:
         response = mine.post("/suites/new/", {"name": "Typed", "prompts": "Name a colour.", "default_checks": text})
         assert response.status_code == 400
         assert problem in response.content.decode().replace("&#x27;", "'")
