@@ -4,7 +4,7 @@ A 200-prompt suite, 3 contestants, 5 checks a prompt (contains, regex, a word bo
 similarity to the reference, a time-to-first-token bound): 600 answers to check. The answers are
 real: a sample generated here by the packaged SmolLM2-135M-Instruct (Q4_1 GGUF, the transformers
 engine, greedy, up to MAX_NEW_TOKENS), each sample answer's wall time measured, reused round robin
-over the 600. The check side is what the runner's step does per answer (arena.suite_runs.actions):
+over the 600. The check side is what the runner's step does per answer (arena.suite_runs.checking):
 the prompt's checks parsed once, then evaluated on the answer, the verdict taken and the results
 turned into their stored JSON. The database write (one bulk UPDATE per 200 answers) is left out.
 
@@ -88,7 +88,7 @@ def check_every_answer(sample: list) -> tuple[float, int, int]:
     started = time.perf_counter()
     evaluated = passing = 0
     for prompt in range(PROMPTS):
-        parsed = checks.parse_all(checks_of(prompt))  # once per prompt per step (actions._Checks)
+        parsed = checks.parse_all(checks_of(prompt))  # once per prompt per step (arena.suite_runs.checking)
         for contestant in range(CONTESTANTS):
             text, reference, measures, _ = sample[(prompt * CONTESTANTS + contestant) % len(sample)]
             results = checks.evaluate(parsed, checks.Answer(text, reference, measures))

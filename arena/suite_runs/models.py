@@ -236,7 +236,7 @@ class SuiteRunJudge(models.Model):
 class SuiteAnswer(models.Model):
     """A contestant's answer to one prompt of a run: its latest generation and how many were made,
     and, once it is done, its checks' results (arena.suites.checks, evaluated by the runner when
-    the answer lands: arena.suite_runs.actions.check_answers)."""
+    the answer lands: arena.suite_runs.checking.check_answers)."""
 
     run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="answers")
     prompt = models.ForeignKey(SuitePrompt, on_delete=models.CASCADE, related_name="+")

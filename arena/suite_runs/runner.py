@@ -7,7 +7,7 @@ stored like any other), records the verdicts of pairs all of whose judgements ar
 `Battle`: mode "suite", the run's (first) judge, its template's version and every raw judgement:
 each judge's two, with the judge's slug and one-line reason; its outcome the jury's majority,
 arena.battles.judging), and the progress. It also checks the answers that landed since the last
-step (arena.suite_runs.actions.check_answers: each done answer's checks, its suite's defaults
+step (arena.suite_runs.checking.check_answers: each done answer's checks, its suite's defaults
 then its prompt's own, evaluated and stored on the answer), within CHECK_BUDGET_S. A step holds
 no Celery thread while generations run: it queues the next step a couple of seconds later
 (`step_run`), and a chain of steps carries a token (`chain`) so only the newest chain goes on.
@@ -39,7 +39,7 @@ from arena.generations.services import GenerationRequest
 from arena.suites.models import SuitePrompt
 from orchestration import client as orch
 
-from . import actions, judge, plan
+from . import checking, judge, plan
 from .models import SuiteAnswer, SuiteJudgement, SuiteRun
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def step(run: SuiteRun) -> plan.Plan:
     state, generations = load_state(run, list(prompts), list(contestants), judges)
     todo = plan.plan(state, settings.ARENA_SUITE_IN_FLIGHT)
     # After reading the state: every answer it saw done is checked before the run may end.
-    unchecked = actions.check_answers(run, budget_s=CHECK_BUDGET_S)
+    unchecked = checking.check_answers(run, budget_s=CHECK_BUDGET_S)
     with transaction.atomic():
         for prompt_id, model_id in todo.start_answers:
             _start_answer(run, prompts[prompt_id], contestants[model_id])

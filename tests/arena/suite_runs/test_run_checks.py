@@ -1,4 +1,4 @@
-"""A suite run's answers checked as they land (arena.suite_runs.actions.check_answers, from the
+"""A suite run's answers checked as they land (arena.suite_runs.checking.check_answers, from the
 runner's step): results stored on each answer, a run that ends only once its answers are checked,
 a pathological regex that cannot hold a step, a re-check against changed checks that generates
 nothing, and the results on the run's page, in its API and in its exports. Runs are driven as in
