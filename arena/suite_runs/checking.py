@@ -38,7 +38,8 @@ class _Checks:
     """A suite's checks per prompt (its defaults, then the prompt's own), each parsed once."""
 
     def __init__(self, suite: Suite):
-        self.suite, self.by_prompt = suite, {}
+        self.suite = suite
+        self.by_prompt: dict[int, list[checks.Check] | str] = {}
 
     def of(self, prompt: SuitePrompt) -> list[checks.Check] | str:
         """The prompt's checks, or why they cannot be read (a spec stored before a rule changed)."""

@@ -15,6 +15,7 @@ carries no trigger, so the polling stops."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, NamedTuple
 
@@ -124,7 +125,8 @@ def failures(run: SuiteRun) -> list[dict]:
     return [by_model[m.id] for m in run.contestants if m.id in by_model]
 
 
-class Rate(NamedTuple):
+@dataclass(frozen=True)
+class Rate:
     """`count` passing of `total` checked, with its 95% Wilson interval (arena.leaderboard.reliability)."""
 
     count: int

@@ -301,7 +301,7 @@ def parse_all(specs: Any) -> list[Check]:
     return [parse(spec) for spec in specs or []]
 
 
-def needs_reference(specs: list) -> list[int]:
+def needs_reference(specs: Any) -> list[int]:
     """The indexes of the checks that compare with the prompt's reference (similar)."""
     return [i for i, spec in enumerate(specs or []) if isinstance(spec, dict) and spec.get("type") == "similar"]
 
