@@ -241,6 +241,12 @@ def parse(spec: Any) -> Check:
     if not isinstance(kind_name, str) or kind_name not in TYPES:
         raise CheckError(f"unknown type {kind_name!r} (known: {', '.join(TYPES)})")
     kind = TYPES[kind_name]
+    try:
+        json.dumps(spec, allow_nan=False)
+    except ValueError:  # Python's json reads NaN and 1e400; PostgreSQL's jsonb stores neither
+        raise CheckError(f"{kind_name}: holds a number JSON cannot store (NaN or infinity)") from None
+    except RecursionError:
+        raise CheckError(f"{kind_name}: nested too deeply") from None
     if unknown := sorted(set(spec) - COMMON - kind.fields):
         raise CheckError(f"{kind_name}: unknown field(s) {', '.join(map(repr, unknown))}")
     try:

@@ -116,7 +116,8 @@ def _checks(item: dict, problems: list[str]) -> list:
     value = item.get("checks")
     found = answer_checks.problems(value)
     problems.extend(f"checks: {p}" for p in found)
-    if not found and not (item.get("reference") or "").strip():
+    reference = item.get("reference")
+    if not found and not (isinstance(reference, str) and reference.strip()):
         problems.extend(f"checks: check {i}: similar compares the answer with the prompt's reference: give the "
                         "prompt a 'reference'" for i in answer_checks.needs_reference(value))
     return [] if found else list(value or [])
@@ -126,6 +127,8 @@ def check_defaults(value: Any, prompts: list[PromptSpec]) -> list:
     """A suite's default checks (every prompt's answers get them), or SuiteError naming each bad
     one: "default_checks: check 0: ..."."""
     problems = [f"default_checks: {p}" for p in answer_checks.problems(value)]
+    if unstorable := jsonbody.unstorable_text(value):
+        problems.append(f"default_checks: {unstorable}")
     bare = next((n for n, p in enumerate(prompts, start=1) if not p.reference.strip()), None)
     if not problems and bare is not None:
         problems += [f"default_checks: check {i}: similar compares each answer with its prompt's reference, "
