@@ -282,29 +282,34 @@ def _compile(kind_name: str, params: dict) -> Any:
     return None
 
 
+def _parse_each(specs: Any) -> tuple[list[Check], list[str]]:
+    if specs is None:
+        return [], []
+    if not isinstance(specs, list):
+        return [], ["must be a list of check objects"]
+    if len(specs) > MAX_CHECKS:
+        return [], [f"at most {MAX_CHECKS} checks, not {len(specs)}"]
+    parsed, found = [], []
+    for index, spec in enumerate(specs):
+        try:
+            parsed.append(parse(spec))
+        except CheckError as exc:
+            found.append(f"check {index}: {exc}")
+    return parsed, found
+
+
 def problems(specs: Any) -> list[str]:
     """Every problem with a list of specs (a suite's defaults or a prompt's own), each naming
     the check's index from 0: "check 2: regex: not a valid regex: ..." ([]: all are checks)."""
-    if specs is None:
-        return []
-    if not isinstance(specs, list):
-        return ["must be a list of check objects"]
-    if len(specs) > MAX_CHECKS:
-        return [f"at most {MAX_CHECKS} checks, not {len(specs)}"]
-    found = []
-    for index, spec in enumerate(specs):
-        try:
-            parse(spec)
-        except CheckError as exc:
-            found.append(f"check {index}: {exc}")
-    return found
+    return _parse_each(specs)[1]
 
 
 def parse_all(specs: Any) -> list[Check]:
     """A list of specs, parsed; CheckError with every problem (`problems`) if any is not a check."""
-    if found := problems(specs):
+    parsed, found = _parse_each(specs)
+    if found:
         raise CheckError("; ".join(found))
-    return [parse(spec) for spec in specs or []]
+    return parsed
 
 
 def needs_reference(specs: Any) -> list[int]:
