@@ -105,7 +105,7 @@ def test_csv_problems_name_the_line_a_row_starts_on():
 def test_csv_header_problems_are_line_1():
     found = problems(parsing.parse_csv, b"question,prompt,prompt\nHi,Hi,Hi\n")
     assert found == [("line 1: unknown column(s) 'question' (known: prompt, system_prompt, reference, json_schema, "
-                     "regex)"), "line 1: a column is named twice"]
+                     "regex, checks)"), "line 1: a column is named twice"]
     assert problems(parsing.parse_csv, b"reference\nParis\n") == ["line 1: the header row has no 'prompt' column"]
 
 
