@@ -236,9 +236,9 @@ def parse(spec: Any) -> Check:
     if not isinstance(spec, dict):
         raise CheckError("a check must be a JSON object with a 'type'")
     kind_name = spec.get("type")
-    if kind_name in RESERVED:
-        raise CheckError(RESERVED[kind_name])
     if not isinstance(kind_name, str) or kind_name not in TYPES:
+        if isinstance(kind_name, str) and kind_name in RESERVED:
+            raise CheckError(RESERVED[kind_name])
         raise CheckError(f"unknown type {kind_name!r} (known: {', '.join(TYPES)})")
     kind = TYPES[kind_name]
     try:

@@ -112,6 +112,7 @@ def test_a_pathological_regex_fails_within_its_time_limit_instead_of_hanging():
 @pytest.mark.parametrize(("spec", "problem"), [
     ("contains", "a check must be a JSON object with a 'type'"),
     ({"value": "x"}, "unknown type None"),
+    ({"type": {"a": 1}}, "unknown type {'a': 1}"),  # found by the API's fuzzer: not a string, not hashable
     ({"type": "llm"}, "unknown type 'llm' (known: equals, contains,"),
     ({"type": "rubric", "value": "Polite?"}, ("the rubric check (a judge model reading the answer against a rubric) "
                                              "is not available yet")),
