@@ -58,6 +58,7 @@ MAX_SCHEMA_CHARS = 20_000
 SHORT = 60  # characters of an answer quoted in `got`
 COMMON = {"type", "weight", "name", "not", "threshold"}
 METRICS = ("chrf",)
+METRIC_LABELS = {"chrf": "chrF"}
 DEFAULT_THRESHOLD = 0.5
 RESERVED = {"rubric": "the rubric check (a judge model reading the answer against a rubric) is not available yet"}
 
@@ -461,7 +462,7 @@ def _expected(check: Check) -> str:
     elif t == "number":
         text = f"a number {p['value']:g}" + (f" ± {p['tolerance']:g}" if p["tolerance"] else "")
     elif t == "similar":
-        text = f"{p['metric']} ≥ {check.threshold:g} against the reference"
+        text = f"{METRIC_LABELS[p['metric']]} ≥ {check.threshold:g} against the reference"
     elif "min" in p:
         text = _bounds_text(t, p)
     else:
@@ -477,7 +478,10 @@ def _bounds_text(kind: str, p: Mapping) -> str:
     unit = UNITS[kind]
     if p["min"] is not None and p["max"] is not None:
         return f"{p['min']:g} to {p['max']:g}{unit}"
-    return f"at least {p['min']:g}{unit}" if p["min"] is not None else f"at most {p['max']:g}{unit}"
+    bound, words = (p["min"], "at least") if p["min"] is not None else (p["max"], "at most")
+    if bound == 1 and unit in (" words", " tokens"):
+        unit = unit[:-1]  # "at most 1 word"
+    return f"{words} {bound:g}{unit}"
 
 
 def describe(spec: Any) -> str:

@@ -79,7 +79,7 @@ def test_similar_needs_a_reference_and_scores_chrf_against_the_threshold():
     close = run({"type": "similar", "threshold": 0.95}, "The refund window is thirty days from the delivery.")
     assert 0.6 < close.score < 0.99 and not close.passed  # scored, below a high bar
     assert run({"type": "similar", "threshold": 0.6}, "The refund window is thirty days from the delivery.").passed
-    assert close.expected == "chrf ≥ 0.95 against the reference"
+    assert close.expected == "chrF ≥ 0.95 against the reference"
 
 
 def test_not_negates_any_check_and_names_it_so():
@@ -159,4 +159,5 @@ def test_a_check_in_words():
     assert checks.describe({"type": "words", "max": 150, "weight": 2}) == "words: at most 150 words · weight 2"
     assert checks.describe({"type": "contains", "value": ["a", "b"], "mode": "any", "name": "either"}) == \
         'either: contains any of "a", "b"'
+    assert checks.describe({"type": "tokens", "min": 1}) == "tokens: at least 1 token"
     assert checks.describe({"type": "nope"}).startswith("not a check now: unknown type 'nope'")

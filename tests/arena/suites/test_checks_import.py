@@ -117,4 +117,4 @@ def test_an_uploaded_prompts_checks_show_on_its_page(mine):
         "s.jsonl", json.dumps(line).encode())})
     assert response.status_code == 302
     html = mine.get(response["Location"]).content.decode()
-    assert "Checks of each answer" in html and "close to Paris: chrf ≥ 0.6 against the reference" in html
+    assert "Checks of each answer" in html and "close to Paris: chrF ≥ 0.6 against the reference" in html
