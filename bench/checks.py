@@ -8,10 +8,11 @@ over the 600. The check side is what the runner's step does per answer (arena.su
 the prompt's checks parsed once, then evaluated on the answer, the verdict taken and the results
 turned into their stored JSON. The database write (one bulk UPDATE per 200 answers) is left out.
 
-Prints the time per answer of each side and the ratio "checks add X% to the answers' generation
-time" (the run's wall time is at least the generation time divided by the answers run at once;
-ARENA_SUITE_IN_FLIGHT answers at once would multiply the figure by at most that). No absolute time
-is asserted: the figures are ratios measured in one run. Last line: one JSON object.
+Prints the time per answer of each side (generation: the sample's median, and its fastest) and
+the ratio "checks add X% to the answers' generation time" (the run's wall time is at least the
+generation time divided by the answers run at once; ARENA_SUITE_IN_FLIGHT answers at once would
+multiply the figure by at most that). No absolute time is asserted: the figures are ratios
+measured in one run. Last line: one JSON object.
 Usage: python bench/checks.py [sample answers]
 """
 
@@ -65,7 +66,8 @@ def generate_sample(count: int) -> list[tuple[str, str, dict, float]]:
     """(answer, reference, measures, wall seconds) of `count` answers by the packaged model."""
     engine = Engine.from_loaded(load(SPEC))
     params = SamplingParams(temperature=0.0, max_new_tokens=MAX_NEW_TOKENS)
-    list(engine.stream(engine.encode([{"role": "user", "content": "Hi"}]), SamplingParams(max_new_tokens=4)))
+    for question, _ in QUESTIONS:  # warm: a prompt's first pass may pay one-off costs, not a run's steady ones
+        list(engine.stream(engine.encode([{"role": "user", "content": question}]), SamplingParams(max_new_tokens=4)))
     sample = []
     for i in range(count):
         question, reference = QUESTIONS[i % len(QUESTIONS)]
@@ -102,21 +104,26 @@ def check_every_answer(sample: list) -> tuple[float, int, int]:
 def main(sample_size: int) -> None:
     print(f"Generating {sample_size} sample answers with {SPEC.slug} (up to {MAX_NEW_TOKENS} new tokens)...")
     sample = generate_sample(sample_size)
-    generate_s = statistics.mean(wall for *_, wall in sample)
+    generate_s = statistics.median(wall for *_, wall in sample)  # the machine is shared: the median
+    fastest_s = min(wall for *_, wall in sample)
     answers = PROMPTS * CONTESTANTS
     rounds = [check_every_answer(sample) for _ in range(3)]  # the best of three: the machine is shared
     check_s, evaluated, passing = min(rounds)
     per_answer = check_s / answers
-    ratio = per_answer / generate_s
+    ratio, worst = per_answer / generate_s, per_answer / fastest_s
     print(f"{answers} answers ({PROMPTS} prompts x {CONTESTANTS} contestants), {evaluated} checks, "
           f"{passing} answers passing")
-    print(f"generation: {generate_s * 1000:.0f} ms an answer (mean of {len(sample)})")
+    print(f"generation: {generate_s * 1000:.0f} ms an answer (median of {len(sample)}; "
+          f"fastest {fastest_s * 1000:.0f} ms)")
     print(f"checks:     {per_answer * 1000:.3f} ms an answer ({check_s:.2f} s for all {answers})")
-    print(f"checks add {100 * ratio:.3f}% to the answers' generation time (goal: < 2%)")
+    print(f"checks add {100 * ratio:.3f}% to the answers' generation time (goal: < 2%); "
+          f"{100 * worst:.3f}% against the fastest answer")
     print(json.dumps({"answers": answers, "checks": evaluated, "sample": len(sample),
                       "generate_ms_per_answer": round(generate_s * 1000, 1),
                       "check_ms_per_answer": round(per_answer * 1000, 4),
-                      "checks_percent_of_generation": round(100 * ratio, 4)}))
+                      "fastest_generate_ms": round(fastest_s * 1000, 1),
+                      "checks_percent_of_generation": round(100 * ratio, 4),
+                      "checks_percent_of_fastest": round(100 * worst, 4)}))
 
 
 if __name__ == "__main__":
