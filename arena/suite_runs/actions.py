@@ -1,6 +1,8 @@
 """Every write that starts or changes a suite run, shared by the page and the API: start a run,
-record a person's blind verdict on one of its pairs, reveal the names behind a person's verdicts.
-(The run's steps are the runner's: arena/suite_runs/runner.py.)"""
+record a person's blind verdict on one of its pairs, reveal the names behind a person's verdicts,
+check a run's answers again against its suite's current checks (`recheck`; the runner's steps
+check each answer as it lands: arena/suite_runs/checking.py). (The run's steps are the runner's:
+arena/suite_runs/runner.py.)"""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from arena.leaderboard.cache import bump_now_and_on_commit
 from arena.suites.models import Suite
 from inference.protocol import ParamError
 
-from . import judge, runner
+from . import checking, judge, runner
 from .models import SuiteContestant, SuiteRun, SuiteRunJudge, VerdictError
 
 MAX_BUDGET = 1_000_000
@@ -152,3 +154,10 @@ def reveal_for(run: SuiteRun, user) -> int:
     if revealed:
         bump_now_and_on_commit()  # the revealed verdicts now count on the leaderboard
     return revealed
+
+
+
+def recheck(run: SuiteRun) -> int:
+    """Check every finished answer of `run` again against its suite's current checks (nothing is
+    generated); how many answers were checked."""
+    return checking.check_done(run)

@@ -1,4 +1,5 @@
-"""The suite-run endpoints of the JSON API: start a run, list mine, read one, cancel it.
+"""The suite-run endpoints of the JSON API: start a run, list mine, read one (with its checks'
+pass rates), read its answers (each with its checks' results), cancel it.
 
 The request's shape (types, slugs, the caller's suite) is read here; whether the run can
 start is arena.suite_runs.actions.start_run's to say, as for the page: its RunError names the
@@ -78,6 +79,7 @@ def run_json(run: SuiteRun, user, unreliable: bool = False) -> dict:
     rows = report.judge_reliability(run, judged)
     summary = report.decision_summary(run, user, unreliable, rows)
     return {**summary_json(run), "results": [result_json(row) for row in run.results()],
+            "checks": report.check_rates_json(report.check_rates(run)),
             "judge_agreement": report.judge_agreement(judged, rows),
             "judge_reliability": reliability_json(rows) if run.judge_id else None,
             "decision": summary.as_json() if summary else None}
@@ -220,6 +222,23 @@ def suite_runs(request):
 @refusing
 def suite_run(request, run_id):
     return JsonResponse(run_json(access_run(request.user, run_id), request.user, _unreliable(request)))
+
+
+def answer_json(answer) -> dict:
+    return {"prompt_position": answer.prompt.position, "contestant": answer.contestant.slug,
+            "status": answer.generation.status, "attempts": answer.attempts, "generation_id": str(answer.generation_id),
+            "passed": answer.passed, "score": answer.score, "checks": answer.checks}
+
+
+@methods("GET")
+@token_required
+@refusing
+def answers(request, run_id):
+    run = access_run(request.user, run_id)
+    place = {m.id: i for i, m in enumerate(run.contestants)}
+    rows = run.answers.select_related("prompt", "contestant", "generation")
+    ordered = sorted(rows, key=lambda a: (a.prompt.position, place[a.contestant_id]))
+    return JsonResponse({"answers": [answer_json(a) for a in ordered]})
 
 
 @methods("POST")

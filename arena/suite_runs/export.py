@@ -3,12 +3,14 @@ same side fields, formula cells escaped in CSV, a private streamed download), an
 between two contestants as the JSON file LLM Comparator (github.com/PAIR-code/llm-comparator)
 loads.
 
-CSV: one row per answer (prompt x contestant). JSON: {"dataset", "exported_at", "filters",
-"run", "answers", "verdicts"}, each verdict a history battle record plus the prompt's place
-and both raw judgements, and whether the judge's two orders agreed (a pair on which they
-disagree is a tie: `tie_reason`); the run holds how often they agreed (`judge_agreement`).
-Verdicts are the model judge's and the owner's revealed blind ones
-(an unrevealed one would name the contestants before the reveal, as in the history export).
+CSV: one row per answer (prompt x contestant), with its checks' results (`checks_passed`,
+`checks_score`, `checks_failed` and every result as JSON in `checks`; arena.suites.checks).
+JSON: {"dataset", "exported_at", "filters", "run", "answers", "verdicts"}, each answer with the
+same fields, each verdict a history battle record plus the prompt's place and both raw
+judgements, and whether the judge's two orders agreed (a pair on which they disagree is a tie:
+`tie_reason`); the run holds how often they agreed (`judge_agreement`). Verdicts are the model
+judge's and the owner's revealed blind ones (an unrevealed one would name the contestants before
+the reveal, as in the history export).
 
 LLM Comparator compares two models by one rater (the run's judge, or for a run people judge,
 the owner's revealed verdicts: arena.suite_runs.report.rated_verdicts). It reads one JSON object
@@ -43,7 +45,8 @@ from .report import judge_agreement, judged_pairs, rated_verdicts
 ANSWER_COLUMNS = ["run_id", "prompt_position", "prompt", "reference", "contestant", "attempts", "model",
                   "model_name", "system_prompt", "params", "status", "text", "output_valid", "finish_reason",
                   "failure_reason", "prompt_tokens", "generated_tokens", "time_to_first_token_s",
-                  "tokens_per_s", "load_wait_s", "queue_wait_s", "cached", "cached_from", "generation_id"]
+                  "tokens_per_s", "load_wait_s", "queue_wait_s", "cached", "cached_from", "checks_passed",
+                  "checks_score", "checks_failed", "checks", "generation_id"]
 SCORE = {"left": 1.0, "right": -1.0, "tie": 0.0, "both_bad": 0.0}  # the left side's, in LLM Comparator's terms
 LABEL = {1.0: "A is better", -1.0: "B is better", 0.0: "Same"}
 
@@ -56,7 +59,15 @@ def answer_record(answer: SuiteAnswer) -> dict:
     gen = answer.generation
     return {"run_id": str(answer.run_id), "prompt_position": answer.prompt.position, "prompt": answer.prompt.prompt,
             "reference": answer.prompt.reference, "contestant": answer.contestant.slug, "attempts": answer.attempts,
-            **side_record(gen), "output_valid": gen.output_valid}
+            **side_record(gen), "output_valid": gen.output_valid, **checks_record(answer)}
+
+
+def checks_record(answer: SuiteAnswer) -> dict:
+    """The answer's checks: whether all passed (None: not checked, or no check), the weighted
+    score, the failing checks' names, and every result (name, passed, score, weight, expected, got)."""
+    return {"checks_passed": answer.passed, "checks_score": answer.score,
+            "checks_failed": "; ".join(r["name"] for r in answer.checks if not r["passed"]),
+            "checks": answer.checks}
 
 
 def answers(run: SuiteRun) -> Iterator[dict]:

@@ -243,13 +243,21 @@ class SuiteRunJudge(models.Model):
 
 
 class SuiteAnswer(models.Model):
-    """A contestant's answer to one prompt of a run: its latest generation and how many were made."""
+    """A contestant's answer to one prompt of a run: its latest generation and how many were made,
+    and, once it is done, its checks' results (arena.suites.checks, evaluated by the runner when
+    the answer lands: arena.suite_runs.checking.check_answers)."""
 
     run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="answers")
     prompt = models.ForeignKey(SuitePrompt, on_delete=models.CASCADE, related_name="+")
     contestant = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
     generation = models.ForeignKey("generations.Generation", on_delete=models.CASCADE, related_name="+")
     attempts = models.PositiveSmallIntegerField(default=1)
+    # Each check's result (checks.Result.as_json), in the order the suite's checks run (its defaults,
+    # then the prompt's own); `passed` None until the answer is checked (or it failed to generate).
+    checks = models.JSONField(default=list, blank=True)
+    passed = models.BooleanField(null=True, blank=True, help_text="Every check passed (empty: not checked yet).")
+    score = models.FloatField(null=True, blank=True, help_text="The checks' scores, weighted (0 to 1).")
+    checked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "suites_suiteanswer"

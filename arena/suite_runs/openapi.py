@@ -105,9 +105,48 @@ RELIABILITY = {
     },
 }
 
-RUN = {**RUN_SUMMARY, "required": [*RUN_SUMMARY["required"], "results"],
+_RATE = {"passed": {"type": "integer", "minimum": 0}, "total": {"type": "integer", "minimum": 0},
+         "rate": _SHARE, "low": _SHARE, "high": _SHARE}
+CHECK_RATES = {
+    "type": ["object", "null"],
+    "description": "The pass rates of the run's checked answers (docs/suites.md, Checks), each with its 95% Wilson "
+                   "interval (low, high): per contestant (an answer passes when all its checks pass), and per "
+                   "check name per contestant; null while no answer has a check",
+    "required": ["contestants", "checks"],
+    "properties": {
+        "contestants": {"type": "array", "items": {"type": "object", "required": ["model", "passed", "total"],
+                                                   "properties": {"model": {"type": "string"}, **_RATE,
+                                                                  "mean_score": _SHARE}}},
+        "checks": {"type": "array", "items": {
+            "type": "object", "required": ["name", "contestants"],
+            "properties": {"name": {"type": "string"}, "contestants": {"type": "array", "items": {
+                "type": "object", "required": ["model", "passed", "total"],
+                "properties": {"model": {"type": "string"}, **_RATE}}}}}},
+    },
+}
+CHECK_RESULT = {"type": "object", "required": ["name", "type", "passed", "score", "weight", "expected", "got", "error"],
+                "properties": {"name": {"type": "string"}, "type": {"type": "string"}, "passed": {"type": "boolean"},
+                               "score": {"type": "number"}, "weight": {"type": "number"},
+                               "expected": {"type": "string"}, "got": {"type": "string"},
+                               "error": {"type": "string",
+                                         "description": "Why it could not be evaluated (\"\": it was)"}}}
+ANSWER = {
+    "type": "object",
+    "required": ["prompt_position", "contestant", "status", "attempts", "generation_id", "passed", "score", "checks"],
+    "properties": {
+        "prompt_position": {"type": "integer", "minimum": 1}, "contestant": {"type": "string"},
+        "status": {"type": "string"}, "attempts": {"type": "integer"}, "generation_id": {"type": "string"},
+        "passed": {"type": ["boolean", "null"],
+                   "description": "Every check passed; null: not checked yet, or no check"},
+        "score": {**_SHARE, "description": "The checks' scores, weighted"},
+        "checks": {"type": "array", "items": CHECK_RESULT},
+    },
+}
+
+RUN = {**RUN_SUMMARY, "required": [*RUN_SUMMARY["required"], "results", "checks"],
        "properties": {**RUN_SUMMARY["properties"],
                       "results": {"type": "array", "items": RESULT, "description": "Per contestant, in order"},
+                      "checks": CHECK_RATES,
                       "judge_agreement": {
                           "type": ["object", "null"],
                           "description": ("How often the judge said the same when shown each answer first (a pair "
@@ -218,6 +257,20 @@ OPENAPI_PATHS = {
             "responses": {
                 "200": {"description": "The run", **json_content(RUN)},
                 "400": error_response("unreliable with a value other than include"),
+                "401": error_response("Missing or invalid token"),
+                "404": error_response("No such suite run (or not yours)"),
+            },
+        },
+    },
+    "/api/v1/suite-runs/{id}/answers": {
+        "get": {
+            "operationId": "getSuiteRunAnswers",
+            "summary": "A suite run's answers so far, each with its checks' results (what each check expected and got)",
+            "parameters": UUID_ID,
+            "responses": {
+                "200": {"description": "The answers, in prompt then contestant order", **json_content({
+                    "type": "object", "required": ["answers"],
+                    "properties": {"answers": {"type": "array", "items": ANSWER}}})},
                 "401": error_response("Missing or invalid token"),
                 "404": error_response("No such suite run (or not yours)"),
             },

@@ -1,5 +1,7 @@
-"""What a suite run's page shows besides its progress and results: the answers grid, each
-contestant's failures, the judged pairs with every judge's two readings (order shown, verdict,
+"""What a suite run's page shows besides its progress and results: the answers grid (each
+answer's checks passed or failed, the failing ones named with what they expected and got), the
+pass rates of the checks per contestant with their 95% Wilson intervals and per check
+(`check_rates`), each contestant's failures, the judged pairs with every judge's two readings (order shown, verdict,
 reason), how often the judges agreed with themselves across the two orders and each judge's
 reliability (arena.leaderboard.reliability), and the quality-against-speed charts from the run's own
 answers (the leaderboard's chart code, arena.leaderboard).
@@ -13,6 +15,7 @@ carries no trigger, so the polling stops."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, NamedTuple
 
@@ -45,7 +48,10 @@ class Cell(NamedTuple):
 
     @property
     def mark(self) -> str:
-        return f"{self.answer.generation.status[:1]}{self.answer.attempts}" if self.answer else "-"
+        if not self.answer:
+            return "-"
+        checked = {True: "p", False: "f"}.get(self.answer.passed, "")  # its checks landing changes the cell too
+        return f"{self.answer.generation.status[:1]}{self.answer.attempts}{checked}"
 
 
 def grid(run: SuiteRun) -> list[dict]:
@@ -119,6 +125,57 @@ def failures(run: SuiteRun) -> list[dict]:
     return [by_model[m.id] for m in run.contestants if m.id in by_model]
 
 
+@dataclass(frozen=True)
+class Rate:
+    """`count` passing of `total` checked, with its 95% Wilson interval (arena.leaderboard.reliability)."""
+
+    count: int
+    total: int
+
+    @property
+    def share(self) -> reliability.Share:
+        return reliability.Share(self.count, self.total)
+
+    def as_json(self) -> dict:
+        share = self.share
+        return {"passed": self.count, "total": self.total, "rate": share.value, "low": share.low, "high": share.high}
+
+
+def check_rates(run: SuiteRun) -> dict | None:
+    """The pass rates of the run's checked answers: per contestant (every check of an answer
+    passed; with the answers' mean weighted score) and per check name per contestant, in the
+    order the checks first appear. None while no answer has a check."""
+    rows = SuiteAnswer.objects.filter(run=run, passed__isnull=False).values_list(
+        "contestant_id", "passed", "score", "checks")
+    contestants = run.contestants
+    answers: dict[int, list] = {m.id: [0, 0, 0.0] for m in contestants}  # passed, total, summed score
+    by_check: dict[str, dict[int, list]] = {}
+    for contestant, passed, score, results in rows:
+        tally = answers[contestant]
+        tally[0], tally[1], tally[2] = tally[0] + passed, tally[1] + 1, tally[2] + (score or 0.0)
+        for result in results:
+            cell = by_check.setdefault(result["name"], {m.id: [0, 0] for m in contestants})[contestant]
+            cell[0], cell[1] = cell[0] + result["passed"], cell[1] + 1
+    if not rows:
+        return None
+    return {"contestants": [{"model": m, "rate": Rate(*answers[m.id][:2]),
+                             "score": answers[m.id][2] / answers[m.id][1] if answers[m.id][1] else None}
+                            for m in contestants],
+            "checks": [{"name": name, "rates": [Rate(*cells[m.id]) for m in contestants]}
+                       for name, cells in by_check.items()]}
+
+
+def check_rates_json(rates: dict | None) -> dict | None:
+    if rates is None:
+        return None
+    return {"contestants": [{"model": row["model"].slug, **row["rate"].as_json(), "mean_score": row["score"]}
+                            for row in rates["contestants"]],
+            "checks": [{"name": row["name"], "contestants": [
+                {"model": m["model"].slug, **rate.as_json()} for m, rate in zip(rates["contestants"], row["rates"],
+                                                                                 strict=True)]}
+                       for row in rates["checks"]]}
+
+
 def judged_pairs(run: SuiteRun):
     """The model judge's verdicts, oldest first, with both answers' models."""
     return run.verdicts().select_related("left__model", "right__model", "judge").order_by("created_at", "id")
@@ -184,7 +241,8 @@ def page(run: SuiteRun) -> dict:
     cells = [cell for row in rows for cell in row["cells"]]
     reliability_rows = judge_reliability(run, judged)
     return {"run": run, "results": run.results(), "contestants": run.contestants, "grid": rows,
-            "failures": failures(run), "judged": judged, "agreement": judge_agreement(judged, reliability_rows),
+            "failures": failures(run), "judged": judged, "check_rates": check_rates(run),
+            "agreement": judge_agreement(judged, reliability_rows),
             "reliability": reliability_rows, "judges": run.judges, "seen": seen(cells, judged),
             "unreliable_judges": [j for j in reliability_rows["judges"] if j["unreliable"]]}
 

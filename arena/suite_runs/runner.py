@@ -3,17 +3,19 @@
 A step reads the run's answers, judgements and verdicts, asks arena.suite_runs.plan what to do
 next, and does it in one transaction: it creates the generations to start (ordinary
 `Generation`s with origin "suite", run by arena.generations' own task, followed, swept and
-stored like any other), records the verdicts of pairs all of whose judgements are in (a
-judged `Battle`: mode "suite", the run's (first) judge, its template's version and every raw
-judgement: each judge's two, with the judge's slug and one-line reason; its outcome the jury's
-majority, arena.battles.judging), and the progress. A step holds no Celery thread while
-generations run: it queues the next step a couple of seconds later (`step_run`), and a chain of
-steps carries a token (`chain`) so only the newest chain goes on. If the chain dies with its
-Celery worker, a periodic job of the orchestrator's loop (arena/scheduler.py, as the generation
-sweeper) starts a new one for any running run that has not stepped for `STALLED_AFTER_S`: the
-run resumes where the database says it is, nothing that finished runs again, and a generation
-the killed worker was following is failed by the sweeper and tried again (at most
-plan.MAX_ATTEMPTS generations per answer).
+stored like any other), records the verdicts of pairs all of whose judgements are in (a judged
+`Battle`: mode "suite", the run's (first) judge, its template's version and every raw judgement:
+each judge's two, with the judge's slug and one-line reason; its outcome the jury's majority,
+arena.battles.judging), and the progress. It also checks the answers that landed since the last
+step (arena.suite_runs.checking.check_answers: each done answer's checks, its suite's defaults
+then its prompt's own, evaluated and stored on the answer), within CHECK_BUDGET_S. A step holds
+no Celery thread while generations run: it queues the next step a couple of seconds later
+(`step_run`), and a chain of steps carries a token (`chain`) so only the newest chain goes on.
+If the chain dies with its Celery worker, a periodic job of the orchestrator's loop
+(arena/scheduler.py, as the generation sweeper) starts a new one for any running run that has
+not stepped for `STALLED_AFTER_S`: the run resumes where the database says it is, nothing that
+finished runs again, and a generation the killed worker was following is failed by the sweeper
+and tried again (at most plan.MAX_ATTEMPTS generations per answer).
 """
 
 from __future__ import annotations
@@ -37,12 +39,15 @@ from arena.generations.services import GenerationRequest
 from arena.suites.models import SuitePrompt
 from orchestration import client as orch
 
-from . import judge, plan
+from . import checking, judge, plan
 from .models import SuiteAnswer, SuiteJudgement, SuiteRun
 
 log = logging.getLogger(__name__)
 STEP_EVERY_S = 2
 STALLED_AFTER_S = 30
+# A step's time for checking the answers that landed (arena.suites.checks); what is left waits for
+# the next step, and the run does not end before every done answer is checked.
+CHECK_BUDGET_S = 10.0
 KICK_EVERY_S = 5.0  # how often the orchestrator's loop looks for stalled runs (`kick`)
 LOCK_TTL_S = 60
 
@@ -96,6 +101,8 @@ def step(run: SuiteRun) -> plan.Plan:
     judges = run.judges
     state, generations = load_state(run, list(prompts), list(contestants), judges)
     todo = plan.plan(state, settings.ARENA_SUITE_IN_FLIGHT)
+    # After reading the state: every answer it saw done is checked before the run may end.
+    unchecked = checking.check_answers(run, budget_s=CHECK_BUDGET_S)
     with transaction.atomic():
         for prompt_id, model_id in todo.start_answers:
             _start_answer(run, prompts[prompt_id], contestants[model_id])
@@ -106,7 +113,7 @@ def step(run: SuiteRun) -> plan.Plan:
             _record(run, pair, outcome, generations, judges)
         run.done, run.total, run.stepped_at = todo.done, todo.total, timezone.now()
         fields = ["done", "total", "stepped_at"]  # not the state, unless it ends: a cancel meanwhile stands
-        if todo.finished:
+        if todo.finished and not unchecked:
             run.state, run.finished_at, run.stop_reason = SuiteRun.State.DONE, timezone.now(), todo.stopped
             fields += ["state", "finished_at", "stop_reason"]
         run.save(update_fields=fields)  # what it started joins the line in one pass once this commits

@@ -17,5 +17,6 @@ urlpatterns = [
     path("suite-runs/<uuid:run_id>/export.jsonl", views.run_export_comparator, name="suite-run-export-comparator"),
     path("api/v1/suite-runs", api.suite_runs, name="api-suite-runs"),
     path("api/v1/suite-runs/<uuid:run_id>", api.suite_run, name="api-suite-run"),
+    path("api/v1/suite-runs/<uuid:run_id>/answers", api.answers, name="api-suite-run-answers"),
     path("api/v1/suite-runs/<uuid:run_id>/cancel", api.cancel, name="api-suite-run-cancel"),
 ]

@@ -12,8 +12,9 @@ from .parsing import PromptSpec, SuiteFile
 
 @transaction.atomic
 def create_suite(owner, *, name: str, prompts: list[PromptSpec], tag: str = "",
-                 default_checks: list[dict] | None = None) -> Suite:
-    """A suite with these checked prompts (arena.suites.parsing), numbered from 1, on version 1."""
+                 default_checks: list | None = None) -> Suite:
+    """A suite with these checked prompts (arena.suites.parsing), numbered from 1, on version 1, and
+    the checked checks every answer gets (parsing.check_defaults)."""
     suite = Suite.objects.create(owner=owner, name=name, tag=tag, default_checks=default_checks or [])
     _add_prompts(suite, prompts)
     return suite

@@ -2,9 +2,11 @@
 one, export one, delete one.
 
 A suite's prompts go through the same checks as an upload's (arena.suites.parsing), each
-problem naming the item: "prompts[2]: 'prompt' is missing". A create (POST) or a new version
-(PUT) takes a JSON object, or a suite file as the body itself, its Content-Type saying which
-format (FILE_TYPES: `curl -X PUT -H 'Content-Type: application/yaml' --data-binary @suite.yaml`);
+problem naming the item: "prompts[2]: 'prompt' is missing", "prompts[0]: checks: check 1: regex:
+not a valid regex: ...". "default_checks": the checks every prompt's answers get first
+(arena.suites.checks), each refused one named "default_checks: check 0: ...". A create (POST) or a
+new version (PUT) takes a JSON object, or a suite file as the body itself, its Content-Type saying
+which format (FILE_TYPES: `curl -X PUT -H 'Content-Type: application/yaml' --data-binary @suite.yaml`);
 `?name=` and `?tag=` name a suite whose file does not (JSONL, CSV)."""
 
 from dataclasses import replace
@@ -67,12 +69,13 @@ def _body_file(request) -> parsing.SuiteFile:
         raise BodyError(error(400, "name and tag must be strings."))
     try:
         prompts = parsing.api_items(body.get("prompts"))
-        checked, problems = parsing.check_checks(body.get("default_checks"), "default_checks")
-        default_checks = checked if "default_checks" in body else None  # None: a new version keeps the suite's
     except parsing.SuiteError as exc:
         raise BodyError(error(400, f"Invalid prompts: {exc}", {"prompts": str(exc)})) from None
-    if problems:
-        raise BodyError(error(400, f"Invalid default_checks: {problems[0]}", {"default_checks": problems[0]}))
+    try:
+        checked = parsing.check_defaults(body.get("default_checks"), prompts)
+    except parsing.SuiteError as exc:
+        raise BodyError(error(400, f"Invalid default checks: {exc}", {"default_checks": str(exc)})) from None
+    default_checks = checked if "default_checks" in body else None  # None: a new version keeps the suite's
     return parsing.SuiteFile(prompts, name=strings["name"], tag=strings["tag"], default_checks=default_checks)
 
 

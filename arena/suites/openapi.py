@@ -14,7 +14,7 @@ from arena.api.openapi import (
 )
 from inference.structured import MAX_REGEX_CHARS
 
-from . import parsing
+from . import checks, parsing
 from .models import NAME_MAX_LENGTH
 
 
@@ -30,6 +30,23 @@ _CONSTRAINT = ("At most one of json_schema and regex: an answer constraint. json
                "JSON Schema, regex a regex Python compiles, and either one a grammar the decoder can enforce "
                "(no look-arounds, no unsatisfiable schema); null or \"\" count as absent.")
 
+CHECK = {
+    "type": "object",
+    "required": ["type"],
+    "description": "A check of each answer (docs/suites.md, Checks): the type's own fields, and optionally weight "
+                   "(> 0), name, not (negates it), threshold (0..1, a check with a score). An invalid one is "
+                   "refused: \"prompts[0]: checks: check 1: regex: not a valid regex: ...\"",
+    "properties": {
+        "type": {"enum": list(checks.TYPES)},
+        "weight": {"type": "number", "exclusiveMinimum": 0},
+        "name": {"type": "string", "minLength": 1, "maxLength": 100},
+        "not": {"type": "boolean"},
+        "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+}
+CHECKS_IN = {"type": ["array", "null"], "maxItems": checks.MAX_CHECKS, "items": CHECK}
+CHECKS_OUT = {"type": "array", "items": {"type": "object", "required": ["type"]}}
+
 PROMPT_IN = {
     "type": "object",
     "required": ["prompt"],
@@ -42,17 +59,11 @@ PROMPT_IN = {
         "json_schema": {"type": ["object", "null"], "description": "A JSON Schema the answer must satisfy"},
         "regex": or_null({**TEXT, "maxLength": MAX_REGEX_CHARS,
                            "description": "A regex the answer must satisfy"}),
-        "checks": {"type": ["array", "null"], "items": {"type": "object"},
-                   "description": "Checks of each answer to this prompt (docs/suites.md), after the suite's"},
+        "checks": {**CHECKS_IN, "description": "This prompt's checks of each answer, after the suite's defaults"},
         "tags": {"type": ["array", "null"], "maxItems": parsing.MAX_TAGS, "items": TAG,
                  "description": "The prompt's own tags"},
     },
 }
-
-CHECKS = {"type": "array", "items": {"type": "object"}, "description": "Checks of every answer (docs/suites.md)"}
-CHECKS_IN = {**CHECKS, "type": ["array", "null"],
-             "description": "Checks of every answer (docs/suites.md); null: none. Left out of a new version (PUT): "
-                            "the suite's stay"}
 
 PROMPT_OUT = {
     "type": "object",
@@ -64,7 +75,7 @@ PROMPT_OUT = {
         "reference": {"type": "string"},
         "json_schema": {"type": ["object", "null"]},
         "regex": {"type": "string"},
-        "checks": {"type": "array", "items": {"type": "object"}},
+        "checks": CHECKS_OUT,
         "tags": {"type": "array", "items": {"type": "string"}},
     },
 }
@@ -85,7 +96,7 @@ SUMMARY: Schema = {
 }
 
 SUITE = {**SUMMARY, "required": [*SUMMARY["required"], "default_checks", "prompts"],
-         "properties": {**SUMMARY["properties"], "default_checks": CHECKS,
+         "properties": {**SUMMARY["properties"], "default_checks": CHECKS_OUT,
                         "prompts": {"type": "array", "items": PROMPT_OUT,
                                     "description": "The current version's prompts"}}}
 
@@ -96,7 +107,8 @@ SUITE_BODY = {
     "properties": {
         "name": NAME,
         "tag": TAG,
-        "default_checks": CHECKS_IN,
+        "default_checks": {**CHECKS_IN, "description": "Checks every prompt's answers get first; null: none. Left "
+                                                       "out of a new version (PUT): the suite's stay"},
         "prompts": {"type": "array", "minItems": 1, "maxItems": parsing.MAX_PROMPTS, "items": PROMPT_IN},
     },
 }

@@ -7,11 +7,12 @@ problem is reported (up to MAX_PROBLEMS), so a user fixes a file in one go; a fi
 any problem saves nothing (the caller raises before creating the suite).
 
 A prompt object: {"prompt", "system_prompt", "reference", "json_schema", "regex", "checks",
-"tags"}, all but "prompt" optional (null or "" count as absent). "checks" is a list of check
-objects (arena/suites/checks.py judges their content), "tags" a list of prompt tags. In a CSV
-file the header row names these columns; the json_schema and checks cells hold JSON text, the
-tags cell the tags separated by commas. A YAML file (arena/suites/yaml_format.py) also holds
-the suite's name, tag and default checks, and may expand one prompt over a table of values.
+"tags"}, all but "prompt" optional (null or "" count as absent). "checks": a list of check specs
+(arena.suites.checks) each answer to the prompt gets; a bad one is named by its index ("line 7:
+checks: check 1: regex: not a valid regex: ..."); "tags" a list of prompt tags. In a CSV file the
+header row names these columns; the json_schema and checks cells hold JSON text, the tags cell
+the tags separated by commas. A YAML file (arena/suites/yaml_format.py) also holds the suite's
+name, tag and default checks, and may expand one prompt over a table of values.
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ from arena import jsonbody
 from arena.generations import tags as prompt_tags
 from inference import structured
 
-FIELDS = ("prompt", "system_prompt", "reference", "json_schema", "regex")
+from . import checks as answer_checks
+
+FIELDS = ("prompt", "system_prompt", "reference", "json_schema", "regex", "checks")
 MAX_PROMPTS = 500
 MAX_PROBLEMS = 20  # then "... stopped": a wholly wrong file needs no thousand lines of errors
-# Carried beside check_item's fields: checked here as lists (a check's content is arena/suites/checks.py's)
-LIST_FIELDS = ("checks", "tags")
-COLUMNS = (*FIELDS, *LIST_FIELDS)  # a JSONL object's keys, a CSV file's columns
+LIST_FIELDS = ("checks", "tags")  # a YAML export writes these as flow lists
+COLUMNS = (*FIELDS, "tags")  # a JSONL object's keys, a CSV file's columns (tags: check_prompt's)
 MAX_TAGS = 20  # a prompt's own tags
 
 
@@ -48,7 +50,7 @@ class PromptSpec:
     reference: str = ""
     json_schema: dict | None = None
     regex: str = ""
-    checks: list[dict] = field(default_factory=list)
+    checks: list = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -128,6 +130,32 @@ def _schema(item: dict, problems: list[str]) -> dict | None:
     return value
 
 
+def _checks(item: dict, problems: list[str]) -> list:
+    value = item.get("checks")
+    found = answer_checks.problems(value)
+    problems.extend(f"checks: {p}" for p in found)
+    reference = item.get("reference")
+    if not found and not (isinstance(reference, str) and reference.strip()):
+        problems.extend(f"checks: check {i}: similar compares the answer with the prompt's reference: give the "
+                        "prompt a 'reference'" for i in answer_checks.needs_reference(value))
+    return [] if found else list(value or [])
+
+
+def check_defaults(value: Any, prompts: list[PromptSpec]) -> list:
+    """A suite's default checks (every prompt's answers get them), or SuiteError naming each bad
+    one: "default_checks: check 0: ..."."""
+    problems = [f"default_checks: {p}" for p in answer_checks.problems(value)]
+    if unstorable := jsonbody.unstorable_text(value):
+        problems.append(f"default_checks: {unstorable}")
+    bare = next((n for n, p in enumerate(prompts, start=1) if not p.reference.strip()), None)
+    if not problems and bare is not None:
+        problems += [f"default_checks: check {i}: similar compares each answer with its prompt's reference, "
+                     f"and prompt {bare} has none" for i in answer_checks.needs_reference(value)]
+    if problems:
+        raise SuiteError(problems[:MAX_PROBLEMS])
+    return list(value or [])
+
+
 def check_item(item: Any) -> tuple[PromptSpec | None, list[str]]:
     """One prompt object: the prompt, or every problem with it."""
     if not isinstance(item, dict):
@@ -135,7 +163,7 @@ def check_item(item: Any) -> tuple[PromptSpec | None, list[str]]:
     problems: list[str] = []
     unknown = sorted(set(item) - set(FIELDS))
     if unknown:
-        problems.append(f"unknown field(s) {', '.join(map(repr, unknown))} (known: {', '.join(FIELDS)})")
+        problems.append(f"unknown field(s) {', '.join(map(repr, unknown))} (known: {', '.join(COLUMNS)})")
     if unstorable := jsonbody.unstorable_text(item):
         problems.append(unstorable)
     prompt = _prompt(item, problems)
@@ -143,30 +171,13 @@ def check_item(item: Any) -> tuple[PromptSpec | None, list[str]]:
     reference = _text(item, "reference", problems, limit=max_prompt_chars())
     regex = _text(item, "regex", problems, limit=structured.MAX_REGEX_CHARS)
     schema = _schema(item, problems)
+    checks = _checks(item, problems)
     # the workers build their grammars from the same judgement
     if not problems and (problem := structured.constraint_problem(schema, regex or None)):
         problems.append(problem)
     if problems:
         return None, problems
-    return PromptSpec(prompt, system_prompt, reference, schema, regex), []
-
-
-def check_checks(value: Any, name: str = "checks") -> tuple[list[dict], list[str]]:
-    """A list of check objects, as given (their content is arena/suites/checks.py's to judge)."""
-    if value is None:
-        return [], []
-    if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
-        return [], [(f"'{name}' must be a list of check objects, e.g. [{{\"type\": \"contains\", "
-                     "\"value\": \"refund\"}]")]
-    try:
-        json.dumps(value, allow_nan=False)
-    except (ValueError, TypeError):
-        return [], [f"'{name}' holds a value JSON cannot store (NaN, infinity or a date)"]
-    except RecursionError:
-        return [], [f"'{name}' is nested too deeply"]
-    if unstorable := jsonbody.unstorable_text(value):
-        return [], [f"'{name}': {unstorable}"]
-    return value, []
+    return PromptSpec(prompt, system_prompt, reference, schema, regex, checks), []
 
 
 def check_tags(value: Any) -> tuple[list[str], list[str]]:
@@ -187,17 +198,15 @@ def check_tags(value: Any) -> tuple[list[str], list[str]]:
 
 
 def check_prompt(item: Any) -> tuple[PromptSpec | None, list[str]]:
-    """A prompt object with its checks and tags: check_item judges the rest."""
+    """A prompt object with its tags: check_item judges the rest (its checks included)."""
     if not isinstance(item, dict):
         return check_item(item)
-    rest = {k: v for k, v in item.items() if k not in LIST_FIELDS}
-    spec, problems = check_item(rest)
-    checks, found = check_checks(item.get("checks"))
+    spec, problems = check_item({k: v for k, v in item.items() if k != "tags"})
     tags, found_tags = check_tags(item.get("tags"))
-    problems = [*problems, *found, *found_tags]
+    problems = [*problems, *found_tags]
     if problems or spec is None:
         return None, problems
-    return replace(spec, checks=checks, tags=tags), []
+    return replace(spec, tags=tags), []
 
 
 _UNREADABLE = object()  # an item that could not be read: check_items reports its `where`, the problem, alone

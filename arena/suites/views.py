@@ -29,12 +29,9 @@ def _create(request, form, mode: str):
     """Save the suite and open it, or show the form again with every problem named."""
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        if mode == "file":
-            found = data["file"]
-            suite = create_suite(request.user, name=data["name"], tag=data["tag"], prompts=found.prompts,
-                                 default_checks=found.default_checks)
-        else:
-            suite = create_suite(request.user, name=data["name"], tag=data["tag"], prompts=data["prompts"])
+        prompts = data["file"].prompts if mode == "file" else data["prompts"]
+        suite = create_suite(request.user, name=data["name"], tag=data["tag"], prompts=prompts,
+                             default_checks=data["default_checks"])
         return redirect(suite)
     return render(request, "suites/new.html", {"form": form, "mode": mode},
                   status=400 if form.errors else 200)

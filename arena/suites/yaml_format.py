@@ -141,7 +141,7 @@ def load(text: str) -> SuiteFile:
         raise SuiteError(problems[:parsing.MAX_PROBLEMS])
     specs = parsing.check_items(items)
     # no default checks in the file: none (the file is the whole suite)
-    return SuiteFile(specs, name=name, tag=tag, default_checks=defaults.get("checks", []))
+    return SuiteFile(specs, name=name, tag=tag, default_checks=parsing.check_defaults(defaults.get("checks"), specs))
 
 
 def _unknown(doc: _Document, path: Path, mapping: dict, known: tuple, what: str) -> list[str]:
@@ -179,9 +179,7 @@ def _defaults(doc: _Document, value: Any, problems: list[str]) -> dict:
     system_prompt = value.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         problems.append(f"{doc.at(('defaults', 'system_prompt'))}: 'system_prompt' must be text")
-    checks, found = parsing.check_checks(value.get("checks"))
-    problems += [f"{doc.at(('defaults', 'checks'))}: {p}" for p in found]
-    return {"system_prompt": system_prompt or "", "checks": checks}
+    return {"system_prompt": system_prompt or "", "checks": value.get("checks")}  # checked with the prompts
 
 
 def _tables(doc: _Document, path: Path, value: Any, problems: list[str]) -> list[dict[str, str]] | None:

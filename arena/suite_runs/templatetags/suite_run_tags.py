@@ -3,6 +3,7 @@ from django.utils.safestring import SafeString
 
 from arena import markdown as md
 from arena.battles.judging import by_judge, judge_verdict, orders_agree
+from arena.suites import checks
 
 register = template.Library()
 
@@ -11,6 +12,31 @@ register = template.Library()
 def markdown(text: str) -> SafeString:
     """A model's answer as the other pages show one: Markdown without HTML (untrusted: arena.markdown)."""
     return md.render(text)
+
+
+@register.filter
+def check_text(spec) -> str:
+    """A check spec in words (arena.suites.checks.describe)."""
+    return checks.describe(spec)
+
+
+@register.filter
+def failed_checks(results: list) -> list[dict]:
+    """An answer's stored check results that failed."""
+    return [r for r in results or [] if not r.get("passed")]
+
+
+@register.filter
+def percent(rate) -> str:
+    """A pass rate (report.Rate) as a whole percentage."""
+    return f"{round(100 * rate.count / rate.total)}%" if rate.total else "—"
+
+
+@register.filter
+def interval(rate) -> str:
+    """A pass rate's 95% Wilson interval, in whole percent: "62–91%"."""
+    bounds = rate.share.interval
+    return f"{round(100 * bounds[0])}–{round(100 * bounds[1])}%" if bounds else ""
 
 
 ORDERS_DISAGREED = "Tie because the two orders disagreed"

@@ -134,11 +134,12 @@ def names_real_models(body) -> bool:
 
 def usable_suite_prompts(body) -> bool:
     """Whether a suite's prompts pass the checks no schema states (else a schema-valid body is still
-    refused): each json_schema a valid JSON Schema, each regex one Python compiles, not both, no NUL."""
+    refused): each json_schema a valid JSON Schema, each regex one Python compiles, not both, no NUL,
+    and each check (a prompt's, or the suite's defaults) one arena.suites.checks reads."""
     if not isinstance(body, dict) or "prompts" not in body:
         return True
     try:
-        parsing.api_items(body["prompts"])
+        parsing.check_defaults(body.get("default_checks"), parsing.api_items(body["prompts"]))
     except parsing.SuiteError:
         return False
     return True
