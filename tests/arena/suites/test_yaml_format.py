@@ -109,7 +109,7 @@ prompts:
     ("- prompt: hi\n", "line 1, column 1: a suite file is a mapping with 'prompts'"),
     ("prompts: []\n", "'prompts' must be a list of 1 to"),
     ("tag: not a tag!\nprompts: [{prompt: hi}]\n", "line 1, column 1: a tag is"),
-    ("prompts:\n  - prompt: hi\n    checks: {type: contains}\n", "prompts[0]: 'checks' must be a list of check"),
+    ("prompts:\n  - prompt: hi\n    checks: {type: contains}\n", "prompts[0]: checks: must be a list of check objects"),
     ("prompts:\n  - prompt: hi\n    tags: [a b, 'no!']\n", "prompts[0]: 'tags': a tag is"),
     ("prompts:\n  - prompt: hi\n    regex: '(unclosed'\n", "line 2, column 5, prompts[0]: "),
 ])
@@ -158,8 +158,7 @@ def test_jsonl_and_csv_carry_checks_and_tags():
                              ) == expected
     with pytest.raises(SuiteError) as caught:
         parsing.parse_jsonl(b'{"prompt": "Hi", "checks": "contains hi"}\n')
-    assert caught.value.problems == [("line 1: 'checks' must be a list of check objects, e.g. "
-                                     '[{"type": "contains", "value": "refund"}]')]
+    assert caught.value.problems == ["line 1: checks: must be a list of check objects"]
 
 
 def test_the_documented_example_reads_and_writes_back():
@@ -178,10 +177,13 @@ text = st.lists(st.one_of(st.sampled_from(TRICKY), st.text(st.characters(blackli
                                                                            blacklist_characters="\x00"), max_size=8)),
                 max_size=6).map("".join)
 prompt_text = text.filter(lambda t: t.strip() != "")
-json_value = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | text,
-                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
-                          max_leaves=6)
-check = st.dictionaries(text, json_value, max_size=3).map(lambda d: {"type": "contains", **d})
+# Checks the import accepts (arena/suites/checks.py judges them), their text as tricky as the rest.
+check = st.one_of(
+    st.builds(lambda value, ignore_case: {"type": "contains", "value": value, "ignore_case": ignore_case},
+              prompt_text, st.booleans()),
+    st.builds(lambda value: {"type": "starts_with", "value": value}, prompt_text),
+    st.builds(lambda most: {"type": "words", "max": most}, st.integers(1, 500)),
+    st.just({"type": "is_json", "not": True}))
 tag = st.text(string.ascii_lowercase + string.digits + "-_é", min_size=1, max_size=8).filter(
     lambda t: t[0] not in "-")
 constraint = st.sampled_from([(None, ""), ({}, ""), ({"type": "object", "required": ["a"]}, ""),
