@@ -61,10 +61,6 @@ class Suite(models.Model):
             return "This suite has runs; its answers and verdicts refer to it, so it cannot be deleted."
         return ""
 
-    @property
-    def default_checks_json(self) -> list[str]:
-        return [json.dumps(check, ensure_ascii=False) for check in self.default_checks]
-
     def ordered_prompts(self):
         """The current version's prompts, in order."""
         return self.prompts_of(self.version)
@@ -113,10 +109,6 @@ class SuitePrompt(models.Model):
         if self.json_schema is not None:
             return {"json_schema": self.json_schema}
         return {"regex": self.regex} if self.regex else {}
-
-    @property
-    def checks_json(self) -> list[str]:
-        return [json.dumps(check, ensure_ascii=False) for check in self.checks]
 
     @property
     def json_schema_text(self) -> str:
