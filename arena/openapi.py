@@ -10,6 +10,7 @@ from arena.accounts import openapi as accounts
 from arena.api.openapi import document
 from arena.battles import openapi as battles
 from arena.catalogue import openapi as catalogue
+from arena.categories import openapi as categories
 from arena.generations.openapi import GENERATION
 from arena.history import openapi as history
 from arena.leaderboard import openapi as leaderboard
@@ -23,7 +24,7 @@ SPEC = document(
     {"Model": catalogue.MODEL, "Generation": GENERATION, "Comparison": battles.COMPARISON},
     catalogue.MODELS_PATHS, playground.OPENAPI_PATHS, battles.OPENAPI_PATHS, workers.OPENAPI_PATHS,
     tournaments.OPENAPI_PATHS, suites.OPENAPI_PATHS, suite_runs.OPENAPI_PATHS, history.OPENAPI_PATHS,
-    catalogue.OPENAPI_PATHS, accounts.OPENAPI_PATHS, leaderboard.OPENAPI_PATHS,
+    catalogue.OPENAPI_PATHS, accounts.OPENAPI_PATHS, leaderboard.OPENAPI_PATHS, categories.OPENAPI_PATHS,
 )
 
 

@@ -92,11 +92,14 @@ INSTALLED_APPS = [
     "arena.accounts",
     "arena.catalogue",
     "arena.generations",
+    "arena.categories",
     "arena.playground",
     "arena.battles",
     "arena.tournaments",
     "arena.suites",
     "arena.suite_runs",
+    "arena.teams",  # teams: whose work a member sees (arena/access.py)
+    "arena.raters",  # rater links: judging a suite run's pairs without an account
     "arena.leaderboard",
     "arena.history",
     "arena.workers",
@@ -130,6 +133,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "arena.teams.context.teams",  # the header's team switcher
             ],
         },
     },
@@ -300,6 +304,8 @@ ARENA_SHARE_VIEWS_FLUSH_S = float(os.environ.get("ARENA_SHARE_VIEWS_FLUSH_S", 10
 # The leaderboard marks an entry "provisional" below this many verdicts in the view shown
 # (arena/leaderboard/uncertainty.py).
 ARENA_LEADERBOARD_PROVISIONAL_VERDICTS = int(os.environ.get("ARENA_LEADERBOARD_PROVISIONAL_VERDICTS", 30))
+# The catalogue entry that places a prompt no rule matched in a category (arena/categories).
+ARENA_CATEGORY_CLASSIFIER = os.environ.get("ARENA_CATEGORY_CLASSIFIER", "smollm2-135m")
 
 LOGGING = {
     "version": 1,

@@ -93,6 +93,30 @@ async def viewer_left(redis_client: aioredis.Redis, generation_id: str) -> None:
         log.warning("Could not record that a viewer left generation %s", generation_id)
 
 
+# A background task of a socket (its pump, the logged-out listener) cancelled as the socket closes:
+# a cancel can be swallowed inside a library's timeout (CPython gh-134471: `asyncio.timeout(0)`
+# eats an earlier cancel; seen in CI as a listener reading Redis pub/sub on after its cancel), and
+# a close that waited for such a task waited for good, its viewer still counted.
+RECANCEL_S = 0.1  # how often the cancel is sent again while the task runs on
+STOP_GRACE_S = 5.0  # then the close goes on without it (it is logged)
+
+
+async def stop_task(task: asyncio.Task, what: str, grace_s: float = STOP_GRACE_S) -> None:
+    """Cancel `task` and wait for it to end, cancelling it again while a cancel goes unheard; after
+    `grace_s` the caller goes on without it. Whatever it ends with is its own (it logs its errors)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace_s
+    while not task.done():
+        left = deadline - loop.time()
+        if left <= 0:
+            log.warning("%s did not stop when cancelled: the close goes on without it", what)
+            return
+        task.cancel()
+        await asyncio.wait({task}, timeout=min(RECANCEL_S, left))
+    if not task.cancelled():
+        task.exception()  # retrieved: an error it ended with was logged where it happened
+
+
 # --- what the stream followers of a server process share ------------------------------------------
 # Every socket (and every OpenAI-compatible completion) used to open its own asyncio client and
 # follow its stream(s) with its own blocking XREAD: 200 viewers meant 200 connections, and each
@@ -210,9 +234,14 @@ class Subscription:
         """New entries by stream, each as (`entry_key` of its id, its event), waiting up to
         `timeout` s for some ({} if none came)."""
         if not self._batches and self._failed is None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._ready.wait()
+            # A timer that sets the event, not `asyncio.timeout`: a timeout of 0 (the frame interval
+            # already over) swallows a cancel that came before it (CPython gh-134471), and the socket's
+            # pump, cancelled as it closed, then waited here for good with its viewer still counted.
+            wake = asyncio.get_running_loop().call_later(timeout, self._ready.set)
+            try:
+                await self._ready.wait()
+            finally:
+                wake.cancel()
         if self._failed is not None:
             raise self._failed
         out: dict[str, list[tuple[tuple[int, int], dict]]] = {}

@@ -15,10 +15,13 @@ urlpatterns = [
     path("", include("arena.playground.urls")),  # the playground, a generation's page, the generations API
     path("", include("arena.battles.urls")),  # comparisons: pages and API
     path("", include("arena.leaderboard.urls")),
+    path("", include("arena.categories.urls")),  # categories of prompt: the page, staff's edits, the API
     path("", include("arena.tournaments.urls")),
     path("", include("arena.suites.urls")),
     path("", include("arena.suite_runs.urls")),
+    path("", include("arena.raters.urls")),  # rater links: the rater's page, the owner's links
     path("", include("arena.history.urls")),
+    path("", include("arena.teams.urls")),  # the team switcher
     path("", include("arena.accounts.urls")),  # logging in, passwords, invitations, sign-up, API tokens
     path("", include("arena.catalogue.urls")),  # the models API and the staff catalogue API
     path("", include("arena.workers.urls")),  # the status page and the workers API

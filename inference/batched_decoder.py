@@ -2,11 +2,12 @@
 
 `BatchedDecoder` keeps one running batch over a plain `Engine`'s model. Its rows
 are requests at different positions. A newcomer waits for the next `step`, which
-prefills every newcomer of similar length in one left-padded forward pass, then
-their KV caches join the batch's, everything left-padded to a common length, with an
-attention mask hiding the padding and per-row position ids counting only real
-tokens, so each row computes what it would alone. Finished or cancelled rows leave
-at once, and the padding every remaining row shares is trimmed away.
+prefills every newcomer of similar length in one left-padded forward pass (per-row
+position ids counting only real tokens), then copies each one's real positions into
+a slot of the batch's `SlotCache`. A decode step feeds every row's pending token at
+its own column, attending to its own columns only, so each row computes what it
+would alone; on a GPU that step is a replayed CUDA graph (inference.decode_step).
+Finished or cancelled rows leave at once, their slots taken by the last rows.
 
 Tensor work only, no Redis: `inference.scheduler` feeds it jobs and writes their
 events (it is one `inference.decoding.Decoder`).
@@ -32,12 +33,15 @@ from inference.chunks import (
     Chunk,
     Failure,
     Finish,
+    PromptTooLong,
     TokenChunk,
 )
 from inference.constrained import mask_logits
+from inference.decode_step import BATCH_BUCKETS, make_step
 from inference.decoding import StopText
 from inference.engine import Engine, IncrementalDetokenizer, TokenSampler, sampling_generator
 from inference.protocol import SamplingParams
+from inference.slots import SlotCache
 
 log = logging.getLogger(__name__)
 
@@ -69,43 +73,58 @@ class BatchRow:
 class BatchedDecoder:
     """A running batch over `engine`'s model. Not thread-safe: one caller drives it.
 
-    The batch's keys and values live in buffers with room to grow (`BatchLayer`), so a
-    step writes its new position in place; only a join, a leaving row or a full buffer
-    (which doubles) copies them. `min_spare` is the least room a new buffer gets.
+    The batch's keys and values live in a `SlotCache` (inference.slots): a row in slot i
+    from its prefill to its end, at columns 0.. in the order of its tokens; a step writes
+    each row's next column in place and a leaving row's slot takes the last row's, so no
+    step copies the cache. Each decode step is one `inference.decode_step` call: replayed
+    from a captured CUDA graph on a GPU, run eagerly elsewhere (`step_kind` says which).
+
+    `max_rows`: the most rows at once (the worker's batch); `graphs`: capture the steps on
+    CUDA; `compiled`: torch.compile them before capturing (inference.decode_step.GraphStep).
+    `memory_fraction`: on a GPU, the share of free memory (after the weights) the fixed
+    slots may take, which bounds their columns (and so a row's context) below the model's.
     """
 
-    MIN_SPARE = 64
     # Newcomers share a prefill pass while its padded size stays within this factor of their
     # real tokens: a pass over many prompts costs less per token than one per prompt
     # (measured on 2 cores, 16 prompts of 45 tokens: ~25% less when idle, 4x less when the
     # cores are contended), unless the padding eats that up.
     PREFILL_PADDING = 1.5
     PREFILL_MAX_TOKENS = 16384  # padded tokens in one prefill pass: bounds its activations
+    # A longer prompt is prefilled this many tokens a step, beside the running rows' decoding,
+    # so it holds their next token back by one chunk's pass, not by its whole prompt's.
+    PREFILL_CHUNK = 512
+    FIRST_COLUMNS = 256  # columns a growing cache starts with (it doubles as rows grow)
 
-    def __init__(self, engine: Engine, *, min_spare: int = MIN_SPARE):
+    def __init__(self, engine: Engine, *, max_rows: int = 16, graphs: bool = True, compiled: bool = False,
+                 memory_fraction: float = 0.5):
         if not engine.supports_batching:
             raise ValueError(f"{type(engine).__name__} cannot run in a batch")
         self.engine = engine
-        self.min_spare = max(1, min_spare)
-        self.rows: list[BatchRow] = []  # running: in the cache, in its row order
+        self.rows: list[BatchRow] = []  # running: row i in slot i
         self.waiting: list[BatchRow] = []  # joined, to be prefilled by the next step
-        self.cache: DynamicCache | None = None
-        self._mask_buffer: torch.Tensor | None = None  # [rows, capacity]: 1 real token, 0 padding or room
+        self.chunking: list[tuple[BatchRow, DynamicCache]] = []  # long prompts, a chunk a step
         self.sampler = TokenSampler([], engine.device)
-        self.length = 0  # positions (columns) of the cache in use, padding included
+        fixed = engine.device.type == "cuda"
+        slots = _bucket_up(max_rows) if fixed else max(1, max_rows)
+        columns = engine.context_length
+        num_layers = engine.config.get_text_config().num_hidden_layers
+        self.cache = SlotCache(num_layers, slots=slots, columns=columns, fixed=fixed)
+        if fixed:  # allocate (and capture, below) now: it is part of the worker's load
+            self._allocate_fixed(memory_fraction)
+        self._step = make_step(engine.model, self.cache, engine.device, slots, graphs=graphs, compiled=compiled)
+        self.step_kind = self._step.description
+        # What the worker holds on its GPU now, the slots and the graphs' pool included: the
+        # orchestrator's measured figure for it (None on a CPU, whose cache grows as it goes).
+        self.held_mb = torch.cuda.memory_reserved(engine.device) / 2**20 if fixed else None
 
     @property
-    def mask(self) -> torch.Tensor | None:
-        """[rows, cache length]: 1 for a real token, 0 for padding."""
-        return None if self._mask_buffer is None else self._mask_buffer[:, : self.length]
-
-    @property
-    def capacity(self) -> int:
-        """Positions the cache buffers hold before they must grow."""
-        return 0 if self._mask_buffer is None else self._mask_buffer.shape[1]
+    def columns(self) -> int:
+        """The most positions (prompt and answer) a row may hold."""
+        return self.cache.max_columns
 
     def __len__(self) -> int:
-        return len(self.rows) + len(self.waiting)
+        return len(self.rows) + len(self.waiting) + len(self.chunking)
 
     def join(self, input_ids: Sequence[int], params: SamplingParams, tag: Any = None) -> tuple[BatchRow, list[Chunk]]:
         """Take a new request: its row, and no chunks yet.
@@ -118,7 +137,10 @@ class BatchedDecoder:
         """
         if not input_ids:
             raise ValueError("The prompt is empty.")
+        if len(input_ids) >= self.columns:
+            raise PromptTooLong(len(input_ids), self.columns)
         row = BatchRow(self.engine, input_ids, params, tag)
+        row.max_new_tokens = min(row.max_new_tokens, self.columns - row.prompt_tokens)
         self.waiting.append(row)
         return row, []
 
@@ -131,27 +153,28 @@ class BatchedDecoder:
             for row, token_id in zip(self.rows, tokens, strict=True):
                 out.extend((row, chunk) for chunk in self._accept(row, token_id))
             self._drop({row for row, chunk in out if isinstance(chunk, Finish)})
+        long = [row for row in self.waiting if row.prompt_tokens > self.PREFILL_CHUNK]
+        self.waiting = [row for row in self.waiting if row.prompt_tokens <= self.PREFILL_CHUNK]
+        self.chunking.extend((row, DynamicCache(config=self.engine.config)) for row in long)
         for group in self._prefill_groups():
             out.extend(self._admit(group))
+        if self.chunking:
+            out.extend(self._prefill_chunk())
         return out
 
     def cancel(self, rows: Sequence[BatchRow]) -> list[tuple[BatchRow, Finish]]:
         """Take `rows` out of the batch (or the newcomers) now, each with a Finish(FINISH_CANCELLED)."""
-        waiting = [row for row in rows if row in self.waiting]
+        waiting = [row for row in rows if row in self.waiting or any(row is r for r, _ in self.chunking)]
         self.waiting = [row for row in self.waiting if row not in waiting]
+        self.chunking = [(row, cache) for row, cache in self.chunking if row not in waiting]
         leaving = [row for row in rows if row in self.rows]
         self._drop(set(leaving))
         return [(row, self._end(row, FINISH_CANCELLED)) for row in waiting + leaving]
 
     def reset(self) -> None:
-        """Forget every row (after a failed forward pass, whose cache is in no known state)."""
-        self.waiting = []
-        self._empty()
-
-    def _empty(self) -> None:
-        """No running rows, no cache (newcomers still wait)."""
+        """Forget every row (after a failed forward pass; the slots are rewritten by the next rows)."""
+        self.waiting, self.chunking = [], []
         self._set_rows([])
-        self.cache, self._mask_buffer, self.length = None, None, 0
 
     def _accept(self, row: BatchRow, token_id: int) -> list[Chunk]:
         """What one picked token means for its row, as Engine.stream would yield it."""
@@ -180,7 +203,7 @@ class BatchedDecoder:
         return row.finish(reason, text + row.stop_text.flush())
 
     def _set_rows(self, rows: list[BatchRow]) -> None:
-        """The batch's rows, in cache order, and a sampler for exactly these."""
+        """The batch's rows, in slot order, and a sampler for exactly these."""
         self.rows = rows
         self.sampler = TokenSampler([row.params for row in rows], self.engine.device,
                                     [row.generator for row in rows])
@@ -207,29 +230,53 @@ class BatchedDecoder:
         """Prefill `group` in one pass; its first tokens; those it did not end join the batch.
         A failure fails these rows alone (the running batch is untouched)."""
         try:
-            logits, cache, mask = self._prefill(group)
-            sampler = TokenSampler([row.params for row in group], self.engine.device, [row.generator for row in group])
-            tokens = sampler.pick(mask_logits(logits, [row.constraint for row in group]))
+            logits, cache = self._prefill(group)
+            return self._first_tokens(group, logits, cache)
         except Exception as exc:
-            log.exception("Prefill of %d requests failed", len(group))
-            reason = f"The model failed while generating: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}"
-            return [(row, Failure(reason, protocol.ENGINE_ERROR)) for row in group]
+            return _failed(group, exc)
+
+    def _prefill_chunk(self) -> list[tuple[BatchRow, Chunk]]:
+        """The next chunk of the first long prompt in line (then it goes to the back of the line);
+        after its last chunk, its first token, and its row joins the batch unless that ended it."""
+        row, cache = self.chunking.pop(0)
+        assert row.input_ids is not None
+        done = cache.get_seq_length()
+        chunk = row.input_ids[done : done + self.PREFILL_CHUNK]
+        try:
+            with torch.inference_mode():
+                ids = torch.tensor([chunk], dtype=torch.long, device=self.engine.device)
+                positions = torch.arange(done, done + len(chunk), device=self.engine.device)[None, :]
+                logits = self.engine.model(input_ids=ids, position_ids=positions, cache=cache, use_cache=True,
+                                           logits_to_keep=1).logits[:, -1]
+            if done + len(chunk) < row.prompt_tokens:
+                self.chunking.append((row, cache))
+                return []
+            row.input_ids = None
+            return self._first_tokens([row], logits, cache)
+        except Exception as exc:
+            return _failed([row], exc)
+
+    def _first_tokens(self, group: list[BatchRow], logits: torch.Tensor,
+                      cache: DynamicCache) -> list[tuple[BatchRow, Chunk]]:
+        """The prefilled `group`'s first tokens from its last positions' `logits`; who stays joins."""
+        sampler = TokenSampler([row.params for row in group], self.engine.device, [row.generator for row in group])
+        tokens = sampler.pick(mask_logits(logits, [row.constraint for row in group]))
         out: list[tuple[BatchRow, Chunk]] = []
         staying = []
         for index, (row, token_id) in enumerate(zip(group, tokens, strict=True)):
             chunks = self._accept(row, token_id)
             out.extend((row, chunk) for chunk in chunks)
             if not isinstance(chunks[-1], Finish):
-                staying.append(index)
+                staying.append((index, row))
         if staying:
-            self._merge([group[i] for i in staying], cache, mask, staying)
+            self._store(staying, cache)
         return out
 
     @torch.inference_mode()
-    def _prefill(self, group: list[BatchRow]) -> tuple[torch.Tensor, DynamicCache, torch.Tensor]:
+    def _prefill(self, group: list[BatchRow]) -> tuple[torch.Tensor, DynamicCache]:
         """One forward pass over the group's prompts, left-padded to the longest: the logits
-        [rows, vocab] of each prompt's last token, the cache (padding positions zeroed) and
-        the mask [rows, longest]."""
+        [rows, vocab] of each prompt's last token and their cache (each row's real positions
+        last)."""
         device = self.engine.device
         longest = max(row.prompt_tokens for row in group)
         ids = torch.zeros((len(group), longest), dtype=torch.long, device=device)
@@ -242,189 +289,89 @@ class BatchedDecoder:
         cache = DynamicCache(config=self.engine.config)
         if len(group) == 1:  # no padding: the plain pass, exactly as Engine.stream runs it
             logits = self.engine.model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1).logits
-            return logits[:, -1], cache, mask
+            return logits[:, -1], cache
         position_ids = (mask.cumsum(dim=1) - 1).clamp_(min=0)
         logits = self.engine.model(input_ids=ids, attention_mask=mask, position_ids=position_ids,
                                    cache=cache, use_cache=True, logits_to_keep=1).logits
-        real = mask.bool()[:, None, :, None]
-        for layer in _plain_layers(cache):  # a padding query attends to nothing: its keys may be NaN
-            keys, values = _kv(layer)
-            layer.keys = torch.where(real, keys, 0.0)
-            layer.values = torch.where(real, values, 0.0)
-        return logits[:, -1], cache, mask
+        return logits[:, -1], cache
+
+    @torch.inference_mode()
+    def _store(self, staying: list[tuple[int, BatchRow]], prefilled: DynamicCache) -> None:
+        """Put the prefilled rows that stay into the next free slots."""
+        layers = _plain_layers(prefilled)
+        rows = [row for _, row in staying]
+        slots = len(self.rows) + len(rows)
+        columns = max(row.length for row in [*self.rows, *rows]) + 1
+        if not self.cache.allocated:
+            self.cache.allocate_like(layers, slots, max(columns, min(self.FIRST_COLUMNS, self.columns)))
+        self.cache.reserve(slots, columns)
+        for slot, (index, row) in enumerate(staying, start=len(self.rows)):
+            self.cache.store(slot, layers, index, row.prompt_tokens)
+        self._set_rows([*self.rows, *rows])
 
     @torch.inference_mode()
     def _decode(self) -> torch.Tensor:
-        """Logits [rows, vocab] for each row's pending token."""
-        device = self.engine.device
-        cache, mask_buffer = self._running()
-        if self.length == self.capacity:
-            cache, mask_buffer = self._grow()
-        mask_buffer[:, self.length] = 1
-        input_ids = torch.tensor([[row.pending_token] for row in self.rows], dtype=torch.long, device=device)
-        position_ids = torch.tensor([[row.length] for row in self.rows], dtype=torch.long, device=device)
-        logits = self.engine.model(
-            input_ids=input_ids,
-            attention_mask=mask_buffer[:, : self.length + 1],
-            position_ids=position_ids,
-            cache=cache,
-            use_cache=True,
-        ).logits
-        self.length += 1
+        """Logits [rows, vocab] for each row's pending token, written at its next column."""
+        columns = [row.length for row in self.rows]
+        self.cache.reserve(len(self.rows), max(columns) + 1)
+        logits = self._step([cast(int, row.pending_token) for row in self.rows], columns)
         for row in self.rows:
             row.length += 1
-        return logits[:, -1]
+        return logits
 
-    def _room(self, length: int) -> int:
-        """Capacity for `length` positions: double, at least min_spare more, at most the context."""
-        return max(length, min(length + max(length, self.min_spare), self.engine.context_length))
-
-    def _grow(self) -> tuple[DynamicCache, torch.Tensor]:
-        """The buffers are full: copy them into ones twice the size (a step that needs it pays once)."""
-        cache, mask_buffer = self._running()
-        capacity = self._room(self.length + 1)
-        for layer in _layers(cache):
-            layer.resize(capacity, self.length)
-        self._mask_buffer = _resized(mask_buffer, capacity, self.length)
-        return cache, self._mask_buffer
-
-    def _merge(self, rows: list[BatchRow], cache: DynamicCache, mask: torch.Tensor, index: list[int]) -> None:
-        """Append `rows` (rows `index` of a prefilled `cache` and its `mask`) to the batch,
-        left-padding the shorter side."""
-        device = self.engine.device
-        if len(index) < mask.shape[0]:
-            picked = torch.tensor(index, dtype=torch.long, device=device)
-            mask = mask.index_select(0, picked)
-            for layer in _plain_layers(cache):
-                keys, values = _kv(layer)
-                layer.keys, layer.values = keys.index_select(0, picked), values.index_select(0, picked)
-        new_length = mask.shape[1]
-        length = max(self.length, new_length)
-        capacity = self._room(length + 1)
-        batch_mask = torch.zeros((len(self.rows) + len(rows), capacity), dtype=torch.long, device=device)
-        batch_mask[len(self.rows) :, length - new_length : length] = mask
-        batch_layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(cache.layers)
-        if self.rows:
-            batch_cache, old_mask = self._running()
-            batch_mask[: len(self.rows), length - self.length : length] = old_mask[:, : self.length]
-            batch_layers = [_kv(layer) for layer in _layers(batch_cache)]
-        layers = [BatchLayer.merged(batch_kv, _kv(new_layer), length, capacity)
-                  for batch_kv, new_layer in zip(batch_layers, _plain_layers(cache), strict=True)]
-        cache.layers = cast(list, layers)  # the newcomers' cache object carries the whole batch from now on
-        self.cache, self._mask_buffer, self.length = cache, batch_mask, length
-        self._set_rows([*self.rows, *rows])
-
+    @torch.inference_mode()
     def _drop(self, leaving: set[BatchRow]) -> None:
-        """Remove rows from the batch, then the left padding that all remaining rows share."""
+        """Remove rows from the batch: each hole below the new end takes a row from above it."""
         if not leaving:
             return
-        keep = [i for i, row in enumerate(self.rows) if row not in leaving]
-        if not keep:
-            self._empty()
-            return
-        cache, mask_buffer = self._running()
-        index = torch.tensor(keep, dtype=torch.long, device=self.engine.device)
-        rows = [self.rows[i] for i in keep]
-        length = max(row.length for row in rows)
-        shared_padding = self.length - length
-        capacity = self._room(length + 1)
-        for layer in _layers(cache):
-            layer.select(index, shared_padding, self.length, capacity)
-        mask = mask_buffer.new_zeros((len(keep), capacity))
-        mask[:, :length] = mask_buffer.index_select(0, index)[:, shared_padding : self.length]
-        self._mask_buffer, self.length = mask, length
+        kept = [row for row in self.rows if row not in leaving]
+        end = len(kept)
+        movers = [slot for slot in range(end, len(self.rows)) if self.rows[slot] not in leaving]
+        rows = self.rows[:end]
+        for hole, source in zip([s for s in range(end) if rows[s] in leaving], movers, strict=True):
+            self.cache.move(source, hole, self.rows[source].length)
+            rows[hole] = self.rows[source]
         self._set_rows(rows)
 
-    def _running(self) -> tuple[DynamicCache, torch.Tensor]:
-        """The batch's cache and mask buffer, which exist while it has rows."""
-        assert self.cache is not None and self._mask_buffer is not None, "the batch has no rows"
-        return self.cache, self._mask_buffer
+    @torch.inference_mode()
+    def _allocate_fixed(self, memory_fraction: float) -> None:
+        """Allocate the slots at their full size (a one-token prefill shapes them), their columns
+        bounded by `memory_fraction` of the device's free memory."""
+        probe = DynamicCache(config=self.engine.config)
+        ids = torch.zeros((1, 1), dtype=torch.long, device=self.engine.device)
+        self.engine.model(input_ids=ids, cache=probe, use_cache=True, logits_to_keep=1)
+        layers = _plain_layers(probe)
+        per_column = sum(2 * keys[0, :, 0].numel() * keys.element_size() for keys, _ in map(_kv, layers))
+        free, _ = torch.cuda.mem_get_info(self.engine.device)
+        fits = int(free * memory_fraction) // (per_column * self.cache.max_slots) - 1  # and the padding column
+        columns = min(self.cache.max_columns, fits)
+        if columns < 2:
+            raise MemoryError(f"no room for {self.cache.max_slots} rows of KV cache on {self.engine.device}")
+        self.cache.max_columns = columns
+        self.cache.allocate_like(layers, self.cache.max_slots, columns)
+        if columns < self.engine.context_length:
+            log.info("KV slots: %d rows x %d positions (the model allows %d)", self.cache.max_slots, columns,
+                     self.engine.context_length)
 
 
-class BatchLayer(DynamicLayer):
-    """One layer's keys and values for the whole batch, [rows, heads, capacity, head dim].
-
-    `keys` and `values` are views of the first `length` positions, as a DynamicLayer's
-    are its whole tensors; `update` writes the step's new position into the room after
-    them instead of concatenating (a copy of the whole layer per step). The decoder
-    makes room first (`resize`); every layer of a batch has the same length.
-    """
-
-    def __init__(self, key_buffer: torch.Tensor, value_buffer: torch.Tensor, length: int):
-        super().__init__()
-        self.key_buffer, self.value_buffer = key_buffer, value_buffer
-        self.dtype, self.device = key_buffer.dtype, key_buffer.device
-        self.is_initialized = True
-        self._view(length)
-
-    @classmethod
-    def merged(cls, batch: tuple[torch.Tensor, torch.Tensor] | None, new: tuple[torch.Tensor, torch.Tensor],
-               length: int, capacity: int) -> BatchLayer:
-        """The batch's keys and values (if any) with `new` as rows below, each right-aligned at `length`."""
-        new_keys, new_values = new
-        rows = new_keys.shape[0] + (0 if batch is None else batch[0].shape[0])
-        buffers = []
-        for index, new_tensor in enumerate((new_keys, new_values)):
-            heads, head_dim = new_tensor.shape[1], new_tensor.shape[3]
-            buffer = new_tensor.new_zeros((rows, heads, capacity, head_dim))
-            if batch is not None:
-                old = batch[index]
-                buffer[: old.shape[0], :, length - old.shape[2] : length] = old
-            buffer[rows - new_tensor.shape[0] :, :, length - new_tensor.shape[2] : length] = new_tensor
-            buffers.append(buffer)
-        return cls(buffers[0], buffers[1], length)
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        start = self.length
-        end = start + key_states.shape[-2]
-        assert end <= self.key_buffer.shape[2], "BatchedDecoder makes room before every step"
-        self.key_buffer[:, :, start:end] = key_states
-        self.value_buffer[:, :, start:end] = value_states
-        self._view(end)
-        return self.keys, self.values
-
-    def resize(self, capacity: int, length: int) -> None:
-        """Copy the first `length` positions into buffers of `capacity`."""
-        self.key_buffer = _resized(self.key_buffer, capacity, length, dim=2)
-        self.value_buffer = _resized(self.value_buffer, capacity, length, dim=2)
-        self._view(length)
-
-    def select(self, index: torch.Tensor, start: int, end: int, capacity: int) -> None:
-        """Keep rows `index` and positions [start, end), at the front of new buffers of `capacity`."""
-        for name in ("key_buffer", "value_buffer"):
-            old = getattr(self, name)
-            buffer = old.new_zeros((index.shape[0], old.shape[1], capacity, old.shape[3]))
-            buffer[:, :, : end - start] = old.index_select(0, index)[:, :, start:end]
-            setattr(self, name, buffer)
-        self._view(end - start)
-
-    def _view(self, length: int) -> None:
-        self.length = length
-        self.keys = self.key_buffer[:, :, :length]
-        self.values = self.value_buffer[:, :, :length]
+def _failed(group: list[BatchRow], exc: Exception) -> list[tuple[BatchRow, Chunk]]:
+    """A prefill that raised fails its rows alone (the running batch is untouched)."""
+    log.exception("Prefill of %d requests failed", len(group))
+    reason = f"The model failed while generating: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}"
+    return [(row, Failure(reason, protocol.ENGINE_ERROR)) for row in group]
 
 
-def _resized(buffer: torch.Tensor, capacity: int, length: int, dim: int = 1) -> torch.Tensor:
-    """A zeroed buffer of `capacity` along `dim` holding the first `length` positions of `buffer`."""
-    shape = list(buffer.shape)
-    shape[dim] = capacity
-    out = buffer.new_zeros(shape)
-    out.narrow(dim, 0, length).copy_(buffer.narrow(dim, 0, length))
-    return out
+def _bucket_up(rows: int) -> int:
+    """The captured batch size that holds `rows`."""
+    return next((b for b in BATCH_BUCKETS if b >= rows), BATCH_BUCKETS[-1])
 
 
-def _layers(cache: DynamicCache) -> list[BatchLayer]:
-    """The running batch's layers (`_merge` puts BatchLayers in), as a type the checker can follow."""
-    return cast(list[BatchLayer], cache.layers)
+def _kv(layer: DynamicLayer) -> tuple[torch.Tensor, torch.Tensor]:
+    """A prefilled layer's keys and values."""
+    assert layer.keys is not None and layer.values is not None, "an empty layer after a prefill"
+    return layer.keys, layer.values
 
 
 def _plain_layers(cache: DynamicCache) -> list[DynamicLayer]:
     """A newcomer's prefilled layers, all plain DynamicLayers (Engine.supports_batching admits no other kind)."""
     return cast(list[DynamicLayer], cache.layers)
-
-
-def _kv(layer: DynamicLayer) -> tuple[torch.Tensor, torch.Tensor]:
-    """A layer's keys and values, which every layer holds once a prompt has gone through it."""
-    assert layer.keys is not None and layer.values is not None, "an empty cache layer in a running batch"
-    return layer.keys, layer.values
-

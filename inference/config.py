@@ -66,6 +66,11 @@ class Config:
     """ARENA_KV_RESERVE_TOKENS: cached tokens a worker reserves room for, across its batch."""
     llamacpp_verbosity: int = 1
     """ARENA_LLAMACPP_VERBOSITY: llama.cpp's log verbosity."""
+    cuda_graphs: bool = True
+    """ARENA_CUDA_GRAPHS=0: a GPU worker runs its decode steps eagerly instead of replaying captured graphs."""
+    compile_decode: bool = False
+    """ARENA_COMPILE_DECODE=1: torch.compile a GPU worker's decode step before capturing it (faster steps;
+    a cold start compiles for minutes, docs/performance.md; artefacts kept under ARENA_MODEL_CACHE/inductor)."""
     allow_server_commands: bool = False
     """ARENA_ALLOW_SERVER_COMMANDS=1: "server" entries may run their command."""
     endpoint_api_key: str = ""
@@ -73,6 +78,12 @@ class Config:
     endpoint_hosts: str = ""
     """ARENA_ENDPOINT_HOSTS: the only hosts (host or host:port, comma-separated) openai entries may
     point at, on the web side and in every worker (inference.destinations); unset: any host."""
+
+
+def keep_compiled_artefacts(settings: Config) -> None:
+    """torch.compile's on-disk cache under the model cache (unless TORCHINDUCTOR_CACHE_DIR says
+    where): a worker started again reuses what the last one compiled."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(settings.model_cache / "inductor"))
 
 
 def current(env: Mapping[str, str] | None = None) -> Config:
@@ -94,6 +105,8 @@ def current(env: Mapping[str, str] | None = None) -> Config:
         awq_group_size=_number(env, "ARENA_AWQ_GROUP_SIZE", int, None),
         kv_reserve_tokens=_number(env, "ARENA_KV_RESERVE_TOKENS", int, defaults.kv_reserve_tokens),
         llamacpp_verbosity=_number(env, "ARENA_LLAMACPP_VERBOSITY", int, defaults.llamacpp_verbosity),
+        cuda_graphs=env.get("ARENA_CUDA_GRAPHS", "1").strip() != "0",
+        compile_decode=env.get("ARENA_COMPILE_DECODE", "").strip() == "1",
         allow_server_commands=env.get(SERVER_COMMANDS_ENV, "") == "1",
         endpoint_api_key=env.get(STORED_KEY_ENV, ""),
         endpoint_hosts=env.get("ARENA_ENDPOINT_HOSTS", "").strip(),

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import redis
 
+from inference import config
 from inference.chunks import Chunk
 from inference.decoding import Decoder, StreamDecoder
 from inference.endpoint import EndpointDecoder, EndpointEngine
@@ -54,6 +55,12 @@ class Scheduler(Protocol):
         ...
 
     def submit(self, job: Job) -> None: ...
+
+    @property
+    def decode_kind(self) -> str: ...
+
+    @property
+    def held_mb(self) -> float | None: ...
 
     def shutdown(self) -> None:
         """Once `stopping()` is true: wait until every job held has ended."""
@@ -82,13 +89,21 @@ def build_scheduler(
         return JobScheduler(EndpointDecoder(engine), client, keys, status, stopping,
                             max_batch=concurrency, max_queue=max_queue)
     if engine.supports_batching:
-        from inference.batched_decoder import BatchedDecoder  # torch: only for engines that batch
-
         log.info("Continuous batching: up to %d running, %d queued", max_batch, max_queue)
-        return JobScheduler(BatchedDecoder(engine), client, keys, status, stopping,
+        return JobScheduler(_batched_decoder(engine, max_batch), client, keys, status, stopping,
                             max_batch=max_batch, max_queue=max_queue)
     log.info("One job at a time (%s does not batch)", type(engine).__name__)
     return JobScheduler(StreamDecoder(engine), client, keys, status, stopping, max_batch=1, max_queue=0)
+
+
+def _batched_decoder(engine: Engine, max_batch: int):
+    """The continuous batch, its steps captured (and compiled) on a GPU as the settings say."""
+    from inference.batched_decoder import BatchedDecoder  # torch: only for engines that batch
+
+    settings = config.current()
+    if settings.compile_decode:
+        config.keep_compiled_artefacts(settings)
+    return BatchedDecoder(engine, max_rows=max_batch, graphs=settings.cuda_graphs, compiled=settings.compile_decode)
 
 
 class JobScheduler:
@@ -128,6 +143,18 @@ class JobScheduler:
         self._lock = threading.Condition()
         self._last_cancel_poll = 0.0
         self._thread = threading.Thread(target=self._loop, name="job-scheduler", daemon=True)
+
+
+    @property
+    def decode_kind(self) -> str:
+        """How the decoder runs its steps ("CUDA graphs: ...", "eager (...)"); "" where it has no say."""
+        return getattr(self.decoder, "step_kind", "")
+
+    @property
+    def held_mb(self) -> float | None:
+        """Memory the decoder measured once it allocated everything up front (a GPU batch's KV
+        slots and captured graphs), or None where its memory grows with use."""
+        return getattr(self.decoder, "held_mb", None)
 
     def start(self) -> None:
         self._thread.start()

@@ -100,9 +100,12 @@ class WorkerStatus:
         """How far a slow load is; `progress_at` tells the orchestrator the load still moves."""
         self._set(progress=line[:300], progress_at=time.time())
 
-    def ready(self, *, load_s: float, context_length: int, weight_bytes: int, memory_mb: float) -> None:
+    def ready(self, *, load_s: float, context_length: int, weight_bytes: int, memory_mb: float,
+              decode: str = "") -> None:
+        """Serving: its load (the decode steps' capture included), sizes, and how it decodes."""
         now = time.time()
         self._set(
+            decode=decode,
             state=protocol.W_READY,
             ready_at=now,
             load_s=round(load_s, 3),

@@ -124,7 +124,12 @@ class Worker:
             from inference.engines import serve
 
             loading_from = time.time()
-            self._served = serve(spec, max_batch=max_batch, progress=self.status.progress)
+            self._served = served = serve(spec, max_batch=max_batch, progress=self.status.progress)
+            from inference.scheduler import build_scheduler
+
+            # A GPU's decode steps are captured here: part of the load, as the status says.
+            scheduler = build_scheduler(served.engine, self.client, self.keys, self.status, self._stopping.is_set,
+                                        max_batch=max_batch, max_queue=settings.worker_max_queue)
             self.startup.load_s = time.time() - loading_from
         except Exception as exc:  # ModelLoadError, a malformed spec, a broken install: all reported
             log.exception("Model failed to load")
@@ -132,15 +137,15 @@ class Worker:
             return None
         finally:
             self._loading = False
-        served = self._served
-        log.info("Serving with %s after %.1f s", type(served.engine).__name__, served.load_s)
+        decode = scheduler.decode_kind
+        log.info("Serving with %s after %.1f s (decode steps: %s)", type(served.engine).__name__,
+                 self.startup.load_s, decode)
         log.info("Startup: %s", self.startup.describe())
-        self.status.ready(load_s=served.load_s, context_length=served.context_length,
-                          weight_bytes=served.weight_bytes, memory_mb=served.memory_mb)
-        from inference.scheduler import build_scheduler
-
-        return build_scheduler(served.engine, self.client, self.keys, self.status, self._stopping.is_set,
-                               max_batch=max_batch, max_queue=settings.worker_max_queue)
+        # A GPU batch allocated its KV slots up front: what it holds replaces the estimate of its cache.
+        memory_mb = scheduler.held_mb if scheduler.held_mb is not None else served.memory_mb
+        self.status.ready(load_s=self.startup.load_s, context_length=served.context_length,
+                          weight_bytes=served.weight_bytes, memory_mb=memory_mb, decode=decode)
+        return scheduler
 
     def _serve(self, scheduler: Scheduler) -> None:
         jobs_key = self.keys.worker_jobs(self.worker_id)

@@ -188,6 +188,8 @@ class Orchestrator:
         heartbeat = self.redis.exists(self.keys.worker_heartbeat(worker_id))
         if heartbeat:
             info["last_heartbeat"] = now
+        if get("decode"):
+            info["decode"] = get("decode")  # how a loaded worker decodes: captured steps or eager, and why
         # Never older than seen before: a Redis restarted empty forgets it until the worker writes it again.
         info["last_used"] = max(float(get("last_used", "0")) or info["started_at"], info.get("last_used", 0.0))
         exit_code = self.backend.poll(worker_id)
@@ -388,6 +390,7 @@ class Orchestrator:
             "ready_at": info.get("ready_at"),
             "last_used": view.last_used,
             "cold_start_s": info.get("cold_start_s"),
+            "decode": info.get("decode", ""),
         }
 
     def _spawn(self, slug: str, node_id: str, now: float) -> None:

@@ -67,6 +67,8 @@ LIVE_GROUPS = {
     "test_generation_flow": "live-2", "test_compare_browser": "live-2", "test_faults": "live-2",
     "test_load_bench": "live-2", "test_browser": "live-2", "test_blind_pacing": "live-2",
     "test_chart_labels": "live-2",  # light: rows written to the database, no model runs
+    "test_vote_reasons_browser": "live-1",  # light: rows written to the database, no model runs
+    "test_teams_browser": "live-1",  # light: rows written to the database, no model runs
     "test_anonymous_browser": "live-2",  # one short anonymous battle of the two llama.cpp entries
     # With the pacing test, never beside it: its minutes of decoding on every core skew the paced gaps.
     "test_suite_runs": "live-2",

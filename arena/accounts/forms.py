@@ -8,6 +8,8 @@ from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.core.exceptions import ValidationError
 
+from arena.teams.models import Team
+
 from . import throttle
 from .models import NAME_MAX_LENGTH, SignUp
 
@@ -22,6 +24,8 @@ class InvitationForm(forms.Form):
                              help_text="The link is also sent there; it becomes the new user's address.")
     days = forms.IntegerField(min_value=1, max_value=MAX_INVITATION_DAYS, required=False,
                               label="Expires in (days)")
+    team = forms.ModelChoiceField(queryset=Team.objects.all(), required=False, empty_label="No team",
+                                  help_text="The new user joins it and sees its work (teams are made in the admin).")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

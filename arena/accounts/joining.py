@@ -18,6 +18,8 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from arena.teams import membership
+
 from .forms import InvitationForm, JoinForm, LoginForm, SignUpForm
 from .models import Invitation, SignUp
 
@@ -65,7 +67,8 @@ def invitations_page(request):
     form = InvitationForm(request.POST) if request.method == "POST" else InvitationForm()
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        token, invitation = Invitation.create(request.user, email=data["email"], note=data["note"], days=data["days"])
+        token, invitation = Invitation.create(request.user, email=data["email"], note=data["note"], days=data["days"],
+                                              team=data["team"])
         new_link = request.build_absolute_uri(reverse("invitation-accept", args=[token]))
         if invitation.email and settings.EMAIL_BACKEND in UNDELIVERED_BACKENDS:
             mail_note = MAIL_NOT_SET.format(email=invitation.email)
@@ -80,7 +83,7 @@ def invitations_page(request):
         form = InvitationForm()
     return render(request, "accounts/invitations.html", {
         "form": form, "new_link": new_link, "mail_note": mail_note,
-        "invitations": Invitation.objects.select_related("created_by", "used_by"),
+        "invitations": Invitation.objects.select_related("created_by", "used_by", "team"),
         # A user staff activated some other way (the admin's user page) waits for nothing.
         "waiting": SignUp.objects.filter(approved_at__isnull=True, user__is_active=False).select_related("user"),
         "open_signup": settings.ARENA_OPEN_SIGNUP, "default_days": settings.ARENA_INVITATION_DAYS,
@@ -125,6 +128,8 @@ def invitation_accept(request, token):
                 transaction.set_rollback(True)  # the user is not made: the link was used meanwhile
                 return render(request, "accounts/invitation_gone.html", {"reason": INVITATION_TAKEN_MEANWHILE},
                               status=410)
+            if invitation.team is not None:
+                membership.add_member(invitation.team, user)
         login(request, user, backend=BACKEND)
         return redirect(settings.LOGIN_REDIRECT_URL)
     return render(request, "accounts/invitation_accept.html", {"form": form, "invitation": invitation},

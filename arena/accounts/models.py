@@ -131,6 +131,8 @@ class Invitation(models.Model):
     used_at = models.DateTimeField(null=True, blank=True)
     used_by = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="invitation")
+    team = models.ForeignKey("teams.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                             help_text="The team the new user joins (and works in).")
 
     objects = InvitationQuerySet.as_manager()
 
@@ -150,12 +152,13 @@ class Invitation(models.Model):
         return "expired" if self.expires_at <= timezone.now() else "pending"
 
     @classmethod
-    def create(cls, by, email: str = "", note: str = "", days: int | None = None) -> tuple[str, "Invitation"]:
+    def create(cls, by, email: str = "", note: str = "", days: int | None = None,
+               team=None) -> tuple[str, "Invitation"]:
         """A new invitation and its token (shown once: only its digest is kept)."""
         token = INVITATION_PREFIX + secrets.token_urlsafe(32)
         days = days or settings.ARENA_INVITATION_DAYS
         record = cls.objects.create(digest=_digest(token), hint=token[:12], email=email, note=note, created_by=by,
-                                    expires_at=timezone.now() + timedelta(days=days))
+                                    team=team, expires_at=timezone.now() + timedelta(days=days))
         return token, record
 
     def revoke(self) -> bool:

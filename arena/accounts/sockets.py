@@ -90,9 +90,7 @@ class Registry:
                 del self.sockets[digest]
         if not self.sockets and self.listener is not None:
             listener, self.listener = self.listener, None
-            listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await listener
+            await streams.stop_task(listener, "The logged-out sessions listener")
 
     async def close_session(self, digest: str) -> None:
         for socket in list(self.sockets.get(digest, ())):

@@ -26,10 +26,12 @@ CODES = {
     "conversation_too_long": "400: the conversation has more turns or characters than allowed",
     "unauthorized": "401: no valid API token",
     "forbidden": "403: staff only",
+    "read_only": "403: a teammate's work, which members see but only its owner and staff change",
     "not_found": "404: no such object (or not yours: the same answer), or no such API URL",
     "conflict": "409: the object is not in a state that allows this (a running suite, a judged battle)",
     "method_not_allowed": "405: the URL exists but not for this method (Allow lists those it takes)",
     "not_votable": "409: the battle takes no verdict now",
+    "unknown_reason": "400: a vote's reasons name a reason tag that is not on the list offered now",
     "request_too_large": "413: the body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE",
     "limit_exceeded": "429: a per-user limit; wait Retry-After seconds",
 }

@@ -83,6 +83,11 @@ PROMPT: Schema = {
                    "(ARENA_MAX_PROMPT_CHARS); kept as written, leading spaces included",
 }
 
+# Whose an object is (arena.teams.membership.whose): in every object's JSON and export row.
+WHOSE: dict[str, Schema] = {
+    "owner": {"type": "string", "description": "Its owner's username"},
+    "team": {"type": "string", "description": "The team it was made in (its members open it read-only); empty: none"},
+}
 TAG: Schema = {"type": "string", "maxLength": 40, "pattern": rf"^[{BLANK}]*(?:\w[\w{BLANK}-]*)?$",
        "description": "A prompt tag such as coding: up to 40 letters (any script), digits, '-' or '_'; stored in "
                       "lower case with blanks trimmed and inner runs of blanks as '-'. The leaderboard and history "

@@ -14,33 +14,42 @@ from django.utils import timezone
 
 from arena import conversations
 from arena.catalogue.models import ModelEntry
+from arena.categories import actions as categories
 from arena.generations import services
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest
+from arena.teams import membership
+from arena.teams.membership import CURRENT, _Current
+from arena.teams.models import Team
 
 from . import anonymous, presenting
 from .identity import identity_mentions
 from .models import Battle
+from .voting import Note
 
 
 @transaction.atomic
 def start_battle(user, *, prompt: str, sides: dict[str, dict], mode: str = Battle.Mode.COMPARISON,
                  blind: bool = False, parent: Battle | None = None, origin: str = Generation.Origin.WEB,
-                 tag: str = "") -> Battle:
-    """`sides`: {"left": {model, system_prompt, params, history}, "right": {...}}.
+                 tag: str = "", team: Team | _Current | None = CURRENT) -> Battle:
+    """`sides`: {"left": {model, system_prompt, params, history}, "right": {...}}. It goes into
+    `team` (a tournament's match: the tournament's), its parent's, else the user's current team.
 
     A web battle is cancelled when every viewer has left; an API one runs to the end.
     Raises limits.LimitExceeded when the user may not start it now (it costs one per side)."""
     battle_id = uuid.uuid4()  # the run the two sides belong to: they start together
+    team = parent.team if parent is not None else membership.resolve(user, team)
     # No `reuse`: a blind side answering at once from the cache would tell its judge which it is
     # (arena/generations/cache.py), so battles never reuse a stored answer, blind or not.
     left, right = services.start(
         user, [GenerationRequest(model=s["model"], prompt=prompt, system_prompt=s.get("system_prompt") or "",
                                  params=s["params"], history=s.get("history") or (), tag=tag)
                for s in (sides["left"], sides["right"])],
-        origin=origin, kind=Battle.RUN_KIND, run_id=battle_id)
-    return Battle.objects.create(id=battle_id, owner=user, mode=mode, blind=blind, left=left, right=right,
-                                 parent=parent, tag=tag)
+        origin=origin, kind=Battle.RUN_KIND, run_id=battle_id, team=team)
+    battle = Battle.objects.create(id=battle_id, owner=user, team=team, mode=mode, blind=blind, left=left, right=right,
+                                   parent=parent, tag=tag)
+    categories.assign(user, "battle", battle.id, prompt, [tag], team=team)  # by rule, else the classifier (queued)
+    return battle
 
 
 def start_comparison(user, cleaned: dict, origin: str = Generation.Origin.WEB, redo: Battle | None = None) -> Battle:
@@ -88,8 +97,9 @@ def stop_battle(battle: Battle) -> None:
     services.cancel([gen.id for _side, gen in battle.sides if not gen.finished], "user")
 
 
-def vote(battle: Battle, outcome: str) -> bool:
-    """Record the verdict once both answers are in; a later vote replaces it (a change of mind).
+def vote(battle: Battle, outcome: str, note: Note | None = None) -> bool:
+    """Record the verdict once both answers are in; a later vote replaces it (a change of mind),
+    its note (reasons and comment, checked by voting.clean_note) too.
     A model judge's record takes no person's vote: that would mix the two silently.
 
     "In" is what the page shows (presenting.shown): a vote may come a few milliseconds after the
@@ -101,7 +111,9 @@ def vote(battle: Battle, outcome: str) -> bool:
     if not presenting.shown(battle).votable:
         return False
     battle.outcome, battle.voted_at = outcome, timezone.now()
-    fields = ["outcome", "voted_at"]
+    note = note or Note()
+    battle.comment, battle.reasons = note.comment, list(note.reasons)
+    fields = ["outcome", "voted_at", "comment", "reasons"]
     if battle.mode == Battle.Mode.ANONYMOUS:  # the verdict is given: the names show
         battle.revealed = True
         fields.append("revealed")

@@ -76,11 +76,16 @@ def orchestrator_view() -> tuple[float | None, set[str]]:
         return None, set()
 
 
-def in_draw() -> int:
-    """How many catalogue entries the draw may take (a count names nobody): enabled, not excluded,
-    and no base model staff left out of chat draws."""
+def pool() -> QuerySet:
+    """The catalogue entries the draw may take: enabled, not excluded, and no base model staff
+    left out of chat draws."""
     return (ModelEntry.objects.enabled().exclude(id__in=ArenaExclusion.objects.values("model"))
-            .exclude(base=True, in_chat_draws=False).count())
+            .exclude(base=True, in_chat_draws=False))
+
+
+def in_draw() -> int:
+    """How many catalogue entries the draw may take (a count names nobody)."""
+    return pool().count()
 
 
 def candidates(warm: set[str]) -> list[draw.Candidate]:

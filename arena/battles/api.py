@@ -5,17 +5,21 @@ from typing import Any
 
 from django.http import JsonResponse
 
+from arena.access import may_change
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body, methods
 from arena.api.params import NotAnObject, params_object
+from arena.categories.models import Assignment
 from arena.generations.models import Generation
+from arena.teams.membership import whose
 from inference.protocol import ParamError, SamplingParams
 
 from . import actions, anonymous, fair, presenting
 from .access import access_battle
 from .actions import start_comparison
 from .forms import ArenaForm, ComparisonForm, FollowUpForm
-from .models import Battle
+from .models import Battle, ReasonTag
+from .voting import Note, NoteError, clean_note
 
 FIELDS = {"left_model", "right_model", "prompt", "left_system_prompt", "right_system_prompt",
           "params", "left_params", "right_params", "tag"}
@@ -38,6 +42,7 @@ def battle_json(battle: Battle) -> dict:
     visible = battle.names_visible
     return {
         "id": str(battle.id),
+        **whose(battle),
         "mode": battle.mode,
         "blind": battle.blind,
         "tag": battle.tag,
@@ -47,7 +52,11 @@ def battle_json(battle: Battle) -> dict:
         "right": side_json(battle.right, visible),
         "finished": battle.finished,
         "outcome": battle.outcome or None,
+        # The verdict's note, where the names are (a blind item's after its reveal), else null.
+        "reasons": battle.reasons if visible and battle.outcome else None,
+        "comment": battle.comment if visible and battle.outcome else None,
         "self_identified": battle.self_identified if visible else None,
+        "category": Assignment.category_name(Assignment.Subject.BATTLE, battle.id),
         "parent": str(battle.parent_id) if battle.parent_id else None,
         "created_at": battle.created_at.isoformat(),
         "url": battle.get_absolute_url(),
@@ -86,7 +95,7 @@ def create_comparison(request):
 @methods("GET")
 @token_required
 def comparison(request, battle_id):
-    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON, change=False)  # a teammate reads it
     return JsonResponse(battle_json(battle))
 
 
@@ -94,40 +103,57 @@ def comparison(request, battle_id):
 @token_required
 def vote(request, battle_id):
     battle = access_battle(request.user, battle_id, mode=Battle.Mode.COMPARISON)
-    outcome = _outcome(request)
-    if isinstance(outcome, JsonResponse):
-        return outcome
-    if not actions.vote(battle, outcome):
+    verdict = _verdict(request, battle.team)
+    if isinstance(verdict, JsonResponse):
+        return verdict
+    if not actions.vote(battle, *verdict):
         return error(409, presenting.shown(battle).refusal or "This battle takes no vote.", code="not_votable")
     return JsonResponse(battle_json(battle))
 
 
-def _outcome(request, fields: set[str] | None = None) -> str | JsonResponse:
-    """The vote's `outcome` from the JSON body, or the 400 that says what is wrong with it."""
+VOTE_FIELDS = {"outcome", "comment", "reasons"}
+
+
+def _verdict(request, team) -> tuple[str, Note] | JsonResponse:
+    """The vote's `outcome` and its note (`comment`, `reasons`: of those offered to `team`'s
+    battles) from the JSON body, or the 400 that says what is wrong with it."""
     try:
-        body = json_body(request, fields)
+        body = json_body(request, VOTE_FIELDS)
     except ValueError as exc:
         return error(400, str(exc))
     outcome = body.get("outcome")
     if outcome not in Battle.Outcome.values:
         return error(400, f"outcome must be one of {', '.join(Battle.Outcome.values)}.",
                      {"outcome": "unknown outcome"})
-    return outcome
+    note = api_note(body, team)
+    return note if isinstance(note, JsonResponse) else (outcome, note)
+
+
+def api_note(body: dict, team) -> Note | JsonResponse:
+    """A vote's note from a JSON body (`comment`, `reasons`: slugs of the reasons offered now on
+    `team`'s battles), or its 400: `unknown_reason` for a reason not on the list, `invalid_request`
+    for the rest."""
+    try:
+        return clean_note(body.get("comment"), body.get("reasons"),
+                          [slug for slug, _label in ReasonTag.offered(team)])
+    except NoteError as exc:
+        return error(400, str(exc), {exc.field: str(exc)}, code=exc.code)
 
 
 # --- anonymous battles (/api/v1/arena) ------------------------------------------------------
 ARENA_FIELDS = {"prompt", "max_new_tokens", "tag"}
 
 
-def anonymous_json(battle: Battle) -> dict:
+def anonymous_json(battle: Battle, *, can_change: bool = True) -> dict:
     """An anonymous battle as battle_json says it (blind: no models, no speeds), with why the
-    pair was drawn once the names show, whether it takes a vote now, and the turn it continues."""
+    pair was drawn once the names show, whether it takes a vote now, and the turn it continues.
+    `can_change`: false for a teammate reading it, who may neither vote nor continue it."""
     visible = battle.names_visible
     return {**battle_json(battle),
             "pick_reason": battle.pick_reason if visible else None,
             "pick_reason_text": anonymous.REASON_WORDS.get(battle.pick_reason) if visible else None,
-            "can_vote": anonymous.vote_problem(battle) == "" and presenting.shown(battle).votable,
-            "can_continue": anonymous.can_continue(battle),
+            "can_vote": can_change and anonymous.vote_problem(battle) == "" and presenting.shown(battle).votable,
+            "can_continue": can_change and anonymous.can_continue(battle),
             "max_new_tokens": fair.common_limit(battle.left.params, battle.right.params)}
 
 
@@ -162,8 +188,8 @@ def create_anonymous(request):
 @methods("GET")
 @token_required
 def anonymous_battle(request, battle_id):
-    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
-    return JsonResponse(anonymous_json(battle))
+    battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS, change=False)  # a teammate reads it
+    return JsonResponse(anonymous_json(battle, can_change=may_change(request.user, battle)))
 
 
 @methods("POST")
@@ -171,12 +197,12 @@ def anonymous_battle(request, battle_id):
 def anonymous_vote(request, battle_id):
     """The verdict; the answer names both models (and their speeds) once it is recorded."""
     battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
-    outcome = _outcome(request, {"outcome"})
-    if isinstance(outcome, JsonResponse):
-        return outcome
+    verdict = _verdict(request, battle.team)
+    if isinstance(verdict, JsonResponse):
+        return verdict
     if problem := anonymous.vote_problem(battle):
         return error(409, problem, code="not_votable")
-    if not actions.vote(battle, outcome):
+    if not actions.vote(battle, *verdict):
         return error(409, presenting.shown(battle).refusal or "This battle takes no vote.", code="not_votable")
     return JsonResponse(anonymous_json(battle))
 

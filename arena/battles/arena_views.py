@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from arena.access import may_change
 from arena.generations.limits import PageRefusal
 from inference.protocol import ParamError
 
@@ -45,9 +46,11 @@ def arena(request):
 
 
 def _page(request, battle: Battle, *, follow_up: FollowUpForm | None = None, status: int = 200, **extra):
+    """`can_change`: false for a teammate, who reads it (blind as to its owner until the vote) and cannot vote."""
+    can_change = may_change(request.user, battle)
     return render(request, "battles/anonymous.html", {
         "battle": battle, "shown": presenting.shown(battle), "follow_up": follow_up or FollowUpForm(),
-        "can_vote": anonymous.vote_problem(battle) == "",
+        "can_change": can_change, "can_vote": can_change and anonymous.vote_problem(battle) == "",
         "reason": anonymous.REASON_WORDS.get(battle.pick_reason, ""),
         "limit_said": fair.limit_said(battle), **extra}, status=status)
 
@@ -55,19 +58,22 @@ def _page(request, battle: Battle, *, follow_up: FollowUpForm | None = None, sta
 @login_required
 @vary_on_headers("HX-Request")
 def arena_battle(request, battle_id):
-    return _page(request, access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS))
+    return _page(request, access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS, change=False))
 
 
 @login_required
 @require_POST
 def arena_vote(request, battle_id):
     battle = access_battle(request.user, battle_id, mode=Battle.Mode.ANONYMOUS)
-    form = VoteForm(request.POST)
-    problem = anonymous.vote_problem(battle) or ("" if form.is_valid() else "Choose one of the four verdicts.")
-    if not problem and not actions.vote(battle, form.cleaned_data["outcome"]):
+    form = VoteForm(request.POST, team=battle.team)
+    valid = form.is_valid()
+    note_error = any(k in form.errors for k in ("reasons", "comment"))  # said beside its field
+    problem = anonymous.vote_problem(battle) or ("" if valid or note_error else "Choose one of the four verdicts.")
+    if not problem and not note_error and not actions.vote(battle, form.cleaned_data["outcome"], form.note):
         problem = presenting.shown(battle).refusal or "Choose one of the four verdicts."
-    if problem:
-        return _page(request, battle, status=409, vote_error=problem)
+    if problem or note_error:
+        return _page(request, battle, status=400 if note_error and not problem else 409, vote_error=problem,
+                     note_form=form)
     return redirect(battle)
 
 

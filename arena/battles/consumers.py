@@ -31,7 +31,7 @@ METRICS_EVERY_S = 0.25  # live speed figures and chart, at most this often per s
 
 class BattleConsumer(StreamSocket):
     def subject_for(self, user, url_kwargs: dict):
-        return access_battle(user, url_kwargs["battle_id"])
+        return access_battle(user, url_kwargs["battle_id"], change=False)  # a teammate watches (`received`: who stops)
 
     async def opened(self) -> None:
         await super().opened()

@@ -34,6 +34,9 @@ def battle_record(battle: Battle, absolute: Absolute) -> dict:
         "orders_agree": agree,
         "tie_reason": TIE_REASON if agree is False else None,
         "voted_at": iso(battle.voted_at),
+        # A person's note with the verdict (reason slugs, ReasonTag; a comment), where the names are.
+        "reasons": list(battle.reasons) if battle.names_visible and battle.outcome else None,
+        "comment": battle.comment if battle.names_visible and battle.outcome else None,
         "self_identified": battle.self_identified,
         "parent_id": str(battle.parent_id) if battle.parent_id else None,
         "tournament_id": str(matches[0].tournament_id) if matches else None,

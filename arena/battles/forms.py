@@ -9,6 +9,9 @@ from arena.generations.tags import TagField
 from arena.playground.forms import require_text
 from inference.protocol import ParamError, SamplingParams
 
+from .models import ReasonTag
+from .voting import COMMENT_MAX, Note, NoteError, clean_note
+
 LIMITS = SamplingParams.LIMITS
 SIDES = ("left", "right")
 
@@ -82,7 +85,43 @@ class ComparisonForm(forms.Form):
         return cleaned
 
 
-class VoteForm(forms.Form):
+class NoteFields(forms.Form):
+    """A verdict's optional note: reason checkboxes from the staff's list (ReasonTag) and a short
+    comment. Every form that takes a person's verdict has these (comparisons, anonymous battles,
+    tournament matches, a suite run's blind pairs); `note` is what actions.vote stores."""
+
+    reasons = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label="Why? (optional)")
+    comment = forms.CharField(required=False, strip=False, label="Comment (optional)", widget=forms.Textarea(
+        attrs={"rows": 2, "maxlength": COMMENT_MAX, "placeholder": "What decided it? At most 500 characters."}))
+
+    def __init__(self, *args, team=None, **kwargs):
+        """`team`: the battle's (its own reasons are offered beside every team's)."""
+        super().__init__(*args, **kwargs)
+        self.fields["reasons"].choices = ReasonTag.offered(team)  # type: ignore[attr-defined]
+
+    def clean(self):
+        cleaned = super().clean() or {}
+        try:
+            cleaned["note"] = clean_note(cleaned.get("comment"), cleaned.get("reasons"),
+                                         [slug for slug, _label in self.fields["reasons"].choices])  # type: ignore[attr-defined]
+        except NoteError as exc:
+            self.add_error(exc.field, str(exc))
+        return cleaned
+
+    @property
+    def note(self) -> Note:
+        return self.cleaned_data.get("note") or Note()
+
+
+def note_form(battle, team=None) -> NoteFields:
+    """The note fields filled with `battle`'s stored note (a later vote replaces it), offering the
+    reasons of its team (`team`: where there is no battle yet, a suite run's pair)."""
+    if battle is None:
+        return NoteFields(team=team)
+    return NoteFields(initial={"reasons": battle.reasons, "comment": battle.comment}, team=battle.team)
+
+
+class VoteForm(NoteFields):
     outcome = forms.ChoiceField(choices=[("left", "Left is better"), ("right", "Right is better"),
                                          ("tie", "Tie"), ("both_bad", "Both are bad")])
 

@@ -42,6 +42,8 @@ class Battle(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="battles")
+    team = models.ForeignKey("teams.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                             help_text="The team it was made in: its members see it (arena/access.py).")
     mode = models.CharField(max_length=12, choices=Mode.choices, default=Mode.COMPARISON)
     blind = models.BooleanField(default=False, help_text="The user judged without the names.")
     revealed = models.BooleanField(default=False,
@@ -66,6 +68,10 @@ class Battle(models.Model):
     judgements = models.JSONField(default=list, blank=True, help_text=(
         'Both raw judgements, one per order shown: [{"order": "left_first", "raw": "...", "verdict": "left"}, '
         '{"order": "right_first", ...}], verdicts always in this battle\'s left/right terms.'))
+    # A person's note with the verdict (arena/battles/voting.py: Note, clean_note): reason tags by
+    # slug (ReasonTag) and a short comment. Shown only where the names are.
+    reasons = models.JSONField(default=list, blank=True, help_text="The reason tags given with the verdict (slugs).")
+    comment = models.TextField(blank=True, help_text="The voter's comment with the verdict (at most 500 characters).")
 
     class Meta:
         ordering = ["-created_at"]
@@ -139,3 +145,40 @@ class ArenaExclusion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} (excluded from the arena draw)"
+
+
+class ReasonTag(models.Model):
+    """One reason a person may give with a verdict ("too long", "factual error"), offered as a
+    checkbox beside the vote buttons and accepted by the API's vote endpoints by its slug.
+
+    A reason is every team's (no team: the defaults come from a migration) or one team's, edited by
+    staff in the admin; a vote is offered every team's and its battle's team's (`offered`). A
+    verdict keeps the slugs it was given: untick *active* to stop offering a reason (past verdicts
+    keep it, under its label)."""
+
+    slug = models.SlugField(max_length=40, unique=True,
+                            help_text="What votes store and the API takes: never reuse one.")
+    label = models.CharField(max_length=60, help_text="What the vote forms, History and the leaderboard show.")
+    position = models.PositiveSmallIntegerField(default=0, help_text="Order on the forms (smallest first).")
+    active = models.BooleanField(default=True, help_text="Offered with votes. Untick to retire it: past votes keep it.")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, null=True, blank=True, related_name="+",
+                             help_text="Empty: every team's. A team's own reason is offered on its votes only.")
+
+    class Meta:
+        ordering = ["position", "label"]
+        verbose_name = "vote reason"
+
+    def __str__(self) -> str:
+        return self.label
+
+    @classmethod
+    def offered(cls, team=None) -> list[tuple[str, str]]:
+        """(slug, label) of every reason a vote of `team`'s battle may carry now (every team's and
+        its own), in the forms' order."""
+        scope = models.Q(team=None) | models.Q(team=team) if team is not None else models.Q(team=None)
+        return list(cls.objects.filter(scope, active=True).values_list("slug", "label"))
+
+    @classmethod
+    def labels(cls) -> dict[str, str]:
+        """Every reason's label by slug, retired ones too (what a stored verdict shows)."""
+        return dict(cls.objects.values_list("slug", "label"))

@@ -11,10 +11,14 @@ from arena.api.openapi import (
     TAG,
     TOO_LARGE,
     UUID_ID,
+    WHOSE,
     error_response,
     json_content,
 )
 from arena.generations.openapi import FINISH_REASON, GENERATION, OUTPUT_VALID
+
+# A write on a teammate's object: its team's members read it, only its owner and staff change it (arena/access.py).
+READ_ONLY = {"403": error_response("A teammate's (code read_only): you read it, only its owner and staff change it")}
 
 SIDE = {
     "type": "object",
@@ -35,10 +39,25 @@ SIDE = {
 
 OUTCOMES = ["left", "right", "tie", "both_bad"]
 
+# A vote's optional note (arena/battles/voting.py clean_note): every vote endpoint takes it.
+VOTE_NOTE = {
+    "comment": {"type": "string", "maxLength": 500,
+                "description": "Optional: why, in at most 500 characters (a line end counts as one)"},
+    "reasons": {"type": "array", "items": {"type": "string"},
+                "description": "Optional: reason slugs from the list staff keep (an unknown one: 400 unknown_reason)"},
+}
+# The note as a battle's body gives it: with the verdict, where the names show, else null.
+NOTE_SHOWN = {
+    "reasons": {"type": ["array", "null"], "items": {"type": "string"},
+                "description": "The verdict's reason slugs (null before a blind item's reveal, or with no verdict)"},
+    "comment": {"type": ["string", "null"], "description": "The verdict's comment (null as reasons)"},
+}
+
 COMPARISON: dict[str, Any] = {
     "type": "object",
     "properties": {
         "id": {"type": "string", "format": "uuid"},
+        **WHOSE,
         "mode": {"type": "string", "enum": ["comparison", "tournament", "anonymous"]},
         "blind": {"type": "boolean"},
         "tag": TAG,
@@ -48,7 +67,9 @@ COMPARISON: dict[str, Any] = {
         "right": SIDE,
         "finished": {"type": "boolean"},
         "outcome": {"type": ["string", "null"], "enum": [*OUTCOMES, None]},
+        **NOTE_SHOWN,
         "self_identified": {"type": ["boolean", "null"]},
+        "category": {"type": ["string", "null"], "description": "Its prompt's category (arena/categories); null: none"},
         "parent": {"type": ["string", "null"]},
         "created_at": {"type": "string", "format": "date-time"},
         "url": {"type": "string"},
@@ -93,7 +114,7 @@ OPENAPI_PATHS = {
             "responses": {
                 "200": {"description": "The comparison", **json_content(COMPARISON)},
                 "401": error_response("Missing or invalid token"),
-                "404": error_response("No such comparison (or not yours)"),
+                "404": error_response("No such comparison (or neither yours nor your team's)"),
             },
         }
     },
@@ -104,13 +125,14 @@ OPENAPI_PATHS = {
             "parameters": UUID_ID,
             "requestBody": {"required": True, **json_content({
                 "type": "object", "required": ["outcome"], "additionalProperties": False,
-                "properties": {"outcome": {"type": "string", "enum": OUTCOMES}},
+                "properties": {"outcome": {"type": "string", "enum": OUTCOMES}, **VOTE_NOTE},
             })},
             "responses": {
                 "200": {"description": "The comparison with its verdict", **json_content(COMPARISON)},
-                "400": error_response("Unknown outcome"),
+                "400": error_response("Unknown outcome, an unknown reason or a comment too long"),
                 "401": error_response("Missing or invalid token"),
-                "404": error_response("No such comparison (or not yours)"),
+                **READ_ONLY,
+                "404": error_response("No such comparison (or neither yours nor your team's)"),
                 "409": error_response("An answer is not complete yet"),
                 **TOO_LARGE,
             },
@@ -127,8 +149,10 @@ ANONYMOUS_BATTLE = {
         "pick_reason": {"type": ["string", "null"], "enum": ["random", "least_settled", "", None],
                         "description": "Why the draw chose this pair (null until the vote)"},
         "pick_reason_text": {"type": ["string", "null"]},
-        "can_vote": {"type": "boolean", "description": "Both answers are out and it is not judged yet"},
-        "can_continue": {"type": "boolean", "description": "Not judged, both answers stored: a next turn may follow"},
+        "can_vote": {"type": "boolean",
+                     "description": "Both answers are out and it is not judged yet (false to a teammate)"},
+        "can_continue": {"type": "boolean",
+                         "description": "Not judged, both answers stored: a next turn may follow (false to teammates)"},
         "max_new_tokens": {"type": ["integer", "null"],
                            "description": "The one token limit both answers were given (the request's, else "
                                           "ARENA_BLIND_MAX_NEW_TOKENS); null for a battle from before the rule"},
@@ -167,7 +191,7 @@ ARENA_PATHS: dict[str, Any] = {  # the anonymous battles' endpoints
             "responses": {
                 "200": {"description": "The battle", **json_content(ANONYMOUS_BATTLE)},
                 "401": error_response("Missing or invalid token"),
-                "404": error_response("No such anonymous battle (or not yours)"),
+                "404": error_response("No such anonymous battle (or neither yours nor your team's)"),
             },
         }
     },
@@ -178,13 +202,14 @@ ARENA_PATHS: dict[str, Any] = {  # the anonymous battles' endpoints
             "parameters": UUID_ID,
             "requestBody": {"required": True, **json_content({
                 "type": "object", "required": ["outcome"], "additionalProperties": False,
-                "properties": {"outcome": {"type": "string", "enum": OUTCOMES}},
+                "properties": {"outcome": {"type": "string", "enum": OUTCOMES}, **VOTE_NOTE},
             })},
             "responses": {
                 "200": {"description": "The battle, judged and named", **json_content(ANONYMOUS_BATTLE)},
-                "400": error_response("Unknown outcome"),
+                "400": error_response("Unknown outcome, an unknown reason or a comment too long"),
                 "401": error_response("Missing or invalid token"),
-                "404": error_response("No such anonymous battle (or not yours)"),
+                **READ_ONLY,
+                "404": error_response("No such anonymous battle (or neither yours nor your team's)"),
                 "409": error_response("An answer is not complete yet, the battle is judged already, or it went on"),
                 **TOO_LARGE,
             },
@@ -203,7 +228,8 @@ ARENA_PATHS: dict[str, Any] = {  # the anonymous battles' endpoints
                 "202": {"description": "Accepted; the next turn's answers run", **json_content(ANONYMOUS_BATTLE)},
                 "400": error_response("Invalid request, or the conversation would be too long"),
                 "401": error_response("Missing or invalid token"),
-                "404": error_response("No such anonymous battle (or not yours)"),
+                **READ_ONLY,
+                "404": error_response("No such anonymous battle (or neither yours nor your team's)"),
                 "409": error_response("Judged already, or an answer is not complete yet"),
                 **TOO_LARGE, **LIMITED,
             },

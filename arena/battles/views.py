@@ -4,7 +4,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from arena.access import NotFound
+from arena.access import NotFound, ReadOnly, may_change
 from arena.catalogue.models import ModelEntry
 from arena.generations.limits import PageRefusal
 
@@ -50,22 +50,25 @@ def _initial(request) -> dict:
 
 
 def _battle_to_copy(request, battle_id) -> Battle | None:
-    """The battle `?from=` or "continues" names (both optional), if a new comparison may copy it; else None."""
+    """The battle `?from=` or "continues" names (both optional), if a new comparison may copy it; else None.
+    Only one's own: the copy becomes its child (its lineage), which a teammate's read-only view may not add."""
     try:
         return access_battle(request.user, battle_id, blind=False) if battle_id else None
-    except NotFound:
+    except (NotFound, ReadOnly):
         return None
 
 
 def _page(request, battle: Battle, template: str = "battles/battle.html", *, status: int = 200, **context):
-    """The battle's page (or a partial of it) with what the battle shows now (arena/battles/presenting.py)."""
-    return render(request, template, {"battle": battle, "shown": presenting.shown(battle), **context}, status=status)
+    """The battle's page (or a partial of it) with what the battle shows now (arena/battles/presenting.py);
+    `can_change`: false for a teammate, who sees it without its controls."""
+    return render(request, template, {"battle": battle, "shown": presenting.shown(battle),
+                                      "can_change": may_change(request.user, battle), **context}, status=status)
 
 
 @login_required
 @vary_on_headers("HX-Request")
 def battle_detail(request, battle_id):
-    battle = access_battle(request.user, battle_id)
+    battle = access_battle(request.user, battle_id, change=False)  # its team's members open it read-only
     if battle.mode == Battle.Mode.ANONYMOUS:  # judged, continued and revealed on its own page
         return redirect(battle)
     return _page(request, battle, follow_up=FollowUpForm())
@@ -80,15 +83,19 @@ def battle_vote(request, battle_id):
                             content_type="text/plain")
     if battle.mode == Battle.Mode.ANONYMOUS:
         return HttpResponse("An anonymous battle is judged on its own page.", status=409, content_type="text/plain")
-    form = VoteForm(request.POST)
-    ok = form.is_valid() and actions.vote(battle, form.cleaned_data["outcome"])
+    form = VoteForm(request.POST, team=battle.team)
+    ok = form.is_valid() and actions.vote(battle, form.cleaned_data["outcome"], form.note)
     # Refused while the battle takes no verdict: the buttons' note says why (vote_buttons), so
-    # the error only says so again in words that call for attention.
-    problem = "" if ok else (presenting.shown(battle).refusal or CHOOSE_A_VERDICT)
+    # the error only says so again in words that call for attention. A bad note (a comment too
+    # long) is said beside its field, what was typed kept.
+    note_errors = {k: v for k, v in form.errors.items() if k in ("reasons", "comment")}
+    problem = "" if ok else ("" if note_errors else presenting.shown(battle).refusal or CHOOSE_A_VERDICT)
     status = 200 if ok else 400
+    note = None if ok else form
     if request.htmx:
-        return _page(request, battle, "battles/battle.html#verdict", vote_error=problem, status=status)
-    return redirect(battle) if ok else _page(request, battle, follow_up=FollowUpForm(), vote_error=problem, status=400)
+        return _page(request, battle, "battles/battle.html#verdict", vote_error=problem, note_form=note, status=status)
+    return redirect(battle) if ok else _page(request, battle, follow_up=FollowUpForm(), vote_error=problem,
+                                             note_form=note, status=400)
 
 
 def _start_from(request, battle, start, follow_up=None):

@@ -33,6 +33,8 @@ SECTIONS = (
     ("Precision", (Engine.TRANSFORMERS,), ("precision",)),
     ("Serving", ALL_ENGINES, ("base", "in_chat_draws", "context_length", "max_concurrency", "cpus")),
     ("Defaults", ALL_ENGINES, ("system_prompt", "default_params")),
+    ("Price (what an answer costs, shown in suite runs)", ALL_ENGINES,
+     ("price_input_per_mtok", "price_output_per_mtok", "price_per_hour")),
     ("Identity (blind battles)", ALL_ENGINES, ("aliases",)),
 )
 ENGINE_FIELDS = {engine: {f for _, engines, fields in SECTIONS if engine in engines for f in fields}

@@ -40,7 +40,8 @@ from .probe import run_test
 
 FIELDS = ("slug", "name", "label", "description", "engine", "kind", "base", "in_chat_draws", "precision", "source",
           "gguf_file", "draft", "context_length", "max_concurrency", "memory_estimate_mb", "cpus", "gpus", "base_url",
-          "remote_model", "api_key_env", "server_command", "system_prompt", "default_params", "aliases", "enabled")
+          "remote_model", "api_key_env", "server_command", "system_prompt", "default_params", "aliases", "enabled",
+          "price_input_per_mtok", "price_output_per_mtok", "price_per_hour")
 WRITE_ONLY = ("api_key",)  # stored encrypted, never returned
 READ_ONLY = ("api_key_stored", "check_error", "checked_at")
 TYPES: dict[str, type | tuple[type, ...]] = {
@@ -50,6 +51,7 @@ TYPES: dict[str, type | tuple[type, ...]] = {
     "default_params": dict, "aliases": list, "draft": (str, type(None)), "api_key": (str, type(None)),
 }
 JSON_FIELDS = ("default_params", "aliases")
+PRICES = ("price_input_per_mtok", "price_output_per_mtok", "price_per_hour")  # a number, or null: none
 MAX_NUMBER = 1e300  # a JSON number beyond this is no resource figure (float() of a 400-digit integer overflows)
 ERROR_CODES = (keys.KEY_VARIABLE_CODE, keys.HOST_CODE)
 STAFF_ONLY = "Managing the catalogue needs a staff token (manage.py arena_token USERNAME --staff)."
@@ -184,6 +186,8 @@ def _invalid(form: EntryForm) -> JsonResponse:
 
 
 def _typed(name: str, value) -> bool:
+    if name in PRICES:
+        return value is None or _typed("cpus", value)  # a finite number, as a resource figure
     expected = TYPES.get(name, str)
     if expected in (int, float) and isinstance(value, bool):
         return False  # JSON true is not a number
@@ -195,6 +199,8 @@ def _typed(name: str, value) -> bool:
 
 
 def _type_name(name: str) -> str:
+    if name in PRICES:
+        return "a number or null"
     names: dict[type | tuple[type, ...], str] = {
         bool: "true or false", int: "a whole number", float: "a number", dict: "an object", list: "a list of strings",
         str: "a string"}

@@ -17,7 +17,7 @@ from inference.sources import ModelSourceError, SourceNameError, check_source
 from inference.structured import engine_problem
 from orchestration import sealing
 
-from . import checks, keys, labels
+from . import checks, keys, labels, pricing
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MAX_ALIASES = 30
@@ -154,6 +154,19 @@ class ModelEntry(models.Model):
     max_concurrency = models.PositiveIntegerField(
         default=0, help_text="Requests served at once (an endpoint's limit, llama.cpp's slots); 0: the default (16).",
     )
+    # What an answer costs (arena/catalogue/pricing.py; suite runs show it beside their pass rates):
+    # prices per million tokens (a hosted API's), or per hour of the machine, or none.
+    price_input_per_mtok = models.FloatField(
+        null=True, blank=True, verbose_name="price per million input tokens",
+        help_text="US dollars per million prompt tokens (a hosted API's price); give the output price too. "
+        "Empty: no price.")
+    price_output_per_mtok = models.FloatField(
+        null=True, blank=True, verbose_name="price per million output tokens",
+        help_text="US dollars per million generated tokens.")
+    price_per_hour = models.FloatField(
+        null=True, blank=True, verbose_name="price per hour",
+        help_text="US dollars per hour of the machine that serves it (instead of token prices): an answer costs "
+        "its generation time, from its measured tokens/s, at this price.")
     aliases = models.JSONField(
         default=list, blank=True,
         help_text="Words that name this model's identity (family, maker, product), e.g. Gemma, Google, DeepMind. "
@@ -188,6 +201,12 @@ class ModelEntry(models.Model):
     def _labels_of_others(self) -> set[str]:
         others = ModelEntry.objects.exclude(pk=self.pk) if self.pk else ModelEntry.objects.all()
         return {label.casefold() for label in others.values_list("label", flat=True)}
+
+    @property
+    def price(self) -> pricing.Price | None:
+        """Its price (None: none given), for what its answers cost (arena/catalogue/pricing.py)."""
+        price = pricing.Price(self.price_input_per_mtok, self.price_output_per_mtok, self.price_per_hour)
+        return price if price.per_token or price.hourly else None
 
     @property
     def takes_chat(self) -> bool:
@@ -283,6 +302,9 @@ class ModelEntry(models.Model):
         errors.update(self._alias_errors())
         errors.update(self._label_errors())
         errors.update(self._resource_errors())
+        if found := pricing.problem(pricing.Price(self.price_input_per_mtok, self.price_output_per_mtok,
+                                                  self.price_per_hour)):
+            errors.setdefault(found[0], found[1])
         if errors:
             raise ValidationError(errors)
 

@@ -13,6 +13,7 @@ from .models import (
     PROMPT_FORM_TEXT,
     ModelEntry,
 )
+from .pricing import MAX_PRICE
 
 BASE_MEANS = ("A base model: a pretrained (not instruction-tuned) model given the prompt as plain text to continue, "
               "never a chat template, so it continues a question rather than answering it; it stays out of "
@@ -100,6 +101,14 @@ ENTRY_FIELDS = {
                                "a blind battle whose answer mentions one of either contestant's is flagged and "
                                "left out of the leaderboard by default"},
     "enabled": {"type": "boolean"},
+    "price_input_per_mtok": {"type": ["number", "null"], "minimum": 0, "maximum": MAX_PRICE,
+                             "description": "US dollars per million prompt tokens (with price_output_per_mtok); "
+                                            "null: no price. Suite runs show each answer's cost from it"},
+    "price_output_per_mtok": {"type": ["number", "null"], "minimum": 0, "maximum": MAX_PRICE,
+                              "description": "US dollars per million generated tokens (with price_input_per_mtok)"},
+    "price_per_hour": {"type": ["number", "null"], "minimum": 0, "maximum": MAX_PRICE,
+                       "description": "US dollars per hour of the machine, instead of token prices: an answer "
+                                      "costs its generation time (from its measured tokens/s) at this price"},
 }
 WRITE_ONLY_FIELDS = {
     "api_key": {"type": ["string", "null"], "writeOnly": True,

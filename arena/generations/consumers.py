@@ -17,7 +17,6 @@ one over its user's cap of live sockets is closed (4429) with a message (arena/a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import math
@@ -27,7 +26,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from arena import streams
+from arena import access, streams
 from arena.access import NotFound
 from arena.accounts import socket_cap, sockets
 from inference import protocol as p
@@ -41,6 +40,7 @@ MAX_CLIENT_FRAME = 4096  # a stop is 18 characters: a longer frame gets an error
 MAX_FRAME_CHARS = 64 * 1024
 FOLLOW_BLOCK_MS = 5000
 INTERRUPTED = "Streaming was interrupted; reload the page to resume."
+TEAMMATES_WORK = "This is a teammate's: you watch it as a member of its team, and only its owner and staff stop it."
 
 
 def stop_frame_problem(text_data, bytes_data) -> str:
@@ -81,11 +81,17 @@ class ArenaSocket(AsyncWebsocketConsumer):
             await self.close(code=socket_cap.TOO_MANY, reason=socket_cap.too_many_reason(allowed))
             return
         self.slot, self.subject = slot, subject
-        # Closed (4401) when its session logs out or its user is deactivated (arena/accounts/sockets.py).
-        self.digests = sockets.scope_digests(self.scope)
-        for digest in self.digests:
-            sockets.registry().add(digest, self)
-        await self.opened()
+        try:
+            # Closed (4401) when its session logs out or its user is deactivated (arena/accounts/sockets.py).
+            self.digests = sockets.scope_digests(self.scope)
+            for digest in self.digests:
+                sockets.registry().add(digest, self)
+            await self.opened()
+        except asyncio.CancelledError:
+            # The server gave up on this socket while it opened (its close timed out on a loaded
+            # machine): `disconnect` will never run, so what was taken is given back here.
+            await asyncio.shield(self._release())
+            raise
         self.pumping = asyncio.create_task(self._pump())
 
     async def disconnect(self, code):
@@ -101,9 +107,7 @@ class ArenaSocket(AsyncWebsocketConsumer):
             await sockets.registry().remove(digest, self)
         pumping = getattr(self, "pumping", None)  # None if `opened` failed
         if pumping is not None:
-            pumping.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):  # it logs its own; closing must not raise
-                await pumping
+            await streams.stop_task(pumping, f"The pump of {type(self).__name__} for {self.subject}")
         await self.closed()
 
     async def receive(self, text_data=None, bytes_data=None):
@@ -167,6 +171,12 @@ class StreamSocket(ArenaSocket):
         self.keys = streams.keys()
         self.by_stream = {self.keys.stream(str(gen.id)): gen for gen in self.generations()}
         self.joined: list[str] = []  # counted in as a viewer: to be counted out, and only those
+        # Shielded: cancelled after Redis counted a join but before its reply, the socket would not
+        # know to count itself out. `closed` waits for it, so every join has its leave.
+        self.joining = asyncio.ensure_future(self._join_all())
+        await asyncio.shield(self.joining)
+
+    async def _join_all(self) -> None:
         for gen in self.by_stream.values():
             await streams.viewer_joined(self.redis, str(gen.id))
             self.joined.append(str(gen.id))
@@ -175,6 +185,9 @@ class StreamSocket(ArenaSocket):
         if not hasattr(self, "shared"):
             return
         try:
+            joining = getattr(self, "joining", None)
+            if joining is not None:
+                await asyncio.wait({joining})
             for gen_id in getattr(self, "joined", []):
                 await streams.viewer_left(self.redis, gen_id)
         finally:
@@ -185,6 +198,8 @@ class StreamSocket(ArenaSocket):
         problem = stop_frame_problem(text_data, bytes_data)
         if problem:
             return await self.send_error(problem)
+        if not access.may_change(self.scope["user"], self.subject):
+            return await self.send_error(TEAMMATES_WORK)
         await services.acancel([gen.id for gen in self.by_stream.values()], "user")
         await self.stopping()
 

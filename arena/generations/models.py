@@ -7,6 +7,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from arena.access import visible_to
 from inference.protocol import SamplingParams, time_to_first_token
 from inference.public_text import public_reason
 from inference.structured import answer_valid
@@ -31,13 +32,15 @@ class GenerationQuerySet(models.QuerySet):
             qs = qs.exclude(rule)
         return qs
 
-    def tags_given(self, user) -> list[str]:
-        """The tags this user has given, for the inputs' suggestions and the history's filter. A
-        battle, a tournament match and a suite run's answers carry their tag on their generations,
-        so these hold every tag the user gave to something that ran."""
+    def tags_given(self, user, within=None) -> list[str]:
+        """The tags this user and their teams have given, for the inputs' suggestions and the
+        history's filter (a team's tags are shared, as its work is). A battle, a tournament match
+        and a suite run's answers carry their tag on their generations, so these hold every tag
+        given to something that ran. `within`: another set of generations' (a Q: one team's)."""
         if not user.is_authenticated:
             return []
-        given = self.filter(owner=user).exclude(tag="").order_by().values_list("tag", flat=True)
+        given = (self.filter(visible_to(user) if within is None else within).exclude(tag="").order_by()
+                 .values_list("tag", flat=True))
         return sorted(given.distinct()[:400])
 
 
@@ -59,6 +62,8 @@ class Generation(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="generations")
+    team = models.ForeignKey("teams.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                             help_text="The team it was made in: its members see it (arena/access.py).")
     model = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="generations")
     origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.WEB)
     # The run it belongs to (arena/generations/runs.py): its kind, and the battle or suite run it is

@@ -1,7 +1,7 @@
 """OpenAPI 3.1 schemas of a generation, as the API shows it (the playground's endpoints,
 arena/playground/openapi.py) and as comparisons, tournaments and exports show its parts."""
 
-from arena.api.openapi import PARAMS, TAG
+from arena.api.openapi import PARAMS, TAG, WHOSE
 
 from .status import FINISH_REASON_SCHEMA
 
@@ -25,6 +25,7 @@ GENERATION: dict = {
     "type": "object",
     "properties": {
         "id": {"type": "string", "format": "uuid"},
+        **WHOSE,
         "model": {"type": "string"},
         "status": {"type": "string", "enum": ["queued", "loading", "running", "done", "failed", "cancelled"]},
         "prompt": {"type": "string"},

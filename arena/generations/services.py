@@ -20,6 +20,9 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from arena import streams
+from arena.teams import membership
+from arena.teams.membership import CURRENT, _Current
+from arena.teams.models import Team
 from inference import protocol as p
 
 from . import admission, cache, lifecycle, limits, runs
@@ -51,7 +54,8 @@ class GenerationRequest:
 
 @transaction.atomic
 def start(owner, requests: Sequence[GenerationRequest], *, origin: str, kind: str,
-          run_id: uuid.UUID | None = None, check_limits: bool = True, reuse: str = cache.NEVER) -> list[Generation]:
+          run_id: uuid.UUID | None = None, check_limits: bool = True, reuse: str = cache.NEVER,
+          team: Team | _Current | None = CURRENT) -> list[Generation]:
     """Queued generations for `requests`, one run of `kind` (`run_id`: the battle or suite run),
     in line once the transaction commits. With `check_limits`, raises limits.LimitExceeded
     (nothing created) when `owner` may not start them now (each costs one).
@@ -59,23 +63,24 @@ def start(owner, requests: Sequence[GenerationRequest], *, origin: str, kind: st
     `reuse`: where an identical deterministic request's stored answer may be taken from
     (cache.WITHIN_RUN, cache.ANY_RUN); such a generation is created done (`lifecycle.from_cache`).
     Only suite runs ask: a blind battle or tournament never does (cache.py says why), so the
-    default reuses nothing and stores no key."""
+    default reuses nothing and stores no key. `team`: the run's (its owner's current team unless given)."""
     runs.get(kind)  # a kind nobody registered would never be started: refuse it here
     if check_limits:
         limits.check_start(owner, cost=len(requests))
-    gens = [_create(owner, r, origin=origin, kind=kind, run_id=run_id, reuse=reuse) for r in requests]
+    team = membership.resolve(owner, team)
+    gens = [_create(owner, r, origin=origin, kind=kind, run_id=run_id, reuse=reuse, team=team) for r in requests]
     if any(not gen.finished for gen in gens):
         admission.submit()
     return gens
 
 
 def _create(owner, request: GenerationRequest, *, origin: str, kind: str, run_id: uuid.UUID | None,
-            reuse: str) -> Generation:
+            reuse: str, team: Team | None) -> Generation:
     cache_key = cache.key(request.model, request.system_prompt, request.history, request.prompt,
                           request.params) if reuse != cache.NEVER else ""
     original = cache.find(owner, cache_key, reuse, run_id)
-    gen = Generation.objects.create(owner=owner, model=request.model, origin=origin, run_kind=kind, run_id=run_id,
-                                    prompt=request.prompt, system_prompt=request.system_prompt,
+    gen = Generation.objects.create(owner=owner, team=team, model=request.model, origin=origin, run_kind=kind,
+                                    run_id=run_id, prompt=request.prompt, system_prompt=request.system_prompt,
                                     history=list(request.history), params=dict(request.params), tag=request.tag,
                                     cache_key=cache_key, cached_from=original)
     if original is not None:

@@ -3,13 +3,17 @@
 arena.battles.export's, which other exports share).
 
 Unrevealed blind battles are not exported at all (see queries.battles): their rows would
-name the contestants before the tournament's reveal."""
+name the contestants before the tournament's reveal.
+
+Each row also says whose it is (`owner`, `team`: a "my team's" export holds every member's), and
+a battle's the category of its prompt (arena/categories, as the leaderboard places it) and, for a
+suite pair judged through a rater link (arena/raters), that link's name."""
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import StreamingHttpResponse
@@ -17,6 +21,8 @@ from django.utils import timezone
 
 from arena.battles.export import battle_record
 from arena.generations.export import Absolute, csv_lines, download, generation_record
+from arena.leaderboard.by_category import battle_category_names
+from arena.teams.membership import whose
 
 FORMATS = ("csv", "json")
 DATASETS = ("battles", "generations")
@@ -27,27 +33,35 @@ _SIDE = ["model", "model_name", "system_prompt", "params", "status", "text", "fi
          "cached", "cached_from", "generation_id"]
 
 COLUMNS = {
-    "battles": ["id", "created_at", "mode", "blind", "tag", "prompt", "history",
+    "battles": ["id", "created_at", "owner", "team", "mode", "blind", "tag", "category", "prompt", "history",
                 "left_model", "right_model", "outcome", "winner_model", "judge", "jury", "orders_agree", "tie_reason",
-                "judgements", "voted_at",
+                "judgements", "voted_at", "reasons", "comment", "rater_name",
                 *[f"{side}_{k}" for k in _SIDE[2:] for side in ("left", "right")],
                 "left_model_name", "right_model_name", "self_identified", "parent_id", "tournament_id", "permalink"],
-    "generations": ["id", "created_at", "origin", "model", "model_name", "tag", "prompt", "system_prompt", "history",
-                    "params", "status", "text", "finish_reason", "failure_reason", "prompt_tokens",
-                    "generated_tokens", "time_to_first_token_s", "tokens_per_s", "load_wait_s", "queue_wait_s",
-                    "cached", "cached_from", "finished_at", "permalink"],
+    "generations": ["id", "created_at", "owner", "team", "origin", "model", "model_name", "tag", "prompt",
+                    "system_prompt", "history", "params", "status", "text", "finish_reason", "failure_reason",
+                    "prompt_tokens", "generated_tokens", "time_to_first_token_s", "tokens_per_s", "load_wait_s",
+                    "queue_wait_s", "cached", "cached_from", "finished_at", "permalink"],
 }
 
 
 def records(dataset: str, queryset, absolute: Absolute) -> Iterator[dict]:
-    build: Callable[[Any, Absolute], dict]  # a Battle's or a Generation's record
-    if dataset == "battles":
-        queryset = queryset.prefetch_related("tournament_matches")
-        build = battle_record
-    else:
-        build = generation_record
-    for obj in queryset.iterator(chunk_size=CHUNK):
-        yield build(obj, absolute)
+    if dataset == "generations":
+        for gen in queryset.iterator(chunk_size=CHUNK):
+            yield {**generation_record(gen, absolute), **whose(gen)}
+        return
+    rows = queryset.prefetch_related("tournament_matches").iterator(chunk_size=CHUNK)
+    while chunk := list(itertools.islice(rows, CHUNK)):
+        categories = battle_category_names([str(b.id) for b in chunk], {str(b.id): b.prompt for b in chunk})
+        for battle in chunk:
+            yield {**battle_record(battle, absolute), **whose(battle), "category": categories.get(str(battle.id)),
+                   "rater_name": rater_name(battle)}
+
+
+def rater_name(battle) -> str | None:
+    """The rater link's name when one gave this verdict (a suite pair's: RaterVerdict), else None."""
+    verdict = getattr(battle, "rater_verdict", None)  # the reverse one-to-one raises when there is none
+    return verdict.rater_name if verdict is not None else None
 
 
 # --- formats -----------------------------------------------------------------------------

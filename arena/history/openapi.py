@@ -1,6 +1,6 @@
 """OpenAPI 3.1 path items of the export endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import ERROR, Schema
+from arena.api.openapi import ERROR, WHOSE, Schema
 from arena.generations.openapi import CACHED, CACHED_FROM, FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
 
 _FILTERS = [
@@ -11,7 +11,16 @@ _FILTERS = [
      "\"a phrase\" in double quotes stays whole"},
     {"name": "tag", "in": "query", "required": False, "schema": {"type": "string"},
      "description": "Only rows with this prompt tag (e.g. coding)"},
+    {"name": "scope", "in": "query", "required": False,
+     "schema": {"type": "string", "enum": ["mine", "team", ""], "default": "mine"},
+     "description": ("mine: your own rows; team: every member's in the team you work in now (your current "
+                     "team), yours included: none when you are in no team. Another value: 400")},
 ]
+
+# Whose a row is (every export's rows).
+_WHOSE: Schema = {
+    **WHOSE,
+}
 
 _SIDE: Schema = {
     "type": "object",
@@ -41,9 +50,12 @@ BATTLE_ROW = {
     "properties": {
         "id": {"type": "string", "format": "uuid"},
         "created_at": {"type": "string", "format": "date-time"},
+        **_WHOSE,
         "mode": {"type": "string", "enum": ["comparison", "tournament", "suite", "anonymous"]},
         "blind": {"type": "boolean"},
         "tag": {"type": "string", "description": "The prompt tag, or empty"},
+        "category": {"type": ["string", "null"],
+                     "description": "The prompt's category (its own, else its suite prompt's), or null"},
         "prompt": {"type": "string"},
         "history": {"type": "array", "items": {"type": "object"}},
         "outcome": {"type": ["string", "null"], "enum": ["left", "right", "tie", "both_bad", None]},
@@ -61,6 +73,11 @@ BATTLE_ROW = {
                        "description": ("A model judge's two readings, one per order shown: order, raw text, and "
                                        "verdict in the battle's left/right terms")},
         "voted_at": {"type": ["string", "null"], "format": "date-time"},
+        "reasons": {"type": ["array", "null"], "items": {"type": "string"},
+                    "description": "A person's reason slugs with the verdict, where the names show"},
+        "comment": {"type": ["string", "null"], "description": "A person's comment with the verdict"},
+        "rater_name": {"type": ["string", "null"],
+                       "description": "A suite pair judged through a rater link: the link's name then; else null"},
         "self_identified": {"type": "boolean"},
         "parent_id": {"type": ["string", "null"]},
         "tournament_id": {"type": ["string", "null"]},
@@ -75,6 +92,7 @@ GENERATION_ROW = {
     "properties": {
         "id": {"type": "string", "format": "uuid"},
         "created_at": {"type": "string", "format": "date-time"},
+        **_WHOSE,
         "origin": {"type": "string", "enum": ["web", "api"]},
         "tag": {"type": "string", "description": "The prompt tag, or empty"},
         "prompt": {"type": "string"},
@@ -106,7 +124,8 @@ def _responses(dataset: str, row: dict, csv_note: str) -> dict:
             "application/json": {"schema": _export(dataset, row)},
             "text/csv": {"schema": {"type": "string", "description": csv_note}},
         }},
-        "400": {"description": "Unknown format (or battles mode)", "content": {"application/json": {"schema": ERROR}}},
+        "400": {"description": "Unknown format, scope (or battles mode)",
+                "content": {"application/json": {"schema": ERROR}}},
         "401": {"description": "Missing or invalid token", "content": {"application/json": {"schema": ERROR}}},
     }
 

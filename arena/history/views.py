@@ -11,12 +11,14 @@ from django.views.decorators.http import require_GET, require_POST
 from arena.accounts.bearer import token_required
 from arena.api.http import error
 from arena.battles.models import Battle
+from arena.teams.membership import SCOPES, TEAM, current_team
 
 from . import export, queries, share, view_counts
 from .models import NEW_LINKS, ShareLink
 
 PER_PAGE = 25
 MODE_MUST_BE = f"mode must be one of {', '.join(Battle.Mode.values)} (or empty: all)."
+SCOPE_MUST_BE = f"scope must be one of {', '.join(SCOPES)} (or empty: mine)."
 TABS = {
     "generations": ("Generations", queries.generations),
     "comparisons": ("Comparisons", queries.comparisons),
@@ -27,13 +29,13 @@ TABS = {
 
 
 def _list(request, tab: str):
-    filters = queries.Filters.from_query(request.GET)
+    filters = queries.Filters.from_query(request.GET, request.user)
     rows = TABS[tab][1](request.user, filters)
     page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "history/list.html", {
         "tab": tab, "tab_label": TABS[tab][0], "tabs": TABS, "page": page, "filters": filters,
-        "counts": queries.counts(request.user, filters), "tag_choices": queries.tags_used(request.user),
-        "exportable": tab in ("generations", "comparisons"),
+        "counts": queries.counts(request.user, filters), "tag_choices": queries.tags_used(request.user, filters),
+        "exportable": tab in ("generations", "comparisons"), "team": current_team(request.user),
     })
 
 
@@ -111,14 +113,17 @@ def shared_page(request, token):
     return response
 
 
-def _export(request, dataset: str, fmt: str):
-    filters = queries.Filters.from_query(request.GET)
+def _export(request, dataset: str, fmt: str, *, teamless: bool = False):
+    """`teamless`: the API asked for scope=team from a user in no team: a team's rows, which are none."""
+    filters = queries.Filters.from_query(request.GET, request.user)
     if dataset == "battles":
         mode = request.GET.get("mode") if request.GET.get("mode") in Battle.Mode.values else None
         rows = queries.battles(request.user, filters, mode)
         applied = {**filters.as_query(), **({"mode": mode} if mode else {})}
     else:
         rows, applied = queries.generations(request.user, filters), filters.as_query()
+    if teamless:
+        rows, applied = rows.none(), {**applied, "scope": TEAM}
     return export.response(request, dataset, fmt, rows, applied)
 
 
@@ -137,4 +142,9 @@ def export_api(request, dataset):
     if dataset == "battles" and request.GET.get("mode", "") not in ("", *Battle.Mode.values):
         # the page ignores an unknown mode; a script must hear that its filter was not applied
         return error(400, MODE_MUST_BE, {"mode": MODE_MUST_BE})
-    return _export(request, dataset, fmt)
+    # The page reads any other scope as "mine"; a script must hear that its filter was not applied,
+    # and one in no team gets no team's rows (not its own under a team's name).
+    if request.GET.get("scope", "") not in ("", *SCOPES):
+        return error(400, SCOPE_MUST_BE, {"scope": SCOPE_MUST_BE})
+    teamless = request.GET.get("scope") == TEAM and current_team(request.user) is None
+    return _export(request, dataset, fmt, teamless=teamless)

@@ -5,6 +5,9 @@ tournaments, anonymous battles and suite runs, and model judges' less those mark
 names and counts each kind, and can narrow to any of them. Everything computed from the verdicts
 is the same for every viewer and is cached per filter until a verdict lands (cache.py); the
 names, families, speeds and memory are read on each request.
+
+Whose verdicts (`scope`): everyone's (the default), the viewer's own work's (`mine`), or their
+current team's, every member's (`team`); each scope's results are cached apart (Filters.key).
 """
 
 from __future__ import annotations
@@ -14,14 +17,17 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 
+from arena.teams.membership import current_team
+
 from . import cache, decision, measures, ratings, records, style, uncertainty
 from .agreement import agreement
 from .charts import Name
-from .records import EVERY_KIND, KINDS, MODES, PERIODS, SOURCE_KINDS
+from .records import EVERY_KIND, EVERYONE, KINDS, MODES, PERIODS, SOURCE_KINDS, Whose
 
 # The query parameters that choose what the board shows (a/b, the pair to separate, are not one).
-FILTER_PARAMS = ("kind", "mode", "source", "days", "tag", "flagged", "style", "unreliable", "group")
+FILTER_PARAMS = ("kind", "mode", "source", "days", "tag", "flagged", "style", "unreliable", "group", "scope")
 ALL = "all"
+SCOPES = {"all": "Everyone's verdicts", "mine": "My verdicts", "team": "My team's verdicts"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,7 @@ class Filters:
     style: bool = False  # style control
     unreliable: bool = False  # count the verdicts of judges marked unreliable
     grouped: bool = False  # variants under their base model's family row (display only)
+    whose: Whose = EVERYONE  # whose work's verdicts: everyone's, the viewer's, their team's
 
     @property
     def days(self) -> int | None:
@@ -48,7 +55,7 @@ class Filters:
         # Which judges are marked unreliable follows from their readings: a new one bumps the
         # verdict generation like any verdict, so it needs no part of the key.
         return (",".join(sorted(self.kinds)), self.mode, self.period, self.tag, self.flagged, self.style,
-                self.unreliable)
+                self.unreliable, self.whose.key())
 
     def params(self) -> list[tuple[str, str]]:
         """This filter as query parameters (defaults left out; kinds always named, so a form or
@@ -57,7 +64,8 @@ class Filters:
         return params + [(name, value) for name, value, default in (
             ("mode", self.mode, "all"), ("days", self.period, "all"), ("tag", self.tag, ""),
             ("flagged", "include" if self.flagged else "", ""), ("style", "1" if self.style else "", ""),
-            ("unreliable", "include" if self.unreliable else "", ""), ("group", "family" if self.grouped else "", ""))
+            ("unreliable", "include" if self.unreliable else "", ""), ("group", "family" if self.grouped else "", ""),
+            ("scope", self.whose.scope, ALL))
             if value != default]
 
     def query(self, **changes) -> str:
@@ -67,7 +75,7 @@ class Filters:
 
 # The values each filter takes (the tag aside: any tag may be asked for, an unknown one matches none).
 CHOICES = {"kind": (*KINDS, ALL), "mode": tuple(MODES), "days": tuple(PERIODS), "flagged": ("include",),
-           "unreliable": ("include",), "style": ("1",), "group": ("family",)}
+           "unreliable": ("include",), "style": ("1",), "group": ("family",), "scope": tuple(SCOPES)}
 UNKNOWN_VALUE = "Unknown value {value!r}: use one of {choices}."
 
 
@@ -99,6 +107,19 @@ def parse(query, tag_choices: list[str]) -> Filters:
         unreliable=query.get("unreliable") == "include", grouped=query.get("group") == "family")
 
 
+def scoped(f: Filters, query, user) -> Filters | None:
+    """`f` narrowed to whose verdicts the query asks for (`scope`): everyone's unless it names mine
+    or team; None for `team` from a user in no team (the page falls back to everyone's, the API
+    refuses it)."""
+    scope = query.get("scope")
+    if scope == "mine":
+        return replace(f, whose=Whose("mine", user.pk))
+    if scope == "team":
+        team = current_team(user)
+        return replace(f, whose=Whose("team", team.pk)) if team is not None else None
+    return f
+
+
 def results(f: Filters) -> dict:
     """The filter's computed results, cached until a verdict lands."""
     return cache.cached("board", f.key(), lambda: _results(f))
@@ -107,25 +128,25 @@ def results(f: Filters) -> dict:
 def _results(f: Filters) -> dict:
     """What the page shows of one filter's verdicts: ratings (with style control if asked), the
     win matrix, the agreement, the counts (also per kind, whichever kinds are shown)."""
-    scope = (f.mode, f.days, f.tag)
-    verdicts = records.battle_records(*scope, f.flagged, f.kinds, f.unreliable)
+    scope, whose = (f.mode, f.days, f.tag), f.whose
+    verdicts = records.battle_records(*scope, f.flagged, f.kinds, f.unreliable, whose)
     triples = [(left, right, score) for left, right, score, _t in verdicts]
     return {
         "plain": ratings.leaderboard(triples),
         "fit": _style_fit(f) if f.style else None,
         "from_tournaments": _tournament_counts(verdicts),
-        "flagged_count": records.flagged_count(*scope, f.kinds, f.unreliable),
-        "agreement": agreement(records.agreement_records(*scope, f.flagged)),
+        "flagged_count": records.flagged_count(*scope, f.kinds, f.unreliable, whose),
+        "agreement": agreement(records.agreement_records(*scope, f.flagged, whose)),
         "battles": len(verdicts), "tournament_battles": sum(1 for *_x, t in verdicts if t),
         "cells": ratings.win_matrix(triples),
-        "kinds": records.kind_counts(*scope, f.flagged, f.unreliable),
-        "unreliable_left_out": 0 if f.unreliable else records.unreliable_count(*scope, f.flagged),
+        "kinds": records.kind_counts(*scope, f.flagged, f.unreliable, whose),
+        "unreliable_left_out": 0 if f.unreliable else records.unreliable_count(*scope, f.flagged, whose),
     }
 
 
 def _style_fit(f: Filters) -> ratings.StyleFit:
     """The filter's verdicts fitted with style covariates (length, Markdown elements)."""
-    rows = records.style_records(f.mode, f.days, f.tag, f.flagged, f.kinds, f.unreliable)
+    rows = records.style_records(f.mode, f.days, f.tag, f.flagged, f.kinds, f.unreliable, f.whose)
     x = style.design_matrix([(style.answer_style(*left), style.answer_style(*right)) for *_x, left, right in rows])
     labels = [style.LABELS[name] for name in style.FEATURES]
     return ratings.style_leaderboard([(left, right, score) for left, right, score, *_a in rows], x, labels)

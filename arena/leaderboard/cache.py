@@ -30,6 +30,7 @@ from django.dispatch import receiver
 
 from arena import streams
 from arena.battles.models import Battle
+from arena.categories.models import Assignment, Category
 
 log = logging.getLogger(__name__)
 
@@ -91,3 +92,12 @@ def cached(name: str, filters: tuple, compute: Callable[[], Any]) -> Any:
 def _battle_changed(sender, instance, **kwargs) -> None:
     if instance.outcome:  # a battle without a verdict counts nowhere (a new match, a comparison under way)
         bump_now_and_on_commit()
+
+
+@receiver(post_save, sender=Assignment, dispatch_uid="leaderboard-cache-category-assigned")
+@receiver(post_delete, sender=Assignment, dispatch_uid="leaderboard-cache-category-unassigned")
+@receiver(post_delete, sender=Category, dispatch_uid="leaderboard-cache-category-deleted")
+def _category_changed(sender, instance, **kwargs) -> None:
+    """A prompt's category set or changed (a rule, the classifier, its owner): the table by kind
+    of prompt is computed again."""
+    bump_now_and_on_commit()

@@ -112,3 +112,49 @@ OPENAPI_PATHS = {
         },
     },
 }
+
+_INTERVAL = {"type": "array", "items": _NUMBER, "minItems": 2, "maxItems": 2}
+_CELL = {"type": "object", "required": ["model", "label", "rating", "interval", "verdicts", "win_rate",
+                                        "win_rate_interval"],
+         "properties": {"model": {"type": "string"}, "label": {"type": "string"}, "rating": _NUMBER,
+                        "interval": {**_INTERVAL, "description": "The rating's 95% interval"},
+                        "verdicts": {"type": "integer"}, "wins": _NUMBER, "win_rate": _NUMBER,
+                        "win_rate_interval": {**_INTERVAL, "description": "The win rate's 95% Wilson interval"},
+                        "enough_verdicts": {"type": "boolean"}, "rank_shown": {"type": "string"}}}
+_FILTERS = OPENAPI_PATHS["/api/v1/leaderboard"]["get"]["parameters"]
+OPENAPI_PATHS["/api/v1/leaderboard/categories"] = {"get": {
+    "operationId": "leaderboardByCategory",
+    "summary": "Each category of prompt's ratings (the leaderboard's fit on that category's verdicts): rating and "
+               "win rate with their 95% intervals, verdicts, and whether they are enough",
+    "parameters": _FILTERS,
+    "responses": {
+        "200": {"description": "One entry per category; name null: verdicts whose prompt has no category",
+                **json_content({"type": "object", "required": ["categories", "provisional_floor"], "properties": {
+                    "categories": {"type": "array", "items": {"type": "object", "properties": {
+                        "name": {"type": ["string", "null"]}, "verdicts": {"type": "integer"},
+                        "entries": {"type": "array", "items": _CELL}}}},
+                    "provisional_floor": {"type": "integer"},
+                    "classifying": {"type": "integer", "description": "Prompts the classifier is still reading"}}})},
+        "400": error_response("A filter with a value it does not take; `fields` says which"),
+        "401": error_response("No valid API token"),
+    },
+}}
+OPENAPI_PATHS["/api/v1/leaderboard/similar"] = {"post": {
+    "operationId": "leaderboardSimilarPrompts",
+    "summary": "Prompts like this one: the ranking fitted on the verdicts whose prompts are most like the one "
+               "given (a text similarity, named in `similarity`), with intervals and how many verdicts it used",
+    "parameters": _FILTERS,
+    "requestBody": {"required": True, **json_content({"type": "object", "required": ["prompt"],  # type: ignore[dict-item]
+                                                      "additionalProperties": False,
+                                                      "properties": {"prompt": {"type": "string", "minLength": 1,
+                                                                                "maxLength": 20_000}}})},
+    "responses": {
+        "200": {"description": "The ranking", **json_content({
+            "type": "object", "required": ["similarity", "verdicts", "entries"], "properties": {
+                "similarity": {"type": "string"}, "verdicts": {"type": "integer"}, "prompts": {"type": "integer"},
+                "pool": {"type": "integer"}, "similarity_range": {"type": ["array", "null"], "items": _NUMBER},
+                "provisional_floor": {"type": "integer"}, "entries": {"type": "array", "items": _CELL}}})},
+        "400": error_response("No prompt, or one too long"),
+        "401": error_response("No valid API token"),
+    },
+}}

@@ -34,10 +34,33 @@ SOURCE_KINDS = {"human": PEOPLE, "judge": frozenset({"judge"}), "both": EVERY_KI
 FLAGGED = Q(blind=True, self_identified=True)
 
 
-def counted_battles():
+@dataclass(frozen=True)
+class Whose:
+    """Whose work's verdicts the board counts: everyone's (`all`), one user's (`mine`: the battles
+    they own, a judge's and people's verdicts on their runs included) or one team's (`team`: the
+    battles made in it, by every member)."""
+
+    scope: str = "all"
+    id: int | None = None
+
+    def key(self) -> str:
+        return self.scope if self.id is None else f"{self.scope}-{self.id}"
+
+    def narrow(self, battles):
+        if self.scope == "mine":
+            return battles.filter(owner_id=self.id)
+        if self.scope == "team":
+            return battles.filter(team_id=self.id)
+        return battles
+
+
+EVERYONE = Whose()
+
+
+def counted_battles(whose: Whose = EVERYONE):
     """The battles whose verdict counts. A blind battle counts once its tournament has revealed
     it: before, its effect on the table would tell its judge which model they picked."""
-    return Battle.objects.exclude(outcome="").exclude(blind=True, revealed=False)
+    return whose.narrow(Battle.objects.exclude(outcome="").exclude(blind=True, revealed=False))
 
 
 def unreliable_judges() -> frozenset[str]:
@@ -73,12 +96,13 @@ def tags() -> list[str]:
 
 
 def verdicts(mode: str = "all", days: int | None = None, tag: str = "", source: str | frozenset[str] = "human",
-             unreliable: bool = False):
+             unreliable: bool = False, whose: Whose = EVERYONE):
     """The counted battles of one filter: a mode, the last `days` days, a prompt tag, which kinds
     of verdict (a set of KINDS, or one of the older SOURCES: people's, model judges', both), and
     whether the verdicts of judges marked unreliable count."""
     # A model against itself (two system prompts) says nothing of its rating.
-    battles = _of_kinds(counted_battles().exclude(left__model_id=F("right__model_id")), _kinds(source), unreliable)
+    battles = _of_kinds(counted_battles(whose).exclude(left__model_id=F("right__model_id")), _kinds(source),
+                        unreliable)
     if mode == "named":
         battles = battles.filter(blind=False)
     elif mode == "blind":  # tournament matches (and suite runs' blind pairs): not the anonymous battles
@@ -93,41 +117,51 @@ def verdicts(mode: str = "all", days: int | None = None, tag: str = "", source: 
 
 
 def battle_records(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False,
-                   source: str | frozenset[str] = "human", unreliable: bool = False):
+                   source: str | frozenset[str] = "human", unreliable: bool = False, whose: Whose = EVERYONE):
     """Every verdict (ties and "both bad" count as ties), as (left slug, right slug, score of left,
     from a tournament), optionally only those of one prompt tag; flagged blind verdicts only if asked."""
-    rows = _counted(mode, days, tag, flagged, source, unreliable).values_list(
+    rows = _counted(mode, days, tag, flagged, source, unreliable, whose).values_list(
         "left__model__slug", "right__model__slug", "outcome", "mode")
     return [(left, right, SCORES[outcome], mode == Battle.Mode.TOURNAMENT) for left, right, outcome, mode in rows]
 
 
 def style_records(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False,
-                  source: str | frozenset[str] = "human", unreliable: bool = False):
+                  source: str | frozenset[str] = "human", unreliable: bool = False, whose: Whose = EVERYONE):
     """The same verdicts as battle_records, as (left slug, right slug, score of left, left answer,
     right answer), each answer (text, generated tokens): what style control reads."""
-    rows = _counted(mode, days, tag, flagged, source, unreliable).values_list(
+    rows = _counted(mode, days, tag, flagged, source, unreliable, whose).values_list(
         "left__model__slug", "right__model__slug", "outcome", "left__text", "left__generated_tokens",
         "right__text", "right__generated_tokens")
     return [(left, right, SCORES[outcome], (lt, ln or 0), (rt, rn or 0))
             for left, right, outcome, lt, ln, rt, rn in rows]
 
 
-def _counted(mode, days, tag, flagged, source, unreliable=False):
-    battles = verdicts(mode, days, tag, source, unreliable)
+def reason_records(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False,
+                   source: str | frozenset[str] = "human", whose: Whose = EVERYONE):
+    """People's verdicts of the filter that carry reason tags, as (left slug, right slug, outcome,
+    reason slugs): what the leaderboard's "why it won, why it lost" counts (a model judge gives none)."""
+    people = _kinds(source) & PEOPLE
+    rows = _counted(mode, days, tag, flagged, people, whose=whose).filter(judge__isnull=True).values_list(
+        "left__model__slug", "right__model__slug", "outcome", "reasons")
+    return [(left, right, outcome, list(reasons)) for left, right, outcome, reasons in rows if reasons]
+
+
+def _counted(mode, days, tag, flagged, source, unreliable=False, whose: Whose = EVERYONE):
+    battles = verdicts(mode, days, tag, source, unreliable, whose)
     return battles if flagged else battles.exclude(FLAGGED)
 
 
 def flagged_count(mode: str = "all", days: int | None = None, tag: str = "", source: str | frozenset[str] = "human",
-                  unreliable: bool = False) -> int:
+                  unreliable: bool = False, whose: Whose = EVERYONE) -> int:
     """How many verdicts of the filter are flagged: left out by default, shown on request."""
-    return verdicts(mode, days, tag, source, unreliable).filter(FLAGGED).count()
+    return verdicts(mode, days, tag, source, unreliable, whose).filter(FLAGGED).count()
 
 
 def kind_counts(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False,
-                unreliable: bool = False) -> dict[str, int]:
+                unreliable: bool = False, whose: Whose = EVERYONE) -> dict[str, int]:
     """How many verdicts of each kind (KINDS) the filter has, whichever kinds are shown: what the
     leaderboard's source line names and counts."""
-    battles = _counted(mode, days, tag, flagged, EVERY_KIND, unreliable).order_by()
+    battles = _counted(mode, days, tag, flagged, EVERY_KIND, unreliable, whose).order_by()
     counts = dict.fromkeys(KINDS, 0)
     for row in battles.filter(judge__isnull=True).values("mode").annotate(n=Count("pk")):
         if row["mode"] in counts:
@@ -136,17 +170,19 @@ def kind_counts(mode: str = "all", days: int | None = None, tag: str = "", flagg
     return counts
 
 
-def unreliable_count(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False) -> int:
+def unreliable_count(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False,
+                     whose: Whose = EVERYONE) -> int:
     """How many verdicts of judges marked unreliable the filter leaves out unless asked."""
     judged = frozenset({"judge"})
-    return (_counted(mode, days, tag, flagged, judged, True).count()
-            - _counted(mode, days, tag, flagged, judged, False).count())
+    return (_counted(mode, days, tag, flagged, judged, True, whose).count()
+            - _counted(mode, days, tag, flagged, judged, False, whose).count())
 
 
-def agreement_records(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False):
+def agreement_records(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False,
+                      whose: Whose = EVERYONE):
     """People's and judges' verdicts of the filter, oldest first, as (left generation, right
     generation, outcome, judged): what the judge-human agreement compares."""
-    rows = (_counted(mode, days, tag, flagged, "both", True).order_by("voted_at", "created_at")
+    rows = (_counted(mode, days, tag, flagged, "both", True, whose).order_by("voted_at", "created_at")
             .values_list("left_id", "right_id", "outcome", "judge_id"))
     return [(left, right, outcome, judge is not None) for left, right, outcome, judge in rows]
 
@@ -189,3 +225,15 @@ def families() -> dict[str, Family]:
         served = labels.serving(engine, kind, precision, gguf, labels.head(draft) if draft else "")
         out[slug] = Family(key, family, SEP.join(served) or FULL_VARIANT)
     return out
+
+
+def prompt_records(mode: str = "all", days: int | None = None, tag: str = "", flagged: bool = False,
+                   source: str | frozenset[str] = "human", unreliable: bool = False, limit: int | None = None,
+                   whose: Whose = EVERYONE):
+    """The same verdicts as battle_records, newest first, as (battle id, left slug, right slug,
+    score of left, prompt): what the per-category table and "prompts like this one" read."""
+    rows = (_counted(mode, days, tag, flagged, source, unreliable, whose).order_by("-voted_at", "-created_at")
+            .values_list("id", "left__model__slug", "right__model__slug", "outcome", "left__prompt"))
+    if limit is not None:
+        rows = rows[:limit]
+    return [(str(bid), left, right, SCORES[outcome], prompt) for bid, left, right, outcome, prompt in rows]

@@ -10,6 +10,7 @@ from arena.generations import admission, readiness, runs
 from arena.generations.access import access_generation
 from arena.generations.models import Generation
 from arena.generations.services import GenerationRequest, start_generation
+from arena.teams.membership import whose
 from inference.protocol import ParamError, SamplingParams
 
 from .forms import GenerationForm
@@ -27,6 +28,7 @@ def generation_json(gen: Generation) -> dict:
 def _generation_json(gen: Generation) -> dict:
     return {
         "id": str(gen.id),
+        **whose(gen),
         "model": gen.model.slug,
         "status": gen.status,
         "prompt": gen.prompt,
@@ -91,5 +93,5 @@ def create_generation(request):
 @methods("GET")
 @token_required
 def generation(request, generation_id):
-    gen = access_generation(request.user, generation_id)
+    gen = access_generation(request.user, generation_id, change=False)  # a teammate reads it
     return JsonResponse({**generation_json(gen), "queue": admission.place(gen)})

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
-from arena import streams
+from arena import access, streams
 from arena.generations import outcome, readiness
 from arena.generations.access import access_generation
 from arena.generations.consumers import StreamSocket
@@ -32,7 +32,7 @@ def token_html(text: str, n: int) -> str:
 
 class GenerationConsumer(StreamSocket):
     def subject_for(self, user, url_kwargs: dict):
-        return access_generation(user, url_kwargs["generation_id"])
+        return access_generation(user, url_kwargs["generation_id"], change=False)  # a teammate watches
 
     @cached_property
     def query(self) -> dict[str, list[str]]:
@@ -55,11 +55,17 @@ class GenerationConsumer(StreamSocket):
 
     async def opened(self) -> None:
         self.created_at = self.subject.created_at.timestamp()
-        self.listed = fragments.recent_entry(self.subject)  # its model is loaded now (subject_for)
         self.ended = False  # the stream's outcome has been shown
-        # Its owner's blind verdict pending: no loading frames, no waits (arena/generations/readiness.py).
-        self.withheld = await database_sync_to_async(self.subject.readiness_withheld)()
+        self.stoppable = access.may_change(self.scope["user"], self.subject)  # a teammate gets no Stop
+        self.listed, self.withheld = await self._read_state()
         await super().opened()
+
+    @database_sync_to_async
+    def _read_state(self) -> tuple[dict, bool]:
+        """In a thread: its recent-list line (its URL's `reverse` may load the URLconf, too slow for
+        the event loop the process's other sockets share) and whether its owner's blind verdict is
+        pending (no loading frames, no waits: arena/generations/readiness.py)."""
+        return fragments.recent_entry(self.subject), self.subject.readiness_withheld()
 
     def generations(self) -> list[Generation]:
         return [self.subject]
@@ -92,7 +98,8 @@ class GenerationConsumer(StreamSocket):
     def _snapshot_html(self, events: list[dict]) -> str:
         tokens = [ev for ev in events if ev["type"] == p.TOKEN]
         text = "".join(ev.get("text", "") for ev in tokens)
-        parts = [fragments.output_replace(text, tokens[-1].get("n", 0) if tokens else 0), fragments.controls(True)]
+        parts = [fragments.output_replace(text, tokens[-1].get("n", 0) if tokens else 0),
+                 fragments.controls(self.stoppable)]
         shown = ended = False
         for ev in events:
             if ev["type"] in (p.QUEUED, p.LOADING, p.STARTED):
@@ -163,7 +170,7 @@ class GenerationConsumer(StreamSocket):
         else:
             self.listed.update(status=gen.status, finish_reason=gen.finish_reason, params=gen.params,
                                generated_tokens=gen.generated_tokens)
-            await self.send(text_data=fragments.stored(gen) + self.recent_item())
+            await self.send(text_data=fragments.stored(gen, stoppable=self.stoppable) + self.recent_item())
 
     async def send_error(self, message: str) -> None:
         if self.as_json:

@@ -140,13 +140,14 @@ def stored_values(gen) -> dict:
             "shared": p.shared_with(gen.metrics or {}), **waits(gen)}
 
 
-def stored(gen) -> str:
-    """A generation as the database has it: the page's first render, or a late viewer's."""
+def stored(gen, *, stoppable: bool = True) -> str:
+    """A generation as the database has it: the page's first render, or a late viewer's.
+    `stoppable`: False for a viewer who may not stop it (a teammate: arena/access.py may_change)."""
     values = stored_values(gen)
     return (
         status_line.of(gen, "gen-status")
         + output_replace(gen.text, rendered=gen.finished)
         + metrics(values)
-        + controls(not gen.finished)
+        + controls(stoppable and not gen.finished)
         + '<div id="gen-notice"></div>'
     )

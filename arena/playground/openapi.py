@@ -46,7 +46,7 @@ OPENAPI_PATHS = {
             "responses": {
                 "200": {"description": "The generation", **json_content(GENERATION)},
                 "401": error_response("Missing or invalid token"),
-                "404": error_response("No such generation (or not yours)"),
+                "404": error_response("No such generation (or neither yours nor your team's)"),
             },
         }
     },

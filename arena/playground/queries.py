@@ -7,12 +7,14 @@ come through `Generation.objects.visible()`."""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from arena.generations.models import Generation
 
 
-def generations(user) -> QuerySet[Generation]:
-    """`user`'s playground generations (web and API), newest first."""
-    qs = Generation.objects.visible().filter(owner=user, battles_as_left__isnull=True, battles_as_right__isnull=True)
+def generations(user, whose: Q | None = None) -> QuerySet[Generation]:
+    """`user`'s playground generations (web and API), newest first; `whose`: others' instead (History's
+    "my team's": the team's, arena/history/queries.py)."""
+    qs = Generation.objects.visible().filter(whose if whose is not None else Q(owner=user),
+                                             battles_as_left__isnull=True, battles_as_right__isnull=True)
     return qs.exclude(origin=Generation.Origin.SUITE).select_related("model").order_by("-created_at")

@@ -3,6 +3,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
+from arena.access import may_change
 from arena.catalogue.defaults import DEFAULT_ENTRIES
 from arena.catalogue.models import ModelEntry
 from arena.generations import runs
@@ -30,7 +31,8 @@ def playground(request):
         if refusal.exc is None:
             if request.htmx:  # the answer streams in place, and the recent list shows it at once
                 return render(request, "playground/generation.html#stream",
-                              {"gen": gen, "in_playground": True, "recent": recent_for(request.user)})
+                              {"gen": gen, "in_playground": True, "recent": recent_for(request.user),
+                               "can_change": True})
             return redirect(gen)
     status = 400 if form.errors else 200
     if request.htmx and request.method == "POST":  # put the form with its errors back in place
@@ -58,5 +60,5 @@ def _initial(request) -> dict:
 
 @login_required
 def generation_detail(request, generation_id):
-    gen = access_generation(request.user, generation_id)
-    return render(request, "playground/generation.html", {"gen": gen})
+    gen = access_generation(request.user, generation_id, change=False)  # its team's members open it read-only
+    return render(request, "playground/generation.html", {"gen": gen, "can_change": may_change(request.user, gen)})

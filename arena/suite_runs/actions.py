@@ -1,12 +1,13 @@
 """Every write that starts or changes a suite run, shared by the page and the API: start a run,
 record a person's blind verdict on one of its pairs, reveal the names behind a person's verdicts,
-check a run's answers again against its suite's current checks (`recheck`; the runner's steps
+check a run's answers again against its suite's current checks (`start_recheck`; the runner's steps
 check each answer as it lands: arena/suite_runs/checking.py). (The run's steps are the runner's:
 arena/suite_runs/runner.py.)"""
 
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
@@ -14,14 +15,17 @@ from django.utils import timezone
 from arena.battles import fair
 from arena.battles.judging import MAX_JUDGES
 from arena.battles.models import Battle
+from arena.battles.voting import Note
 from arena.catalogue.models import ModelEntry
 from arena.generations import limits
+from arena.generations.models import Generation
 from arena.leaderboard.cache import bump_now_and_on_commit
 from arena.suites.models import Suite
+from arena.teams import membership
 from inference.protocol import ParamError
 
-from . import checking, judge, runner
-from .models import SuiteContestant, SuiteRun, SuiteRunJudge, VerdictError
+from . import checking, judge, rubric, runner, tasks
+from .models import RaterVerdict, SuiteAnswer, SuiteContestant, SuiteRun, SuiteRunJudge, VerdictError
 
 MAX_BUDGET = 1_000_000
 
@@ -56,8 +60,11 @@ def start_run(owner, *, suite: Suite, contestants: list[ModelEntry], format: str
     for other in jury[1:]:
         _check(suite, contestants, format, other, judge_template, params)
     _check_format(format, len(contestants), judge_model, budget, len(jury))
+    if problem := rubric.start_problem(suite, jury):
+        raise RunError(problem, "judge")
     limits.check_start(owner, cost=0)  # the rate of requests; its generations keep to the run's window
-    run = SuiteRun.objects.create(owner=owner, suite=suite, format=format, judge=judge_model,
+    run = SuiteRun.objects.create(owner=owner, team=membership.current_team(owner), suite=suite, format=format,
+                                  judge=judge_model,
                                   judge_template=judge_template, params=params, seed=secrets.randbelow(2**31),
                                   budget=budget, reuse_answers=reuse_answers, suite_version=suite.version)
     SuiteContestant.objects.bulk_create([SuiteContestant(run=run, model=m, position=i)
@@ -104,6 +111,9 @@ def _check_jury(jury: list[ModelEntry], judge_model: ModelEntry | None) -> None:
 def _check_format(format: str, contestants: int, judge_model, budget: int | None, judges: int = 1) -> None:
     """Adaptive and Swiss choose their pairs from a model judge's verdicts; Swiss needs 8 or more
     contestants; only adaptive takes a budget, of at least one pair's calls (two a judge)."""
+    if contestants == 1 and judge_model is not None:
+        raise RunError("A judge compares two answers: a run of one contestant only checks its answers "
+                       "(leave the judge empty, or pick a second contestant).", "judge")
     chooses = format in (SuiteRun.Format.ADAPTIVE, SuiteRun.Format.SWISS)
     if chooses and judge_model is None:
         raise RunError(f"The {format} format chooses its pairs from a model judge's verdicts: name a judge.", "judge")
@@ -128,10 +138,14 @@ def _check_params(models: list[ModelEntry], constraints: list[dict], params: dic
 
 
 @transaction.atomic
-def record_human_verdict(run: SuiteRun, user, left_id, right_id, outcome: str) -> Battle:
+def record_human_verdict(run: SuiteRun, user, left_id, right_id, outcome: str, note: Note | None = None,
+                         rater=None, now=None) -> Battle:
     """`user`'s blind verdict on the pair of answers (`left_id`, `right_id`, in the pair's own
-    left/right terms) as a suite battle; VerdictError if it is not a pair of this run ready to
-    judge, or `user` already judged it."""
+    left/right terms) as a suite battle, with its note (reasons and comment, checked by
+    battles.voting.clean_note); VerdictError if it is not a pair of this run ready to judge, or
+    `user` already judged it. `rater`: a rater link of this run (arena.raters) gave it: the
+    battle is the run owner's, attributed to the link (RaterVerdict), and "already judged" is
+    the link's (the link's own limits are arena.raters.actions' to check)."""
     wanted = (str(left_id), str(right_id))
     pair = next((p for p in run.people_pairs() if (str(p.left.id), str(p.right.id)) == wanted), None)
     if pair is None:
@@ -140,12 +154,25 @@ def record_human_verdict(run: SuiteRun, user, left_id, right_id, outcome: str) -
         raise VerdictError("Choose A, B, a tie or both bad.")
     # Serialise one user's votes on this run, so a double submit cannot store the pair twice.
     SuiteRun.objects.select_for_update().filter(id=run.id).first()
-    if run.people_verdicts(user).filter(left_id=pair.left.id, right_id=pair.right.id).exists():
+    if rater is not None:
+        if rater.run_id != run.id:
+            raise VerdictError("That is not a pair of this run ready to judge.")
+        user = run.owner
+        if RaterVerdict.objects.filter(rater=rater, battle__left_id=pair.left.id,
+                                       battle__right_id=pair.right.id).exists():
+            raise VerdictError("You have already judged this pair.")
+    elif run.people_verdicts(user).filter(left_id=pair.left.id, right_id=pair.right.id).exists():
         raise VerdictError("You have already judged this pair.")
-    if run.revealed_to(user):
+    elif run.revealed_to(user):
         raise VerdictError("The names were revealed to you: your judging of this run is over.")
-    return Battle.objects.create(owner=user, mode=Battle.Mode.SUITE, blind=True, left=pair.left,
-                                 right=pair.right, outcome=outcome, voted_at=timezone.now(), tag=run.suite.tag)
+    note = note or Note()
+    now = now or timezone.now()
+    battle = Battle.objects.create(owner=user, team=run.team, mode=Battle.Mode.SUITE, blind=True, left=pair.left,
+                                   right=pair.right, outcome=outcome, voted_at=now, tag=run.suite.tag,
+                                   comment=note.comment, reasons=list(note.reasons))
+    if rater is not None:
+        RaterVerdict.objects.create(battle=battle, run=run, rater=rater, rater_name=rater.name, created_at=now)
+    return battle
 
 
 def reveal_for(run: SuiteRun, user) -> int:
@@ -156,8 +183,29 @@ def reveal_for(run: SuiteRun, user) -> int:
     return revealed
 
 
+@dataclass(frozen=True)
+class Rechecked:
+    """A re-check started: `checked` answers checked at once, `pending` left to the background."""
 
-def recheck(run: SuiteRun) -> int:
-    """Check every finished answer of `run` again against its suite's current checks (nothing is
-    generated); how many answers were checked."""
-    return checking.check_done(run)
+    checked: int
+    pending: int
+
+
+RECHECK_BUDGET_S = 10.0  # what the page's button and the API spend checking before they answer
+
+
+@transaction.atomic
+def start_recheck(run: SuiteRun, budget_s: float | None = None) -> Rechecked:
+    """Check every finished answer of `run` again against its suite's current checks (the
+    re-check button, POST /api/v1/suite-runs/<id>/recheck), generating nothing: each loses its old
+    results (it reads "not checked" until checked again), as many as `budget_s` (default
+    RECHECK_BUDGET_S) allows are checked now, and a background task checks the rest
+    (arena.suite_runs.tasks). A running run's steps check them too, and it ends only once every
+    one is checked."""
+    done = SuiteAnswer.objects.filter(run=run, generation__status=Generation.Status.DONE)
+    total = done.update(checks=[], passed=None, score=None, checked_at=None)
+    pending = checking.check_answers(run, budget_s=RECHECK_BUDGET_S if budget_s is None else budget_s)
+    rubric.step(run, 0, None)  # rubric checks take their stored grades: nothing is generated
+    if pending:
+        tasks.finish_recheck.delay_on_commit(str(run.id))
+    return Rechecked(total - pending, pending)

@@ -1,9 +1,11 @@
 """The suite-run endpoints of the JSON API: start a run, list mine, read one (with its checks'
-pass rates), read its answers (each with its checks' results), cancel it.
+pass rates per contestant, check and tag, and its answers' cost), read its answers (each with its
+checks' results), check its answers again (after the suite's checks changed), cancel it.
 
 The request's shape (types, slugs, the caller's suite) is read here; whether the run can
 start is arena.suite_runs.actions.start_run's to say, as for the page: its RunError names the
-field. Only the owner reads or cancels a run (anyone else: 404)."""
+field. Its owner cancels and re-checks a run; its team's members read it (a write of theirs: 403
+`read_only`); anyone else: 404."""
 
 from __future__ import annotations
 
@@ -20,10 +22,12 @@ from arena.battles.judging import MAX_JUDGES
 from arena.catalogue.models import ModelEntry
 from arena.suites.access import access_suite
 from arena.suites.models import Suite
+from arena.teams import membership
+from arena.teams.membership import whose
 
-from . import report, runner
+from . import comparing, comparison, report, rubric, runner
 from .access import access_run
-from .actions import RunError, start_run
+from .actions import RunError, start_recheck, start_run
 from .models import SuiteRun
 
 CREATE_FIELDS = {"suite", "contestants", "format", "judge", "judges", "judge_template", "params", "budget",
@@ -47,7 +51,7 @@ class Refused(Exception):
 
 # --- the JSON of a run ----------------------------------------------------------------------
 def summary_json(run: SuiteRun) -> dict:
-    return {"id": str(run.id), "suite": str(run.suite_id), "suite_version": run.suite_version,
+    return {"id": str(run.id), **whose(run), "suite": str(run.suite_id), "suite_version": run.suite_version,
             "suite_versions": run.suite.version, "format": run.format,
             "judge": run.judge.slug if run.judge else None, "judges": [m.slug for m in run.judges],
             "state": run.state, "reuse_answers": run.reuse_answers,
@@ -80,6 +84,7 @@ def run_json(run: SuiteRun, user, unreliable: bool = False) -> dict:
     summary = report.decision_summary(run, user, unreliable, rows)
     return {**summary_json(run), "results": [result_json(row) for row in run.results()],
             "checks": report.check_rates_json(report.check_rates(run)),
+            "rubric_reliability": rubric.reliability_json(rubric.reliability(run)),
             "judge_agreement": report.judge_agreement(judged, rows),
             "judge_reliability": reliability_json(rows) if run.judge_id else None,
             "decision": summary.as_json() if summary else None}
@@ -213,7 +218,11 @@ def suite_runs(request):
     if request.method == "POST":
         run = _start(request)
         return created(run_json(run, request.user), f"/api/v1/suite-runs/{run.id}")
-    runs = SuiteRun.objects.filter(owner=request.user).select_related("judge").order_by("-created_at")
+    scope = request.GET.get("scope", membership.MINE)
+    if scope not in membership.SCOPES:
+        return error(400, f"scope takes {' or '.join(membership.SCOPES)}, not {scope[:40]!r}.", {"scope": "unknown"})
+    runs = (SuiteRun.objects.filter(membership.in_scope(request.user, scope)).select_related("judge", "owner", "team")
+            .order_by("-created_at"))
     return JsonResponse({"suite_runs": [summary_json(run) for run in runs]})
 
 
@@ -221,7 +230,8 @@ def suite_runs(request):
 @token_required
 @refusing
 def suite_run(request, run_id):
-    return JsonResponse(run_json(access_run(request.user, run_id), request.user, _unreliable(request)))
+    run = access_run(request.user, run_id, change=False)
+    return JsonResponse(run_json(run, report.verdicts_of(run, request.user), _unreliable(request)))
 
 
 def answer_json(answer) -> dict:
@@ -234,11 +244,27 @@ def answer_json(answer) -> dict:
 @token_required
 @refusing
 def answers(request, run_id):
-    run = access_run(request.user, run_id)
+    run = access_run(request.user, run_id, change=False)
     place = {m.id: i for i, m in enumerate(run.contestants)}
     rows = run.answers.select_related("prompt", "contestant", "generation")
     ordered = sorted(rows, key=lambda a: (a.prompt.position, place[a.contestant_id]))
     return JsonResponse({"answers": [answer_json(a) for a in ordered]})
+
+
+@methods("GET")
+@token_required
+@refusing
+def compare(request, run_id, earlier_id):
+    """The run against an earlier run of its suite (arena.suite_runs.comparison); ?pair=<this run's
+    contestant>:<the earlier run's> (repeated) says who stands for whom, else the same entries."""
+    run = access_run(request.user, run_id, change=False)
+    earlier = access_run(request.user, earlier_id, change=False)
+    try:
+        found = comparing.compared(run, earlier, comparing.parse_pairs(request.GET.getlist("pair")))
+    except comparing.CompareError as exc:
+        raise Refused(exc.field, str(exc)) from None
+    return JsonResponse({"run": comparing.run_json(run), "earlier": comparing.run_json(earlier),
+                         "partial": run.live or earlier.live, **comparison.as_json(found)})
 
 
 @methods("POST")
@@ -250,3 +276,15 @@ def cancel(request, run_id):
         raise Refused("id", f"This run has already ended ({run.state}).", status=409)
     runner.cancel(run)
     return JsonResponse(run_json(run, request.user))
+
+
+@methods("POST")
+@token_required
+@refusing
+def recheck(request, run_id):
+    """Every finished answer checked again against the suite's checks now (after its checks were
+    changed): nothing is generated. The run, with `rechecked` (answers checked before answering)
+    and `pending` (left to the background: a suite whose checks are slow)."""
+    run = access_run(request.user, run_id)
+    started = start_recheck(run)
+    return JsonResponse({**run_json(run, request.user), "rechecked": started.checked, "pending": started.pending})

@@ -1,7 +1,9 @@
 """Checking a suite run's answers (arena.suites.checks): the runner's step checks each answer as
-it lands (`check_answers`), the action `recheck` (arena.suite_runs.actions) every done one again.
+it lands (`check_answers`), the action `start_recheck` (arena.suite_runs.actions) every done one again.
 Each answer gets its suite's default checks, then its prompt's own; the results, the verdict and
-the weighted score are stored on the answer (SuiteAnswer.checks, passed, score, checked_at)."""
+the weighted score are stored on the answer (SuiteAnswer.checks, passed, score, checked_at). A
+rubric check is stored pending, and the answer's verdict and score stay null until its judge's
+grade lands (arena/suite_runs/rubric.py stores it and the verdict)."""
 
 from __future__ import annotations
 
@@ -65,14 +67,18 @@ def _check_one(answer: SuiteAnswer, found: list[checks.Check] | str) -> None:
 
 def _check(run: SuiteRun, answers, budget_s: float | None) -> int:
     """Check `answers` (done, of `run`), storing each result; stop once `budget_s` is spent.
-    How many were left unchecked."""
+    How many were left unchecked. The budget is looked at after every answer, not every batch:
+    a suite whose regex runs out of time on each answer spends about 0.4 s an answer, and a
+    batch of 200 such answers would outlast a step's Celery time limit, so no step would ever
+    store one and the run would never end."""
     started, suite_checks = time.monotonic(), _Checks(run.suite)
     rows = list(answers.select_related("generation", "prompt").order_by("id"))
     for start in range(0, len(rows), CHECK_BATCH):
-        if budget_s is not None and time.monotonic() - started > budget_s:
-            return len(rows) - start
         batch = rows[start:start + CHECK_BATCH]
-        for answer in batch:
+        for n, answer in enumerate(batch):
+            if budget_s is not None and time.monotonic() - started > budget_s:
+                SuiteAnswer.objects.bulk_update(batch[:n], ["checks", "passed", "score", "checked_at"])
+                return len(rows) - start - n
             _check_one(answer, suite_checks.of(answer.prompt))
         SuiteAnswer.objects.bulk_update(batch, ["checks", "passed", "score", "checked_at"])
     return 0
@@ -84,11 +90,3 @@ def check_answers(run: SuiteRun, budget_s: float | None = None) -> int:
     even when a suite's regexes run out of time on every answer)."""
     pending = SuiteAnswer.objects.filter(run=run, checked_at__isnull=True, generation__status=Generation.Status.DONE)
     return _check(run, pending, budget_s)
-
-
-def check_done(run: SuiteRun) -> int:
-    """Check every done answer of `run` again (arena.suite_runs.actions.recheck); how many."""
-    done = SuiteAnswer.objects.filter(run=run, generation__status=Generation.Status.DONE)
-    count = done.count()
-    _check(run, done, None)
-    return count

@@ -4,13 +4,15 @@ between two contestants as the JSON file LLM Comparator (github.com/PAIR-code/ll
 loads.
 
 CSV: one row per answer (prompt x contestant), with its checks' results (`checks_passed`,
-`checks_score`, `checks_failed` and every result as JSON in `checks`; arena.suites.checks).
+`checks_score`, `checks_failed` and every result as JSON in `checks`; arena.suites.checks) and
+what it cost at its entry's price (`cost_usd`, empty without a price: arena.catalogue.pricing).
 JSON: {"dataset", "exported_at", "filters", "run", "answers", "verdicts"}, each answer with the
 same fields, each verdict a history battle record plus the prompt's place and both raw
 judgements, and whether the judge's two orders agreed (a pair on which they disagree is a tie:
-`tie_reason`); the run holds how often they agreed (`judge_agreement`). Verdicts are the model
-judge's and the owner's revealed blind ones (an unrevealed one would name the contestants before
-the reveal, as in the history export).
+`tie_reason`); the run holds how often they agreed (`judge_agreement`) and the pass rates per
+contestant, check and tag with their intervals and each contestant's cost (`check_rates`, as in
+the API). Verdicts are the model judge's and the owner's revealed blind ones (an unrevealed one
+would name the contestants before the reveal, as in the history export).
 
 LLM Comparator compares two models by one rater (the run's judge, or for a run people judge,
 the owner's revealed verdicts: arena.suite_runs.report.rated_verdicts). It reads one JSON object
@@ -40,13 +42,13 @@ from arena.battles.models import Battle
 from arena.generations.export import csv_lines, side_record
 
 from .models import SuiteAnswer, SuiteRun
-from .report import judge_agreement, judged_pairs, rated_verdicts
+from .report import answer_cost, check_rates, check_rates_json, judge_agreement, judged_pairs, rated_verdicts
 
 ANSWER_COLUMNS = ["run_id", "prompt_position", "prompt", "reference", "contestant", "attempts", "model",
                   "model_name", "system_prompt", "params", "status", "text", "output_valid", "finish_reason",
                   "failure_reason", "prompt_tokens", "generated_tokens", "time_to_first_token_s",
                   "tokens_per_s", "load_wait_s", "queue_wait_s", "cached", "cached_from", "checks_passed",
-                  "checks_score", "checks_failed", "checks", "generation_id"]
+                  "checks_score", "checks_failed", "checks", "cost_usd", "generation_id"]
 SCORE = {"left": 1.0, "right": -1.0, "tie": 0.0, "both_bad": 0.0}  # the left side's, in LLM Comparator's terms
 LABEL = {1.0: "A is better", -1.0: "B is better", 0.0: "Same"}
 
@@ -59,7 +61,8 @@ def answer_record(answer: SuiteAnswer) -> dict:
     gen = answer.generation
     return {"run_id": str(answer.run_id), "prompt_position": answer.prompt.position, "prompt": answer.prompt.prompt,
             "reference": answer.prompt.reference, "contestant": answer.contestant.slug, "attempts": answer.attempts,
-            **side_record(gen), "output_valid": gen.output_valid, **checks_record(answer)}
+            **side_record(gen), "output_valid": gen.output_valid, **checks_record(answer),
+            "cost_usd": answer_cost(gen, answer.contestant)}
 
 
 def checks_record(answer: SuiteAnswer) -> dict:
@@ -105,6 +108,8 @@ def json_document(run: SuiteRun, absolute) -> Iterator[str]:
                 "judge_template": run.judge_template, "params": run.params, "state": run.state,
                 "done": run.done, "total": run.total, "contestants": [m.slug for m in run.contestants],
                 "judge_agreement": judge_agreement(list(judged_pairs(run))),
+                # the pass rates per contestant (with its answers' cost), check and tag, as the API gives them
+                "check_rates": check_rates_json(check_rates(run)),
                 "permalink": absolute(run.get_absolute_url())},
         "answers": list(answers(run)),
         "verdicts": [verdict_record(b, positions, absolute) for b in verdicts(run)],

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django import forms
 from django.core import signing
 
+from arena.battles.forms import NoteFields
 from arena.catalogue.models import ModelEntry
 from arena.suites.models import Suite
 from arena.tournaments.forms import ParamsMixin, add_contestant_fields
@@ -21,7 +22,7 @@ SALT = "arena.suites.blind-pair"
 
 
 class SuiteRunForm(ParamsMixin, forms.Form):
-    """A suite of the user's, 2 to 16 contestants in order, a format (an adaptive run's budget),
+    """A suite of the user's, 1 to 16 contestants in order, a format (an adaptive run's budget),
     an optional judge (or a jury of up to three: `judges`) and its template, and shared parameters
     (arena.suite_runs.actions.start_run checks the rest)."""
 
@@ -85,15 +86,16 @@ def pair_token(run: SuiteRun, left_id, right_id, a_side: str) -> str:
     return signing.dumps({"run": str(run.id), "left": str(left_id), "right": str(right_id), "a": a_side}, salt=SALT)
 
 
-class VoteForm(forms.Form):
-    """A's or B's win, a tie or both bad, on the pair the token names."""
+class VoteForm(NoteFields):
+    """A's or B's win, a tie or both bad, on the pair the token names, with the verdict's optional
+    reasons and comment (`note`, shown once the rater's names are revealed)."""
 
     CHOICES = {"a": None, "b": None, "tie": "tie", "both_bad": "both_bad"}
     token = forms.CharField()
     choice = forms.ChoiceField(choices=[(c, c) for c in CHOICES])
 
     def __init__(self, *args, run: SuiteRun, **kwargs):
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, team=run.team, **kwargs)
         self.run = run
 
     def clean_token(self) -> dict:

@@ -21,7 +21,8 @@ from .plan import MAX_ATTEMPTS
 
 
 class SuiteRun(models.Model):
-    """Contestants (2 to 16 catalogue entries) x a suite's prompts, judged by a model or by people.
+    """Contestants (1 to 16 catalogue entries) x a suite's prompts, judged by a model or by people
+    (two or more), each answer checked against the suite's checks.
 
     A run is carried out by arena.suite_runs.runner, one step at a time, from what the database
     holds (arena.suite_runs.plan): it survives a restart, and nothing that finished runs again."""
@@ -37,11 +38,13 @@ class SuiteRun(models.Model):
         DONE = "done"
         CANCELLED = "cancelled"
 
-    MIN_CONTESTANTS, MAX_CONTESTANTS = 2, 16
+    MIN_CONTESTANTS, MAX_CONTESTANTS = 1, 16  # one: checks only (a CI gate of one model), no pairs
     MIN_SWISS = 8  # fewer, and a Swiss run is hardly shorter than a round robin
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suite_runs")
+    team = models.ForeignKey("teams.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                             help_text="The team it was made in: its members see it (arena/access.py).")
     suite = models.ForeignKey(Suite, on_delete=models.PROTECT, related_name="runs")
     # The suite's version when the run started: its prompts are the run's, whatever is imported later.
     suite_version = models.PositiveIntegerField(default=1)
@@ -183,7 +186,8 @@ class SuiteRun(models.Model):
         from arena.battles.models import Battle
 
         answers = SuiteAnswer.objects.filter(run=self).values("generation_id")
-        return Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=True, owner=user, left_id__in=answers)
+        return Battle.objects.filter(mode=Battle.Mode.SUITE, judge__isnull=True, owner=user, left_id__in=answers,
+                                     rater_verdict__isnull=True)  # a rater link's are its own (RaterVerdict)
 
     def revealed_to(self, user) -> bool:
         """`user` has seen the names behind their verdicts: their judging of this run is over (the
@@ -197,6 +201,25 @@ class SuiteRun(models.Model):
             return None
         judged = set(self.people_verdicts(user).values_list("left_id", "right_id"))
         return next((pair for pair in self.people_pairs() if (pair.left.id, pair.right.id) not in judged), None)
+
+
+class RaterVerdict(models.Model):
+    """Whose a person's verdict on a run's pair is when a rater link gave it (arena.raters): the
+    link, and its name then. The verdict itself is the suite battle (owned by the run's owner,
+    blind), so it counts as people's verdicts do; the owner's own verdicts have no such row."""
+
+    battle = models.OneToOneField("battles.Battle", primary_key=True, on_delete=models.CASCADE,
+                                  related_name="rater_verdict")
+    run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="rater_verdicts")
+    rater = models.ForeignKey("raters.RaterLink", on_delete=models.CASCADE, related_name="verdicts")
+    rater_name = models.CharField(max_length=80, help_text="The rater link's name when the verdict was given.")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.rater_name}'s verdict {self.battle_id}"
 
 
 class Pair(NamedTuple):
@@ -350,3 +373,28 @@ class JudgeCheckReading(models.Model):
 
     def __str__(self) -> str:
         return f"reading {self.order} of pair {self.pair} in {self.judge_check_id}"
+
+
+class SuiteGrade(models.Model):
+    """A judge model's grade of one answer against one rubric check (arena.suite_runs.rubric): its
+    latest generation and how many were made. `key` names the check's spec (arena.suites.checks.
+    rubric_key); `layout` is the prompt's ("answer_first", the grade; "rubric_first", a repeat on
+    a sample that tells how much the layout sways the judge). `grade` (pass 1 / fail 0, or 1..5)
+    and `passes` are stored once the answer's check is graded (null: not yet, or no grade)."""
+
+    run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="grades")
+    answer = models.ForeignKey(SuiteAnswer, on_delete=models.CASCADE, related_name="grades")
+    key = models.CharField(max_length=16)
+    scale = models.CharField(max_length=4)
+    judge = models.ForeignKey("catalogue.ModelEntry", on_delete=models.PROTECT, related_name="+")
+    layout = models.CharField(max_length=12)
+    generation = models.ForeignKey("generations.Generation", on_delete=models.CASCADE, related_name="+")
+    attempts = models.PositiveSmallIntegerField(default=1)
+    grade = models.SmallIntegerField(null=True, blank=True)
+    passes = models.BooleanField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["answer", "key", "judge", "layout"], name="suite_grade_once")]
+
+    def __str__(self) -> str:
+        return f"grade {self.layout} of answer {self.answer_id} by {self.judge_id}"

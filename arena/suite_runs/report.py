@@ -19,12 +19,15 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, NamedTuple
 
+from arena.access import may_change
 from arena.battles.models import Battle
+from arena.catalogue import pricing
 from arena.generations.models import Generation
 from arena.leaderboard import decision, frontier, judges, measures, picks, ratings, reliability
 from arena.leaderboard.records import SCORES, names
 from arena.suites.parsing import MAX_PROMPTS
 
+from . import rubric
 from .models import SuiteAnswer, SuiteRun
 
 UNRELIABLE_LEFT_OUT = ("No pick: {names} {verb} marked unreliable, and every verdict of this run counted {pronoun} "
@@ -51,6 +54,8 @@ class Cell(NamedTuple):
         if not self.answer:
             return "-"
         checked = {True: "p", False: "f"}.get(self.answer.passed, "")  # its checks landing changes the cell too
+        if not checked and any(r.get("pending") for r in self.answer.checks):
+            checked = "w"  # checked, waiting for a rubric grade: its grade landing changes it again
         return f"{self.answer.generation.status[:1]}{self.answer.attempts}{checked}"
 
 
@@ -141,44 +146,132 @@ class Rate:
         return {"passed": self.count, "total": self.total, "rate": share.value, "low": share.low, "high": share.high}
 
 
+def usage(gen) -> pricing.Usage:
+    """What a generation used, as it measured it (a cached answer's figures are its original's)."""
+    return pricing.Usage(gen.prompt_tokens, gen.generated_tokens, gen.time_to_first_token_s, gen.tokens_per_s)
+
+
+def answer_cost(gen, entry) -> float | None:
+    """What a done answer cost at its entry's price, in dollars (None: no price, or not measured)."""
+    if gen.status != Generation.Status.DONE:
+        return None
+    return pricing.cost(entry.price, usage(gen))
+
+
+@dataclass
+class Cost:
+    """A contestant's answers' cost at its price: over its done answers whose cost could be
+    measured (`priced`, summing to `total`), and over those of them that were checked (`checked`
+    summing to `checked_total`, `passing` of them passed). Per passing answer: everything its
+    checked answers cost, divided by the ones that passed (what one passing answer costs)."""
+
+    price: pricing.Price | None
+    priced: int = 0
+    total: float = 0.0
+    unmeasured: int = 0  # done answers with no cost: a figure the price needs was not measured
+    checked: int = 0
+    checked_total: float = 0.0
+    passing: int = 0
+
+    def add(self, cost: float | None, passed: bool | None) -> None:
+        if cost is None:
+            self.unmeasured += self.price is not None
+            return
+        self.priced, self.total = self.priced + 1, self.total + cost
+        if passed is not None:
+            self.checked, self.checked_total, self.passing = (self.checked + 1, self.checked_total + cost,
+                                                              self.passing + passed)
+
+    @property
+    def per_answer(self) -> float | None:
+        return self.total / self.priced if self.priced else None
+
+    @property
+    def per_passing(self) -> float | None:
+        return self.checked_total / self.passing if self.passing else None
+
+    def as_json(self) -> dict:
+        return {"price": self.price.describe() if self.price else None, "currency": "USD",
+                "per_answer": self.per_answer, "per_passing_answer": self.per_passing,
+                "answers_priced": self.priced, "answers_unmeasured": self.unmeasured,
+                "checked_priced": self.checked, "passing_priced": self.passing}
+
+
 def check_rates(run: SuiteRun) -> dict | None:
     """The pass rates of the run's checked answers: per contestant (every check of an answer
-    passed; with the answers' mean weighted score) and per check name per contestant, in the
-    order the checks first appear. None while no answer has a check."""
-    rows = SuiteAnswer.objects.filter(run=run, passed__isnull=False).values_list(
-        "contestant_id", "passed", "score", "checks")
+    passed; with the answers' mean weighted score and what its answers cost at its price), per
+    check name per contestant, in the order the checks first appear, and per prompt tag per
+    contestant (tags in alphabetical order; an answer counts under each of its prompt's tags).
+    None while no answer has a check. Two queries, whatever the run's size."""
+    rows = SuiteAnswer.objects.filter(run=run, generation__status=Generation.Status.DONE).order_by(
+        "prompt__position", "contestant_id").values_list(
+        "contestant_id", "passed", "score", "checks", "prompt__tags", "generation__prompt_tokens",
+        "generation__generated_tokens", "generation__time_to_first_token_s", "generation__tokens_per_s", "checked_at")
     contestants = run.contestants
     answers: dict[int, list] = {m.id: [0, 0, 0.0] for m in contestants}  # passed, total, summed score
+    costs = {m.id: Cost(m.price) for m in contestants}
     by_check: dict[str, dict[int, list]] = {}
-    for contestant, passed, score, results in rows:
+    by_tag: dict[str, dict[int, list]] = {}
+    checked, last, pending = False, None, 0
+    for contestant, passed, score, results, tags, prompt_tokens, generated, ttft, rate, checked_at in rows:
+        price = costs[contestant].price
+        used = pricing.Usage(prompt_tokens, generated, ttft, rate)
+        costs[contestant].add(pricing.cost(price, used) if price else None, passed)
+        last = checked_at if checked_at and (last is None or checked_at > last) else last
+        pending += checked_at is None
+        if passed is None:
+            continue
+        checked = True
         tally = answers[contestant]
         tally[0], tally[1], tally[2] = tally[0] + passed, tally[1] + 1, tally[2] + (score or 0.0)
         for result in results:
             cell = by_check.setdefault(result["name"], {m.id: [0, 0] for m in contestants})[contestant]
             cell[0], cell[1] = cell[0] + result["passed"], cell[1] + 1
-    if not rows:
+        for tag in dict.fromkeys(tags or ()):
+            cell = by_tag.setdefault(tag, {m.id: [0, 0] for m in contestants})[contestant]
+            cell[0], cell[1] = cell[0] + passed, cell[1] + 1
+    if not checked:
         return None
     return {"contestants": [{"model": m, "rate": Rate(*answers[m.id][:2]),
-                             "score": answers[m.id][2] / answers[m.id][1] if answers[m.id][1] else None}
+                             "score": answers[m.id][2] / answers[m.id][1] if answers[m.id][1] else None,
+                             "cost": costs[m.id]}
                             for m in contestants],
             "checks": [{"name": name, "rates": [Rate(*cells[m.id]) for m in contestants]}
-                       for name, cells in by_check.items()]}
+                       for name, cells in by_check.items()],
+            "tags": [{"name": tag, "rates": [Rate(*by_tag[tag][m.id]) for m in contestants]}
+                     for tag in sorted(by_tag)],
+            "priced": any(cost.price for cost in costs.values()), "checked_at": last, "pending": pending}
+
+
+def _per_contestant(rates: dict, rows: list) -> list[dict]:
+    return [{"name": row["name"], "contestants": [
+        {"model": m["model"].slug, **rate.as_json()} for m, rate in zip(rates["contestants"], row["rates"],
+                                                                         strict=True)]}
+            for row in rows]
 
 
 def check_rates_json(rates: dict | None) -> dict | None:
     if rates is None:
         return None
-    return {"contestants": [{"model": row["model"].slug, **row["rate"].as_json(), "mean_score": row["score"]}
+    return {"contestants": [{"model": row["model"].slug, **row["rate"].as_json(), "mean_score": row["score"],
+                             "cost": row["cost"].as_json()}
                             for row in rates["contestants"]],
-            "checks": [{"name": row["name"], "contestants": [
-                {"model": m["model"].slug, **rate.as_json()} for m, rate in zip(rates["contestants"], row["rates"],
-                                                                                 strict=True)]}
-                       for row in rates["checks"]]}
+            "checks": _per_contestant(rates, rates["checks"]),
+            "tags": _per_contestant(rates, rates["tags"]),
+            "checked_at": rates["checked_at"].isoformat() if rates["checked_at"] else None,
+            "pending": rates["pending"]}
 
 
 def judged_pairs(run: SuiteRun):
     """The model judge's verdicts, oldest first, with both answers' models."""
     return run.verdicts().select_related("left__model", "right__model", "judge").order_by("created_at", "id")
+
+
+def verdicts_of(run: SuiteRun, user):
+    """Whose people's verdicts the run's charts, decision and API read for `user`: their own, or
+    for a teammate (who cannot judge it) its owner's; only revealed ones count (`rated_verdicts`),
+    so nobody sees names before the owner's reveal."""
+    return user if may_change(user, run) else run.owner
 
 
 def rated_verdicts(run: SuiteRun, user):
@@ -242,6 +335,7 @@ def page(run: SuiteRun) -> dict:
     reliability_rows = judge_reliability(run, judged)
     return {"run": run, "results": run.results(), "contestants": run.contestants, "grid": rows,
             "failures": failures(run), "judged": judged, "check_rates": check_rates(run),
+            "rubric": rubric.state(run),
             "agreement": judge_agreement(judged, reliability_rows),
             "reliability": reliability_rows, "judges": run.judges, "seen": seen(cells, judged),
             "unreliable_judges": [j for j in reliability_rows["judges"] if j["unreliable"]]}

@@ -8,7 +8,9 @@ stored like any other), records the verdicts of pairs all of whose judgements ar
 each judge's two, with the judge's slug and one-line reason; its outcome the jury's majority,
 arena.battles.judging), and the progress. It also checks the answers that landed since the last
 step (arena.suite_runs.checking.check_answers: each done answer's checks, its suite's defaults
-then its prompt's own, evaluated and stored on the answer), within CHECK_BUDGET_S. A step holds
+then its prompt's own, evaluated and stored on the answer), within CHECK_BUDGET_S, and grades the
+rubric checks that wait (arena.suite_runs.rubric.step: the judges' generations started in the room
+the answers and judgements leave, each grade stored once it lands). A step holds
 no Celery thread while generations run: it queues the next step a couple of seconds later
 (`step_run`), and a chain of steps carries a token (`chain`) so only the newest chain goes on.
 If the chain dies with its Celery worker, a periodic job of the orchestrator's loop
@@ -39,7 +41,7 @@ from arena.generations.services import GenerationRequest
 from arena.suites.models import SuitePrompt
 from orchestration import client as orch
 
-from . import checking, judge, plan
+from . import checking, judge, plan, rubric
 from .models import SuiteAnswer, SuiteJudgement, SuiteRun
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,7 @@ def register_run_kinds() -> None:
     """SuiteRunsConfig.ready() calls this."""
     runs.register(runs.RunKind(ANSWER_KIND, start=tasks.start_run))
     runs.register(runs.RunKind(JUDGEMENT_KIND, start=tasks.start_run, judging=True))
+    rubric.register_run_kind()
 
 
 def start_chain(run: SuiteRun) -> None:
@@ -100,7 +103,8 @@ def step(run: SuiteRun) -> plan.Plan:
     contestants = {model.id: model for model in run.contestants}
     judges = run.judges
     state, generations = load_state(run, list(prompts), list(contestants), judges)
-    todo = plan.plan(state, settings.ARENA_SUITE_IN_FLIGHT)
+    grading_live = rubric.live(run)  # rubric grades share the run's window of live generations
+    todo = plan.plan(state, settings.ARENA_SUITE_IN_FLIGHT - grading_live)
     # After reading the state: every answer it saw done is checked before the run may end.
     unchecked = checking.check_answers(run, budget_s=CHECK_BUDGET_S)
     with transaction.atomic():
@@ -111,9 +115,12 @@ def step(run: SuiteRun) -> plan.Plan:
                              generations, judges)
         for pair, outcome in todo.record:
             _record(run, pair, outcome, generations, judges)
-        run.done, run.total, run.stepped_at = todo.done, todo.total, timezone.now()
+        # The rubric checks' grades: in the room the answers and judgements left (after them).
+        grading = rubric.step(run, settings.ARENA_SUITE_IN_FLIGHT - grading_live - _live(state)
+                              - len(todo.start_answers) - len(todo.start_judgements), _generation)
+        run.done, run.total, run.stepped_at = todo.done + grading.settled, todo.total + grading.total, timezone.now()
         fields = ["done", "total", "stepped_at"]  # not the state, unless it ends: a cancel meanwhile stands
-        if todo.finished and not unchecked:
+        if todo.finished and not unchecked and not grading.waiting:
             run.state, run.finished_at, run.stop_reason = SuiteRun.State.DONE, timezone.now(), todo.stopped
             fields += ["state", "finished_at", "stop_reason"]
         run.save(update_fields=fields)  # what it started joins the line in one pass once this commits
@@ -122,6 +129,10 @@ def step(run: SuiteRun) -> plan.Plan:
         _cancel_live(run)  # a cancel landed during this step, after it listed the live generations
     _prewarm(run, state, contestants, todo)
     return todo
+
+
+def _live(state: plan.RunState) -> int:
+    return sum(slot.state == plan.LIVE for slot in (*state.answers.values(), *state.judgements.values()))
 
 
 def _prewarm(run: SuiteRun, state: plan.RunState, contestants: dict, todo: plan.Plan) -> None:
@@ -228,7 +239,8 @@ def _generation(run: SuiteRun, kind: str, model, prompt: str, params: dict,
     request = GenerationRequest(model=model, prompt=prompt, system_prompt=system_prompt, params=params,
                                 tag=run.suite.tag)
     [gen] = services.start(run.owner, [request], origin=Generation.Origin.SUITE, kind=kind, run_id=run.id,
-                           check_limits=False, reuse=cache.ANY_RUN if run.reuse_answers else cache.WITHIN_RUN)
+                           check_limits=False, reuse=cache.ANY_RUN if run.reuse_answers else cache.WITHIN_RUN,
+                           team=run.team)
     return gen  # it joins the line when the step commits (`step`), unless it was reused: done already
 
 
@@ -244,7 +256,8 @@ def _record(run: SuiteRun, pair: plan.Pair, outcome: str, generations: dict, jud
             text = gen.text if gen is not None and gen.status == Generation.Status.DONE else ""
             readings.append(judgement(order, text, judge.verdict_for(order, text) if text else "tie",
                                       judge=judge_model.slug, reason=judge.read_reason(text)))
-    Battle.objects.create(owner=run.owner, mode=Battle.Mode.SUITE, left=generations[("answer", prompt, left)],
+    Battle.objects.create(owner=run.owner, team=run.team, mode=Battle.Mode.SUITE,
+                          left=generations[("answer", prompt, left)],
                           right=generations[("answer", prompt, right)], outcome=outcome, voted_at=timezone.now(),
                           tag=run.suite.tag, judge=run.judge,
                           judge_template_version=judge.template_version(run.judge_template), judgements=readings)
@@ -265,7 +278,8 @@ def _cancel_live(run: SuiteRun) -> None:
 def _live_generation_ids(run: SuiteRun) -> list:
     live = {"run": run, "generation__status__in": Generation.live_statuses()}
     return [*SuiteAnswer.objects.filter(**live).values_list("generation_id", flat=True),
-            *SuiteJudgement.objects.filter(**live).values_list("generation_id", flat=True)]
+            *SuiteJudgement.objects.filter(**live).values_list("generation_id", flat=True),
+            *rubric.live_generation_ids(run)]
 
 
 def kick() -> int:

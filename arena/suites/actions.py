@@ -6,6 +6,9 @@ from dataclasses import replace
 
 from django.db import transaction
 
+from arena.categories import actions as categories
+from arena.teams import membership
+
 from .models import Suite, SuitePrompt
 from .parsing import PromptSpec, SuiteFile
 
@@ -15,14 +18,19 @@ def create_suite(owner, *, name: str, prompts: list[PromptSpec], tag: str = "",
                  default_checks: list | None = None) -> Suite:
     """A suite with these checked prompts (arena.suites.parsing), numbered from 1, on version 1, and
     the checked checks every answer gets (parsing.check_defaults)."""
-    suite = Suite.objects.create(owner=owner, name=name, tag=tag, default_checks=default_checks or [])
+    suite = Suite.objects.create(owner=owner, team=membership.current_team(owner), name=name, tag=tag,
+                                 default_checks=default_checks or [])
     _add_prompts(suite, prompts)
     return suite
 
 
 def _add_prompts(suite: Suite, prompts: list[PromptSpec]) -> None:
-    SuitePrompt.objects.bulk_create([SuitePrompt(suite=suite, version=suite.version, position=i, **spec.as_dict())
-                                     for i, spec in enumerate(prompts, start=1)])
+    rows = SuitePrompt.objects.bulk_create([SuitePrompt(suite=suite, version=suite.version, position=i,
+                                                        **spec.as_dict())
+                                            for i, spec in enumerate(prompts, start=1)])
+    for row in rows:  # each prompt's category: by rule, else the classifier (queued)
+        categories.assign(suite.owner, "suite_prompt", row.pk, row.prompt, [*(row.tags or []), suite.tag],
+                          team=suite.team)
 
 
 def current_file(suite: Suite) -> SuiteFile:

@@ -1,5 +1,7 @@
 """The suite endpoints of the JSON API: create, list mine, read one, import a new version of
-one, export one, delete one.
+one, export one, delete one. Its owner changes a suite; its team's members read it and export it
+(a write of theirs: 403 `read_only`); the list takes `?scope=team`: the suites of the caller's
+current team, by every member (the default, `mine`: the caller's own).
 
 A suite's prompts go through the same checks as an upload's (arena.suites.parsing), each
 problem naming the item: "prompts[2]: 'prompt' is missing", "prompts[0]: checks: check 1: regex:
@@ -15,6 +17,7 @@ from django.http import HttpResponse, JsonResponse
 
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body, methods
+from arena.teams.membership import MINE, SCOPES, whose
 
 from . import export, files, parsing
 from .access import access_suite
@@ -34,7 +37,7 @@ def prompt_json(prompt: SuitePrompt) -> dict:
 
 
 def summary_json(suite: Suite, prompt_count: int) -> dict:
-    return {"id": str(suite.id), "name": suite.name, "tag": suite.tag, "prompt_count": prompt_count,
+    return {"id": str(suite.id), **whose(suite), "name": suite.name, "tag": suite.tag, "prompt_count": prompt_count,
             "version": suite.version, "created_at": suite.created_at.isoformat(), "url": suite.get_absolute_url()}
 
 
@@ -113,18 +116,29 @@ def _import(request, suite: Suite):
     return JsonResponse({**suite_json(suite), "new_version": changed})
 
 
+def _listed(request):
+    """The suites the list names (`?scope=`: membership.in_scope), or the 400 for an unknown scope."""
+    scope = request.GET.get("scope", MINE)
+    if scope not in SCOPES:
+        return error(400, f"scope takes {' or '.join(SCOPES)}, not {scope[:40]!r}.", {"scope": "unknown"})
+    return Suite.objects.in_scope(request.user, scope)
+
+
 @methods("GET", "POST")
 @token_required
 def suites(request):
     if request.method == "POST":
         return _create(request)
-    return JsonResponse({"suites": [summary_json(s, s.prompt_count) for s in Suite.objects.owned_by(request.user)]})
+    listed = _listed(request)
+    if isinstance(listed, HttpResponse):
+        return listed
+    return JsonResponse({"suites": [summary_json(s, s.prompt_count) for s in listed]})
 
 
 @methods("GET", "PUT", "DELETE")
 @token_required
 def suite(request, suite_id):
-    found = access_suite(request.user, suite_id)
+    found = access_suite(request.user, suite_id, change=request.method != "GET")
     if request.method == "PUT":
         return _import(request, found)
     if request.method == "DELETE":
@@ -139,7 +153,7 @@ def suite(request, suite_id):
 @token_required
 def suite_export(request, suite_id, fmt: str):
     """The suite's current version as a file (arena.suites.export)."""
-    found = access_suite(request.user, suite_id)
+    found = access_suite(request.user, suite_id, change=False)
     if fmt not in export.FORMATS:
         return error(404, f"A suite exports as suite.{', suite.'.join(export.FORMATS)}.")
     body, content_type = export.render(found, fmt)

@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from arena.generations import tags
+from arena.teams.membership import MINE, in_scope
 
 NAME_MAX_LENGTH = 200
 
@@ -27,14 +28,21 @@ NAME_MAX_LENGTH = 200
 class SuiteQuerySet(models.QuerySet):
     def owned_by(self, user):
         """The user's suites, newest first, each with `prompt_count`."""
+        return self.in_scope(user, MINE)
+
+    def in_scope(self, user, scope: str):
+        """The suites of `scope` (the user's own, or their team's: teams.membership.in_scope),
+        newest first, each with `prompt_count`."""
         current = models.Q(prompts__version=models.F("version"))
-        return self.filter(owner=user).annotate(prompt_count=models.Count("prompts", filter=current)).order_by(
-            "-created_at")
+        return (self.filter(in_scope(user, scope)).annotate(prompt_count=models.Count("prompts", filter=current))
+                .order_by("-created_at"))
 
 
 class Suite(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suites")
+    team = models.ForeignKey("teams.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                             help_text="The team it was made in: its members see it (arena/access.py).")
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     tag = tags.model_field()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

@@ -8,6 +8,7 @@ from arena.api.openapi import (
     TEXT,
     TOO_LARGE,
     UUID_ID,
+    WHOSE,
     Schema,
     error_response,
     json_content,
@@ -85,6 +86,7 @@ SUMMARY: Schema = {
     "required": ["id", "name", "tag", "prompt_count", "version", "created_at", "url"],
     "properties": {
         "id": {"type": "string", "format": "uuid"},
+        **WHOSE,
         "name": {"type": "string"},
         "tag": TAG,
         "prompt_count": {"type": "integer", "minimum": 1, "description": "The current version's prompts"},

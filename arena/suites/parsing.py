@@ -1,6 +1,7 @@
 """A prompt suite's prompts as data: one prompt object checked, a JSONL, CSV or YAML file parsed.
 
-No database and no request here: the upload form, the create page, the API and the tests
+No request here, and no database but one look-up: a rubric check's judges must be catalogue
+entries (`_judge_problems`). The upload form, the create page, the API and the tests
 all go through `check_items`, so a prompt is judged the same way however it arrives. Each
 problem names where it is ("line 7: 'prompt' is missing", "prompts[2]: ...") and every
 problem is reported (up to MAX_PROBLEMS), so a user fixes a file in one go; a file with
@@ -28,6 +29,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from arena import jsonbody
+from arena.catalogue.models import ModelEntry
 from arena.generations import tags as prompt_tags
 from inference import structured
 
@@ -130,9 +132,23 @@ def _schema(item: dict, problems: list[str]) -> dict | None:
     return value
 
 
+def _judge_problems(specs: Any) -> list[str]:
+    """Each judge a rubric check names that is not an enabled catalogue entry ("check 2: rubric:
+    ..."), looked up in the catalogue (one query, only when a rubric check names a judge)."""
+    named = answer_checks.rubric_judges(specs)
+    if not named:
+        return []
+    wanted = {judge for _, judges in named for judge in judges}
+    entries = dict(ModelEntry.objects.filter(slug__in=wanted).values_list("slug", "enabled"))
+    return [f"check {i}: rubric: the judge {judge!r} is "
+            + ("not enabled in the catalogue" if judge in entries else
+               "not a catalogue entry (name a judge by its catalogue slug)")
+            for i, judges in named for judge in judges if not entries.get(judge)]
+
+
 def _checks(item: dict, problems: list[str]) -> list:
     value = item.get("checks")
-    found = answer_checks.problems(value)
+    found = answer_checks.problems(value) or _judge_problems(value)
     problems.extend(f"checks: {p}" for p in found)
     reference = item.get("reference")
     if not found and not (isinstance(reference, str) and reference.strip()):
@@ -144,7 +160,7 @@ def _checks(item: dict, problems: list[str]) -> list:
 def check_defaults(value: Any, prompts: list[PromptSpec]) -> list:
     """A suite's default checks (every prompt's answers get them), or SuiteError naming each bad
     one: "default_checks: check 0: ..."."""
-    problems = [f"default_checks: {p}" for p in answer_checks.problems(value)]
+    problems = [f"default_checks: {p}" for p in answer_checks.problems(value) or _judge_problems(value)]
     if unstorable := jsonbody.unstorable_text(value):
         problems.append(f"default_checks: {unstorable}")
     bare = next((n for n, p in enumerate(prompts, start=1) if not p.reference.strip()), None)

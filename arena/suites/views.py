@@ -1,13 +1,17 @@
 """The suite pages: my suites, a new one (typed or uploaded), one suite, a new version of it
 (its file imported again), its export, delete. Every form posts and redirects, so each works
-without JavaScript. Only the owner opens a suite; anyone else gets a 404 (not a hint it
-exists); sharing is arena.history's share link."""
+without JavaScript. Its owner changes a suite; the members of its team open it read-only (the
+page and its export); anyone else gets a 404 (not a hint it exists); sharing is arena.history's
+share link."""
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from arena.access import may_change, visible_to
+from arena.teams.membership import list_scope
 
 from . import export
 from .access import access_suite
@@ -18,11 +22,21 @@ from .models import Suite
 PER_PAGE = 25
 
 
+class _Scope(str):
+    """The list's scope as the page links' filters (history/_pages.html keeps it across pages)."""
+
+    def as_query(self) -> dict:
+        return {"scope": str(self)} if self == "team" else {}
+
+
 @login_required
 @require_GET
 def suite_list(request):
-    page = Paginator(Suite.objects.owned_by(request.user), PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "suites/list.html", {"page": page})
+    """?scope=mine (the default): the viewer's suites; ?scope=team: those of their current team."""
+    scope, team = list_scope(request.user, request.GET.get("scope"))
+    suites = Suite.objects.in_scope(request.user, scope)
+    page = Paginator(suites.select_related("owner"), PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "suites/list.html", {"page": page, "scope": scope, "team": team, "filters": _Scope(scope)})
 
 
 def _create(request, form, mode: str):
@@ -50,15 +64,18 @@ def suite_upload(request):
 
 
 def _suite_page(request, suite, *, status: int = 200, **extra):
-    context = {"suite": suite, "prompts": suite.ordered_prompts(), "runs": suite.runs.select_related("judge"),
-               "import_form": ImportVersionForm(), "formats": export.FORMATS, **extra}
+    # Only the runs this viewer may open (a run made in another of the owner's teams is not theirs to see).
+    runs = suite.runs.filter(visible_to(request.user)).select_related("judge")
+    context = {"suite": suite, "prompts": suite.ordered_prompts(), "runs": runs, "import_form": ImportVersionForm(),
+               "formats": export.FORMATS, "can_change": may_change(request.user, suite), **extra}
     return render(request, "suites/suite.html", context, status=status)
 
 
 @login_required
 @require_GET
 def suite_detail(request, suite_id):
-    return _suite_page(request, access_suite(request.user, suite_id), imported=request.GET.get("import", ""))
+    suite = access_suite(request.user, suite_id, change=False)
+    return _suite_page(request, suite, imported=request.GET.get("import", ""))
 
 
 @login_required
@@ -76,7 +93,7 @@ def suite_import(request, suite_id):
 @login_required
 @require_GET
 def suite_export(request, suite_id, fmt: str):
-    suite = access_suite(request.user, suite_id)
+    suite = access_suite(request.user, suite_id, change=False)
     if fmt not in export.FORMATS:
         raise Http404(f"A suite exports as {', '.join(export.FORMATS)}.")
     body, content_type = export.render(suite, fmt)

@@ -323,7 +323,11 @@ def _names(names: list[str], *, braces: bool = False) -> str:
 
 # --- writing ----------------------------------------------------------------------------
 class _Dumper(yaml.SafeDumper):
-    """Plain data only; a text of several lines as a block (`|`) where YAML can hold it exactly."""
+    """Plain data only; a text of several lines as a block (`|`) where YAML can hold it exactly;
+    never an alias (the same check twice is written twice: the import refuses aliases)."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
 
 
 # Line breaks to YAML 1.1 beside \n: PyYAML writes them raw in a block or a single-quoted

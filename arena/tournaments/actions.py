@@ -13,7 +13,9 @@ from django.utils import timezone
 from arena.battles import actions as battle_actions
 from arena.battles import fair, presenting
 from arena.battles.models import Battle
+from arena.battles.voting import Note
 from arena.leaderboard.cache import bump_now_and_on_commit
+from arena.teams import membership
 
 from . import bracket
 from .models import Entrant, Match, Tournament, TournamentError, check_blind_params
@@ -35,7 +37,8 @@ def start_tournament(owner, *, contestants: list, prompt: str, system_prompt: st
     _check_contestants(contestants, seeding)
     params = fair.with_limit(params)  # one token limit for every match, said on the page (a form gives one)
     check_blind_params(params, contestants)
-    tournament = Tournament.objects.create(owner=owner, prompt=prompt, system_prompt=system_prompt or "",
+    tournament = Tournament.objects.create(owner=owner, team=membership.current_team(owner), prompt=prompt,
+                                           system_prompt=system_prompt or "",
                                            history=list(history or []), params=params, size=len(contestants),
                                            seeding=seeding, parent=parent, tag=tag)
     ids = [c.id for c in contestants]
@@ -94,9 +97,10 @@ def replay_tournament(tournament: Tournament, prompt: str, *, system_prompt: str
 
 
 @transaction.atomic
-def pick_winner(tournament: Tournament, match: Match, side: str, battle_id=None) -> Match:
+def pick_winner(tournament: Tournament, match: Match, side: str, battle_id=None, note: Note | None = None) -> Match:
     """The user's verdict on the current match: the model on `side` of its battle wins
-    and advances; the next match starts at once, or the tournament ends."""
+    and advances; the next match starts at once, or the tournament ends. `note`: the verdict's
+    reasons and comment (shown once the tournament is revealed)."""
     if side not in ("left", "right"):
         raise TournamentError("A knockout needs a winner: pick the left or the right answer.")
     if tournament.state != Tournament.State.RUNNING:
@@ -117,7 +121,7 @@ def pick_winner(tournament: Tournament, match: Match, side: str, battle_id=None)
     if not claimed:  # a double submit, or another tab was quicker
         raise TournamentError("That match is already decided.")
     match.winner, match.decided_at = winner, timezone.now()
-    battle_actions.vote(battle, side)
+    battle_actions.vote(battle, side, note)
     nxt = match.next_match()
     if nxt is None:
         finish_tournament(tournament, winner)
@@ -196,7 +200,7 @@ def start_match(match: Match) -> Battle:
                                "seed": _draw_seed()}}
              for side, model in (("left", first), ("right", second))}
     battle = battle_actions.start_battle(t.owner, prompt=t.prompt, sides=sides, mode=Battle.Mode.TOURNAMENT,
-                                         blind=True, parent=match.battle, tag=t.tag)
+                                         blind=True, parent=match.battle, tag=t.tag, team=t.team)
     match.battle = battle
     match.save(update_fields=["battle"])
     match.runs.add(battle)

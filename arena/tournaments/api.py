@@ -10,6 +10,7 @@ from arena import conversations
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body, methods
 from arena.api.params import NotAnObject, params_object
+from arena.battles.api import api_note
 
 from . import actions, display
 from .access import access_tournament
@@ -80,7 +81,7 @@ def create_tournament(request):
 @methods("GET")
 @token_required
 def tournament(request, tournament_id):
-    found = access_tournament(request.user, tournament_id)
+    found = access_tournament(request.user, tournament_id, change=False)  # a teammate reads it
     return JsonResponse(display.tournament_json(found, request.user))
 
 
@@ -105,19 +106,33 @@ def _match_action(request, tournament_id, act, fields: set[str]):
     return JsonResponse(display.tournament_json(found, request.user))
 
 
+class NoteRefused(Exception):
+    """A winner's note refused (its 400, from battles.api.api_note)."""
+
+    def __init__(self, response: JsonResponse):
+        super().__init__("note refused")
+        self.response = response
+
+
 @methods("POST")
 @token_required
 def winner(request, tournament_id):
-    """{"match": id, "winner": "left"|"right"}: the side of the match's battle that wins."""
+    """{"match": id, "winner": "left"|"right", "reasons": [...], "comment": "..."}: the side of the
+    match's battle that wins, with the verdict's optional note."""
 
     def pick(found, match, body):
         side = body.get("winner")
         if side not in ("left", "right"):
             raise ValueError
-        actions.pick_winner(found, match, side, body.get("battle"))
+        note = api_note(body, found.team)
+        if isinstance(note, JsonResponse):
+            raise NoteRefused(note)
+        actions.pick_winner(found, match, side, body.get("battle"), note)
 
     try:
-        return _match_action(request, tournament_id, pick, {"match", "winner", "battle"})
+        return _match_action(request, tournament_id, pick, {"match", "winner", "battle", "comment", "reasons"})
+    except NoteRefused as exc:
+        return exc.response
     except ValueError:
         return error(400, 'winner must be "left" or "right" (a knockout needs a winner).', {"winner": "left or right"})
 

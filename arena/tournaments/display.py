@@ -12,6 +12,7 @@ from typing import Any
 from arena.battles import presenting
 from arena.generations.models import Generation
 from arena.leaderboard import decision, picks, ratings, uncertainty
+from arena.teams.membership import whose
 
 from . import bracket
 from .models import Match, Tournament
@@ -99,6 +100,7 @@ def tournament_json(tournament: Tournament, user) -> dict:
     current = next((m for m in all_matches if not m.decided), None)
     body = {
         "id": str(tournament.id),
+        **whose(tournament),
         "state": tournament.state,
         "size": tournament.size,
         "seeding": tournament.seeding,
@@ -127,6 +129,9 @@ def tournament_json(tournament: Tournament, user) -> dict:
                            "left": _side_json(shown, "left", reveal), "right": _side_json(shown, "right", reveal)}
             if reveal:
                 m["battle"]["self_identified"] = battle.self_identified
+                # The verdict's note: after the reveal only, as every blind verdict's.
+                m["battle"]["reasons"] = battle.reasons if battle.outcome else None
+                m["battle"]["comment"] = battle.comment if battle.outcome else None
         if reveal:
             m["left_model"] = match.left.slug if match.left else None
             m["right_model"] = match.right.slug if match.right else None

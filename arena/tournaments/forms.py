@@ -3,6 +3,7 @@ from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
 from arena.battles import fair
+from arena.battles.forms import NoteFields
 from arena.catalogue.fields import EntryChoiceField
 from arena.catalogue.models import ModelEntry
 from arena.generations.constraint_fields import add_constraint_fields, constraint
@@ -151,7 +152,9 @@ class ReplayForm(ParamsMixin):
         return cleaned
 
 
-class WinnerForm(forms.Form):
+class WinnerForm(NoteFields):
+    """The winner of a match, with the verdict's optional reasons and comment."""
+
     match = forms.IntegerField()
     battle = forms.UUIDField(required=False)
     winner = forms.ChoiceField(choices=[("left", "Model A"), ("right", "Model B")],

@@ -77,6 +77,8 @@ class Tournament(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tournaments")
+    team = models.ForeignKey("teams.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+                             help_text="The team it was made in: its members see it (arena/access.py).")
     prompt = models.TextField()
     system_prompt = models.TextField(blank=True, help_text="Empty: each contestant's own system prompt.")
     history = models.JSONField(default=list, blank=True, help_text="Earlier turns of a chat: [{role, content}].")

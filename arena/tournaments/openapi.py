@@ -1,6 +1,7 @@
 """OpenAPI 3.1 path items of the tournament endpoints, assembled with the others in arena/openapi.py."""
 
-from arena.api.openapi import ERROR, LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, UUID_ID
+from arena.api.openapi import ERROR, LIMITED, PARAMS, PROMPT, SYSTEM_PROMPT, TAG, TEXT, TOO_LARGE, UUID_ID, WHOSE
+from arena.battles.openapi import NOTE_SHOWN, READ_ONLY, VOTE_NOTE
 from arena.generations.openapi import FINISH_REASON, LOAD_TEXT, QUEUE_TEXT, TTFT_TEXT
 from arena.leaderboard.openapi import DECISION
 
@@ -59,6 +60,7 @@ MATCH = {
             "left": SIDE,
             "right": SIDE,
             "self_identified": {"type": "boolean", "description": "After the reveal: an answer named its model"},
+            **NOTE_SHOWN,
         }},
         "left_model": {"type": ["string", "null"], "description": "After the reveal: the slot's slug"},
         "right_model": {"type": ["string", "null"], "description": "After the reveal"},
@@ -74,6 +76,7 @@ TOURNAMENT = {
     "required": ["id", "state", "size", "seeding", "prompt", "matches", "current_match", "url"],
     "properties": {
         "id": {"type": "string", "format": "uuid"},
+        **WHOSE,
         "state": {"type": "string", "enum": ["running", "stopped", "finished"]},
         "size": {"type": "integer", "enum": [4, 8]},
         "seeding": {"type": "string", "enum": ["random", "given"]},
@@ -154,7 +157,7 @@ OPENAPI_PATHS = {
             "responses": {
                 "200": {"description": "The tournament", **json_content(TOURNAMENT)},
                 "401": error_response("Missing or invalid token"),
-                "404": error_response("No such tournament (or not yours)"),
+                "404": error_response("No such tournament (or neither yours nor your team's)"),
             },
         }
     },
@@ -171,12 +174,14 @@ OPENAPI_PATHS = {
                     "winner": {"type": "string", "enum": ["left", "right"]},
                     "battle": {"type": "string", "format": "uuid",
                                "description": "Optional: refuse if the match was re-run since"},
+                    **VOTE_NOTE,
                 },
             })},
             "responses": {
                 "200": {"description": "The tournament after the pick", **json_content(TOURNAMENT)},
                 "400": error_response("Invalid request"),
                 "401": error_response("Missing or invalid token"),
+                **READ_ONLY,
                 "404": error_response("No such tournament or match"),
                 "409": error_response("Not now: the answers are not complete, the match is decided or not current, "
                             "or the tournament is stopped or finished"),
@@ -196,6 +201,7 @@ OPENAPI_PATHS = {
                 "200": {"description": "The tournament with the match's new battle", **json_content(TOURNAMENT)},
                 "400": error_response("Invalid request"),
                 "401": error_response("Missing or invalid token"),
+                **READ_ONLY,
                 "404": error_response("No such tournament or match"),
                 "409": error_response("Not the current match, or the tournament is not running"),
                 **TOO_LARGE, **LIMITED,

@@ -6,6 +6,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from arena.access import may_change
 from arena.battles import presenting
 from arena.catalogue.models import ModelEntry
 from arena.generations.limits import PageRefusal
@@ -61,7 +62,7 @@ def _initial() -> dict:
 @login_required
 @vary_on_headers("HX-Request")
 def tournament_detail(request, tournament_id):
-    tournament = access_tournament(request.user, tournament_id)
+    tournament = access_tournament(request.user, tournament_id, change=False)  # its team's members open it read-only
     return _render_detail(request, tournament)
 
 
@@ -80,6 +81,7 @@ def _render_detail(request, tournament, *, error: str = "", replay_form=None, st
         "played": tournament.matches.filter(winner__isnull=False).count(),
         "decision": display.decision_summary(tournament, request.user),
         "decision_scope": display.DECISION_SCOPE,
+        "can_change": may_change(request.user, tournament),  # false: a teammate's view, without its controls
     }, status=status)
 
 
@@ -101,13 +103,12 @@ def _act(request, tournament_id, action):
 @login_required
 @require_POST
 def tournament_winner(request, tournament_id):
-    form = WinnerForm(request.POST)
-
     def pick(tournament):
+        form = WinnerForm(request.POST, team=tournament.team)
         if not form.is_valid():
             raise TournamentError(" ".join(str(e) for errs in form.errors.values() for e in errs))
         actions.pick_winner(tournament, _get_match(tournament, form), form.cleaned_data["winner"],
-                            form.cleaned_data.get("battle"))
+                            form.cleaned_data.get("battle"), form.note)
 
     return _act(request, tournament_id, pick)
 

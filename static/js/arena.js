@@ -18,15 +18,32 @@
   // A box that scrolls sideways (a wide table or the bracket on a phone) takes keyboard focus
   // while its content overflows, so arrow keys scroll it too; one that fits is no tab stop.
   var SCROLL_BOXES = ".table-scroll, .bracket, .suite-run-answers, .output pre, .output table";
+  function updateScrollBox(box) {
+    if (box.scrollWidth > box.clientWidth) {
+      if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
+    } else if (box.getAttribute("tabindex") === "0") {
+      box.removeAttribute("tabindex");
+    }
+  }
+  // A box's content can grow after it was first looked at (a late layout: fonts, a scrollbar
+  // appearing, a table filled in): each box and its content are watched, and looked at again.
+  var watched = new WeakSet();
+  var watcher = window.ResizeObserver ? new ResizeObserver(function (entries) {
+    entries.forEach(function (entry) {
+      var box = entry.target.matches(SCROLL_BOXES) ? entry.target : entry.target.parentElement;
+      if (box) updateScrollBox(box);
+    });
+  }) : null;
   function focusableScrollBoxes(root) {
     var boxes = Array.prototype.slice.call(root.querySelectorAll(SCROLL_BOXES));
     var around = root instanceof Element ? root.closest(SCROLL_BOXES) : null;  // content swapped into a box
     if (around) boxes.push(around);
     boxes.forEach(function (box) {
-      if (box.scrollWidth > box.clientWidth) {
-        if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
-      } else if (box.getAttribute("tabindex") === "0") {
-        box.removeAttribute("tabindex");
+      updateScrollBox(box);
+      if (watcher && !watched.has(box)) {
+        watched.add(box);
+        watcher.observe(box);
+        if (box.firstElementChild) watcher.observe(box.firstElementChild);
       }
     });
   }

@@ -10,7 +10,8 @@ from datetime import timedelta
 from django.utils import timezone
 
 from arena.battles.actions import start_battle, vote
-from arena.battles.models import Battle
+from arena.battles.models import Battle, ReasonTag
+from arena.battles.voting import DEFAULT_REASONS
 from arena.generations.models import Generation
 from arena.suites.actions import create_suite
 from arena.tournaments.actions import pick_winner
@@ -99,3 +100,11 @@ def suite(owner, *prompts: str | dict, name: str = "Capitals", tag: str = ""):
     items = prompts or ("Name a colour.", {"prompt": "Capital of France?", "regex": "^[A-Z][a-z]+$"})
     specs = check_items((f"prompts[{i}]", p if isinstance(p, dict) else {"prompt": p}) for i, p in enumerate(items))
     return create_suite(owner, name=name, tag=tag, prompts=specs)
+
+
+def reason_tags() -> list[str]:
+    """The default vote reasons as the migration stores them (a transactional test's flush empties
+    the table for the tests after it), their slugs in order."""
+    for position, (slug, label) in enumerate(DEFAULT_REASONS):
+        ReasonTag.objects.get_or_create(slug=slug, defaults={"label": label, "position": position})
+    return [slug for slug, _label in DEFAULT_REASONS]

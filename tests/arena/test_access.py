@@ -51,7 +51,7 @@ def pages(things) -> dict[str, str]:
     run = things["suite_run"].id
     return {**{kind: obj.get_absolute_url() for kind, obj in things.items()},
             **{f"suite_run {page}": f"/suite-runs/{run}/{page}"
-               for page in ("progress", "judge", "export.csv", "export.json", "export.jsonl")}}
+               for page in ("progress", "judge", "export.csv", "export.json", "export.jsonl", "compare/")}}
 
 
 def api_urls(things) -> dict[str, str]:

@@ -4,9 +4,9 @@ only on the port the site is served on (PORT)."""
 import pytest
 from asgiref.sync import async_to_sync
 from channels.generic.websocket import AsyncWebsocketConsumer
-from channels.testing import WebsocketCommunicator
 
 from arena.origins import OriginValidator, origin_allowed, site_origins
+from tests.arena.socket_client import WebsocketCommunicator
 
 HOSTS = ["127.0.0.1", "localhost", "[::1]", "arena.example.com"]
 PROD = site_origins(HOSTS, [], production=True)

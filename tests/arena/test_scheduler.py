@@ -74,7 +74,8 @@ def test_registering_a_name_again_replaces_the_job():
 
 def test_the_apps_register_their_jobs_with_their_periods():
     jobs = scheduler.default.jobs
-    assert set(jobs) == {"admit the line", "sweep generations", "kick stalled suite runs", "share-link views"}
+    assert set(jobs) == {"admit the line", "sweep generations", "kick stalled suite runs", "share-link views",
+                         "settle category classifications"}
     assert jobs["admit the line"].run is admission.admit_waiting
     assert jobs["admit the line"].period_s() == admission.ADMIT_EVERY_S == 1.0
     assert jobs["sweep generations"].period_s() == 2.0

@@ -14,7 +14,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -28,6 +27,7 @@ from arena.history.models import ShareLink
 from arena.tournaments.actions import start_tournament, stop_tournament
 from tests.arena.api_client import api
 from tests.arena.factories import generation
+from tests.arena.socket_client import WebsocketCommunicator
 
 ROOT = Path(__file__).resolve().parents[2]
 

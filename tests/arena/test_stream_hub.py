@@ -9,12 +9,12 @@ import time
 
 import pytest
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 
 from arena import streams
 from arena.generations.models import Generation
 from arena.routing import websocket_urlpatterns
 from inference import protocol as p
+from tests.arena.socket_client import WebsocketCommunicator
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 DATA_N = re.compile(r'hx-swap-oob="beforeend" data-n="(\d+)"')
@@ -223,3 +223,18 @@ async def test_a_read_that_fails_for_good_fails_every_subscriber(gens):
         with pytest.raises(ConnectionError):
             await sub.next(3)
     assert not failing.watchers and not failing.positions  # the next subscriber starts afresh
+
+
+async def test_a_follower_cancelled_before_a_zero_wait_stops_instead_of_waiting_for_good():
+    """A socket's pump cancelled as it closed, its frame interval just over (a wait of 0): the
+    cancel was swallowed (CPython gh-134471) and the pump waited for events that never came, its
+    viewer still counted, so a close waited for it for good (seen when 20 sockets closed at once)."""
+    subscription = streams.Subscription(hub(), {"arena:stream:gone": "0"})
+
+    async def follow():
+        asyncio.current_task().cancel()  # requested before the wait starts
+        await subscription.next(0)
+
+    following = asyncio.create_task(follow())
+    done, _ = await asyncio.wait({following}, timeout=5)
+    assert following in done and following.cancelled()

@@ -15,13 +15,13 @@ import uuid
 import pytest
 import requests
 from asgiref.sync import async_to_sync
-from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from arena import launcher
 from arena.asgi import application  # at import: it sets up logging again, which a test's caplog must follow
+from tests.arena.socket_client import WebsocketCommunicator
 
 UNROUTED = ["/ws/nothing/", "/ws/generations/not-a-uuid/", "/ws/battles/42/", "/ws/status/extra/", "/",
             "/ws/generations/" + "x" * 5000 + "/", "/ws/a\nfake log line/"]

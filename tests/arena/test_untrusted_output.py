@@ -11,7 +11,6 @@ from html.parser import HTMLParser
 
 import pytest
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 
 from arena import markdown, streams
 from arena.battles.models import Battle
@@ -20,6 +19,7 @@ from arena.history.models import ShareLink
 from arena.routing import websocket_urlpatterns
 from arena.tournaments.actions import start_tournament
 from inference import protocol as p
+from tests.arena.socket_client import WebsocketCommunicator
 from tests.payloads import ALL_PAYLOADS, PAYLOADS
 
 # What an attacker would have a model say. Each must come out inert.

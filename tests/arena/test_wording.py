@@ -39,7 +39,7 @@ def test_a_replay_says_what_it_keeps(client, owner, catalogue, seeding, words):
 
 
 def test_the_docs_give_the_suite_run_forms_contestant_limit():
-    limit = f"2 to {SuiteRun.MAX_CONTESTANTS}"
+    limit = f"{SuiteRun.MIN_CONTESTANTS} to {SuiteRun.MAX_CONTESTANTS}"
     form = (ROOT / "templates/suite_runs/new.html").read_text()
     assert f"Contestants ({limit}," in form
     for doc in ("README.md", "docs/using.md", "docs/api.md", "docs/suites.md"):

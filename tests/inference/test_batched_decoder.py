@@ -1,9 +1,10 @@
 """Continuous batching: `BatchedDecoder` in-process (its scheduler: test_scheduler.py).
 
 Real: the decode loop over the tiny random-weight Llama (fp32, 2 layers) with
-SmolLM2's tokenizer and transformers' DynamicCache. The identity tests compare each row of a batch
-with the same request run alone through `Engine.stream`, token for token: left
-padding is masked out exactly (its attention weight is 0) and positions count
+SmolLM2's tokenizer, its rows in a SlotCache (the eager step: this is the CPU; the captured
+one is tests/inference/test_gpu.py's). The identity tests compare each row of a batch
+with the same request run alone through `Engine.stream`, token for token: columns beyond
+a row's own are masked out exactly (their attention weight is 0) and positions count
 real tokens only, so a row computes what it computes alone; on this model and
 these prompts no fp32 rounding difference flips an argmax.
 """
@@ -125,12 +126,10 @@ def test_a_finished_row_leaves_while_the_others_continue(engine, prompts):
     short = SamplingParams(temperature=0.0, max_new_tokens=3)
     batch = Collector(BatchedDecoder(engine))
     batch.join("long", prompts[0], GREEDY)
-    batch.join("short", prompts[1], short)  # the longest prompt: its leaving frees the padding
+    batch.join("short", prompts[1], short)  # the longest prompt: prefilled first, so in slot 0
     batch.step(3)  # the prefill (first tokens), then two decode steps
     assert batch.finishes["short"].reason == FINISH_LENGTH and len(batch.decoder) == 1
-    long_row = batch.decoder.rows[0]
-    assert batch.decoder.mask.shape[1] == long_row.length  # the shared left padding was trimmed
-    assert batch.decoder.cache.layers[0].keys.shape[2] == long_row.length
+    assert batch.decoder.rows[0].tag == "long"  # moved into the slot the short row left
     batch.drain()
     assert batch.tokens["long"] == alone(engine, prompts[0], GREEDY)
     assert batch.tokens["short"] == alone(engine, prompts[1], short)
@@ -168,7 +167,7 @@ def test_after_a_reset_the_batch_starts_afresh(engine, prompts):
     batch.join("gone", prompts[1], GREEDY)
     batch.step(2)
     batch.decoder.reset()
-    assert len(batch.decoder) == 0 and batch.decoder.cache is None and batch.decoder.step() == []
+    assert len(batch.decoder) == 0 and batch.decoder.rows == [] and batch.decoder.step() == []
     batch.join("new", prompts[0], GREEDY)
     batch.drain()
     assert batch.tokens["new"] == alone(engine, prompts[0], GREEDY)
@@ -201,40 +200,43 @@ def test_seeded_rows_of_a_batch_draw_as_they_would_alone(peaked_engine):
 
 
 def test_a_step_writes_into_the_cache_in_place(engine, prompts):
-    """Steps with room left write their position into the batch's buffers: no copy of the cache."""
+    """Steps with room left write each row's next column into the slots' buffers: no copy of the cache."""
     decoder = BatchedDecoder(engine)
     for tag in range(3):
         decoder.join(prompts[tag], GREEDY, tag)
     decoder.step()  # the prefill
     layer = decoder.cache.layers[0]
-    buffer, capacity, length = layer.key_buffer.data_ptr(), decoder.capacity, decoder.length
-    assert capacity >= length + BatchedDecoder.MIN_SPARE
+    buffer = layer.key_buffer.data_ptr()
+    lengths = [row.length for row in decoder.rows]
     for step in range(1, 6):
         decoder.step()
         assert decoder.cache.layers[0] is layer and layer.key_buffer.data_ptr() == buffer
-        assert decoder.length == length + step and layer.keys.shape[2] == decoder.length
-        assert decoder.mask.shape == (3, decoder.length)
+        assert [row.length for row in decoder.rows] == [length + step for length in lengths]
 
 
-def test_the_cache_grows_beyond_its_first_capacity(engine, prompts):
-    """Little spare room: the buffers double several times while rows join and leave, and every
-    row still decodes as it does alone."""
+def test_the_cache_grows_beyond_its_first_capacity(engine, prompts, monkeypatch):
+    """Little room at first: the slots double in rows and columns while rows join and leave,
+    and every row still decodes as it does alone."""
+    monkeypatch.setattr(BatchedDecoder, "FIRST_COLUMNS", 8)
     short = SamplingParams(temperature=0.0, max_new_tokens=5)
-    batch = Collector(BatchedDecoder(engine, min_spare=1))
-    batch.join("long", prompts[0], SamplingParams(temperature=0.0, max_new_tokens=40))
+    long = SamplingParams(temperature=0.0, max_new_tokens=40)
+    batch = Collector(BatchedDecoder(engine))
+    batch.join("long", prompts[0], long)
+    batch.step()
+    first = (batch.decoder.cache.slots, batch.decoder.cache.columns)
     batch.join("short", prompts[1], short)
-    grown_in_a_step = 0
-    for _ in range(39):
-        before = batch.decoder.capacity
+    for step in range(39):
         batch.step()
-        grown_in_a_step += batch.decoder.capacity > before
-        if batch.decoder.length == 40:
+        if step == 20:
             batch.join("late", prompts[2], GREEDY)
+            batch.join("later", prompts[3], GREEDY)
     batch.drain()
-    assert grown_in_a_step >= 1 and "late" in batch.tokens
-    assert batch.tokens["long"] == alone(engine, prompts[0], SamplingParams(temperature=0.0, max_new_tokens=40))
+    grown = (batch.decoder.cache.slots, batch.decoder.cache.columns)
+    assert grown[0] > first[0] and grown[1] > first[1]
+    assert batch.tokens["long"] == alone(engine, prompts[0], long)
     assert batch.tokens["short"] == alone(engine, prompts[1], short)
     assert batch.tokens["late"] == alone(engine, prompts[2], GREEDY)
+    assert batch.tokens["later"] == alone(engine, prompts[3], GREEDY)
     assert {finish.reason for finish in batch.finishes.values()} == {FINISH_LENGTH}
 
 
@@ -320,3 +322,63 @@ def test_a_failed_prefill_fails_its_newcomers_only(engine, prompts, monkeypatch)
             batch._file(row, [chunk])
     batch.drain()
     assert batch.tokens["running"] == alone(engine, prompts[1], GREEDY)
+
+
+def test_a_padded_step_computes_what_the_exact_one_does(engine, prompts):
+    """What a captured step replays (inference.decode_step.GraphStep), run eagerly: 3 rows padded
+    to a bucket of 8, over a span of 256 columns, give the real rows the logits of the exact
+    step, and the padding rows write only the cache's padding column."""
+    from inference.decode_step import decode_forward, padded
+
+    decoder = BatchedDecoder(engine)
+    for tag in range(3):
+        decoder.join(prompts[tag], GREEDY, tag)
+    decoder.step()  # the prefill
+    cache = decoder.cache
+    cache.reserve(8, 300)
+    tokens = [row.pending_token for row in decoder.rows]
+    columns = [row.length for row in decoder.rows]
+    before = cache.layers[0].key_buffer.clone()
+    with torch.inference_mode():
+        exact = decode_forward(engine.model, cache, torch.tensor(tokens)[:, None], torch.tensor(columns),
+                               max(columns) + 1)
+        inputs = padded(tokens, columns, 8, cache.pad_column)
+        bucketed = decode_forward(engine.model, cache, inputs[0][:, None], inputs[1], 256)
+    torch.testing.assert_close(bucketed[:3], exact, rtol=1e-5, atol=1e-5)
+    changed = (cache.layers[0].key_buffer != before).any(dim=(1, 3)).nonzero().tolist()
+    real = {(row, column) for row, column in enumerate(columns)}
+    padding = {(row, cache.pad_column) for row in range(3, 8)}
+    assert set(map(tuple, changed)) <= real | padding and padding <= set(map(tuple, changed))
+
+
+def test_a_long_prompt_is_prefilled_in_chunks_beside_the_running_rows(engine, prompts, monkeypatch):
+    """A prompt longer than PREFILL_CHUNK takes a chunk a step while the running row still gets a
+    token every step; then it decodes exactly as it does alone, and so does the running row."""
+    monkeypatch.setattr(BatchedDecoder, "PREFILL_CHUNK", 8)
+    long_prompt = prompts[1]  # the longest topic
+    chunks_needed = -(-len(long_prompt) // 8)
+    assert chunks_needed >= 3
+    batch = Collector(BatchedDecoder(engine))
+    running = SamplingParams(temperature=0.0, max_new_tokens=40)
+    batch.join("running", prompts[0][:8], running)  # short enough for one pass
+    batch.step()
+    batch.join("long", long_prompt, GREEDY)
+    for step in range(1, chunks_needed):
+        batch.step()
+        assert len(batch.tokens["running"]) == 1 + step and "long" not in batch.tokens  # still chunking
+    batch.step()  # the last chunk: its first token
+    assert len(batch.tokens["long"]) == 1
+    batch.drain()
+    assert batch.tokens["long"] == alone(engine, long_prompt, GREEDY)
+    assert batch.tokens["running"] == alone(engine, prompts[0][:8], running)
+
+
+def test_a_prompt_cancelled_while_chunking_never_joins(engine, prompts, monkeypatch):
+    monkeypatch.setattr(BatchedDecoder, "PREFILL_CHUNK", 8)
+    batch = Collector(BatchedDecoder(engine))
+    row = batch.join("long", prompts[1], GREEDY)
+    batch.step()  # its first chunk
+    assert len(batch.decoder) == 1 and not batch.decoder.rows
+    (cancelled, finish), = batch.decoder.cancel([row])
+    assert cancelled is row and finish.reason == FINISH_CANCELLED and len(batch.decoder) == 0
+    assert batch.decoder.step() == []

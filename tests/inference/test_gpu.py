@@ -58,3 +58,80 @@ def test_awq_runs_on_the_gpu_kernel():
     q_proj = loaded.model.model.layers[0].self_attn.q_proj
     assert not isinstance(q_proj, torch.nn.Linear) and q_proj.qweight.is_cuda
     assert len(greedy_tokens(Engine.from_loaded(loaded))) > 0
+
+
+# The captured decode steps (inference.decode_step.GraphStep) on a small random-weight Llama, fp32:
+# the same kernels run eagerly and replayed, so each row's greedy tokens are its tokens alone.
+
+def _random_engine(tokenizer, context: int = 1024) -> Engine:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
+                         num_key_value_heads=2, vocab_size=len(tokenizer), max_position_embeddings=context)
+    with torch.device("cuda"):
+        model = LlamaForCausalLM(config).eval()
+    return Engine(tokenizer, model, context_length=context)
+
+
+def _drain(decoder, prompts, params) -> dict[int, list[int]]:
+    tokens: dict[int, list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        decoder.join(prompt, params, tag=i)
+    while len(decoder):
+        for row, chunk in decoder.step():
+            if isinstance(chunk, TokenChunk):
+                tokens.setdefault(row.tag, []).append(chunk.token_id)
+    return tokens
+
+
+def test_captured_steps_decode_each_row_as_it_would_alone(tokenizer):
+    from inference.batched_decoder import BatchedDecoder
+
+    engine = _random_engine(tokenizer)
+    topics = ["Hi", "Tell me about the sea and its storms.", "What is 2+2?", "Name a colour.", "Why is the sky blue?"]
+    prompts = [engine.encode([{"role": "user", "content": t}]) for t in topics]
+    params = SamplingParams(temperature=0.0, max_new_tokens=24)
+    decoder = BatchedDecoder(engine, max_rows=8)
+    assert decoder.step_kind.startswith("CUDA graphs")
+    for count in (1, 3, 5):  # buckets 1, 4 and 8: padding rows in the last two
+        tokens = _drain(decoder, prompts[:count], params)
+        for i in range(count):
+            alone = [c.token_id for c in engine.stream(prompts[i], params) if isinstance(c, TokenChunk)]
+            assert tokens[i] == alone, f"row {i} of {count}"
+
+
+def test_every_bucket_is_captured_at_the_start(tokenizer):
+    from inference.batched_decoder import BatchedDecoder
+    from inference.decode_step import GraphStep, span_buckets
+
+    decoder = BatchedDecoder(_random_engine(tokenizer), max_rows=12)
+    step = decoder._step
+    assert isinstance(step, GraphStep) and step.batches == (1, 2, 4, 8, 16)
+    assert set(step.graphs) == {(rows, span) for rows in step.batches for span in span_buckets(1024)}
+    assert decoder.cache.slots == 16 and decoder.cache.columns == 1024
+
+
+def test_graphs_turned_off_decode_eagerly(tokenizer):
+    from inference.batched_decoder import BatchedDecoder
+    from inference.decode_step import EagerStep
+
+    decoder = BatchedDecoder(_random_engine(tokenizer), graphs=False)
+    assert isinstance(decoder._step, EagerStep) and "turned off" in decoder.step_kind
+
+
+def test_a_step_that_cannot_be_captured_runs_eagerly(tokenizer, monkeypatch):
+    from inference import decode_step
+    from inference.batched_decoder import BatchedDecoder
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(decode_step.GraphStep, "_capture_all", refuse)
+    engine = _random_engine(tokenizer)
+    decoder = BatchedDecoder(engine)
+    assert decoder.step_kind == "eager (capture failed: operation not permitted when stream is capturing)"
+    params = SamplingParams(temperature=0.0, max_new_tokens=8)
+    prompt = engine.encode(PROMPT)
+    alone = [c.token_id for c in engine.stream(prompt, params) if isinstance(c, TokenChunk)]
+    assert _drain(decoder, [prompt], params)[0] == alone

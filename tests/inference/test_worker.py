@@ -38,6 +38,7 @@ def test_ready_worker_describes_itself(served, tiny_model_dir):
     assert int(status["context_length"]) == 4096
     assert int(status["weight_bytes"]) > 0 and float(status["load_s"]) > 0
     assert float(status["started_at"]) <= float(status["ready_at"])
+    assert status["decode"] == "eager (no CUDA graphs on cpu)"  # how it decodes, for the status page
 
 
 def test_heartbeat_is_refreshed(served):

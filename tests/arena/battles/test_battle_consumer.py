@@ -8,7 +8,6 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from arena import streams
@@ -17,6 +16,7 @@ from arena.battles.actions import start_battle
 from arena.battles.models import Battle
 from arena.routing import websocket_urlpatterns
 from inference import protocol as p
+from tests.arena.socket_client import WebsocketCommunicator
 from tests.figures import shows_figure, shows_word
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

@@ -6,7 +6,6 @@ stacked on a phone: which one on top, "Model A" while blind). Real Redis streams
 import pytest
 from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 
 from arena import streams
 from arena.battles import voting
@@ -14,6 +13,7 @@ from arena.battles.actions import start_battle
 from arena.battles.models import Battle
 from arena.routing import websocket_urlpatterns
 from inference import protocol as p
+from tests.arena.socket_client import WebsocketCommunicator
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

@@ -47,8 +47,9 @@ def test_the_endpoint_check_says_one_of_two_sentences_and_nothing_of_what_answer
     problem = checks.endpoint_problem(url, "team/model-a", key)
     expected = checks.NOT_OPENAI if reachable else checks.NOT_REACHABLE
     assert problem == expected.format(url=f"{url}/models")
-    assert not [word for word in ANSWERED if word in problem]
-    assert not [word for word in JSON_SERVICE if word in problem]
+    said = problem.replace(f"{url}/models", "")  # the URL's random port may hold "401" or "500" by chance
+    assert not [word for word in ANSWERED if word in said]
+    assert not [word for word in JSON_SERVICE if word in said]
 
 
 def test_a_slow_endpoint_is_not_reachable(endpoint, monkeypatch):

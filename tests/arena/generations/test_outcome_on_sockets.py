@@ -7,13 +7,13 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 
 from arena import streams
 from arena.battles.actions import start_battle
 from arena.generations.models import Generation
 from arena.routing import websocket_urlpatterns
 from inference import protocol as p
+from tests.arena.socket_client import WebsocketCommunicator
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

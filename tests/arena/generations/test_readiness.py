@@ -13,7 +13,6 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 
 from arena import streams
 from arena.accounts.models import ApiToken
@@ -26,6 +25,7 @@ from arena.routing import websocket_urlpatterns
 from inference import protocol as p
 from tests.arena.api_client import api
 from tests.arena.factories import finish_battle
+from tests.arena.socket_client import WebsocketCommunicator
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PAIR = ("smollm2-135m-llamacpp", "gemma-3-270m-llamacpp")

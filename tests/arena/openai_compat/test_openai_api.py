@@ -11,7 +11,6 @@ import pytest
 from asgiref.sync import sync_to_async
 from asgiref.testing import ApplicationCommunicator
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.core.asgi import get_asgi_application
 from openai._streaming import SSEDecoder
 
@@ -24,6 +23,7 @@ from arena.openai_compat.translate import check_arguments, parse_request, sampli
 from arena.routing import websocket_urlpatterns
 from inference import protocol as p
 from tests.arena.api_client import api
+from tests.arena.socket_client import WebsocketCommunicator
 
 CHAT = "/v1/chat/completions"
 HELLO = [{"role": "user", "content": "Hello"}]

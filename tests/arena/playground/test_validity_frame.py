@@ -2,12 +2,12 @@
 
 import pytest
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 
 from arena import streams
 from arena.generations.models import Generation
 from arena.routing import websocket_urlpatterns
 from inference import protocol as p
+from tests.arena.socket_client import WebsocketCommunicator
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

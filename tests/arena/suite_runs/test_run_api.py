@@ -60,8 +60,8 @@ def disabled(catalogue):
 
 @pytest.mark.parametrize(("change", "field", "message"), [
     ({"suite": None}, "suite", "suite is required"),
-    ({"contestants": ["smollm2-135m"]}, "contestants", "Pick 2 to 16 contestants, not 1."),
-    ({"contestants": ["smollm2-135m"] * 17}, "contestants", "contestants must be a list of 2 to 16 catalogue slugs"),
+    ({"contestants": []}, "contestants", "Pick 1 to 16 contestants, not 0."),
+    ({"contestants": ["smollm2-135m"] * 17}, "contestants", "contestants must be a list of 1 to 16 catalogue slugs"),
     ({"contestants": "smollm2-135m"}, "contestants", "contestants must be a list"),
     ({"contestants": ["smollm2-135m", "nope"]}, "contestants", "no enabled catalogue model has the slug 'nope'"),
     ({"contestants": ["smollm2-135m", "smollm2-disabled"]}, "contestants", "no enabled catalogue model"),

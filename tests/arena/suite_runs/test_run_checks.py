@@ -9,13 +9,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import time
 
 import pytest
 
 from arena.generations.models import Generation
 from arena.suite_runs import runner
-from arena.suite_runs.actions import recheck, start_run
+from arena.suite_runs.actions import start_recheck, start_run
 from arena.suite_runs.models import SuiteAnswer, SuiteRun
 from arena.suites import checks, parsing
 from arena.suites.actions import create_suite
@@ -113,7 +114,7 @@ def test_recheck_applies_the_suites_current_checks_without_generating(owner, thr
     generations = Generation.objects.count()
     Suite.objects.filter(id=run.suite_id).update(default_checks=[{"type": "starts_with", "value": "Lyon"}])
     run.suite.refresh_from_db()
-    assert recheck(run) == 2
+    assert start_recheck(run, budget_s=math.inf).checked == 2
     assert Generation.objects.count() == generations  # nothing generated
     for answer in answers(run).values():
         assert answer.passed is False
@@ -184,3 +185,22 @@ def test_the_exports_carry_each_answers_checks(mine, owner, three):
     assert document["answers"][4]["checks"][1] == {"name": "ttft", "type": "ttft", "passed": True, "score": 1.0,
                                                    "weight": 1.0, "expected": "at most 1 s to the first token",
                                                    "got": "0.75 s", "error": ""}
+
+
+def test_a_run_of_one_contestant_checks_its_answers_and_ends(owner, three):
+    """A CI gate of one model (manage.py arena_eval --models A): its answers checked, no pairs."""
+    run = start_run(owner, suite=checked_suite(owner), contestants=three[:1])
+    runner.step(run)
+    answer_by_model(run, {three[0].slug: "Paris."})
+    run_to_end(run)
+    run.refresh_from_db()
+    assert run.state == SuiteRun.State.DONE
+    (answer,) = answers(run).values()
+    assert answer.passed is True and answer.score == 1.0
+
+
+def test_a_run_of_one_contestant_takes_no_judge(owner, three):
+    from arena.suite_runs.actions import RunError
+
+    with pytest.raises(RunError, match="A judge compares two answers"):
+        start_run(owner, suite=checked_suite(owner), contestants=three[:1], judge_model=three[1])

@@ -169,13 +169,15 @@ def test_what_a_page_shows_is_written_short_and_read_back():
     from arena.suite_runs.report import MAX_CELLS, Cell, _marks, seen
 
     class Answer:
-        def __init__(self, status, attempts=1, passed=None):
+        def __init__(self, status, attempts=1, passed=None, checks=()):
             self.generation, self.attempts = type("G", (), {"status": status})(), attempts
-            self.passed = passed  # its checks' verdict: None until checked
+            self.passed = passed  # its checks' verdict: None until checked (or while a rubric grade is pending)
+            self.checks = list(checks)
 
     cells = [Cell("a", Answer("done"))] * 300 + [Cell("b", Answer("running", 2)), Cell("c", None)] + [
-        Cell("d", None)] * 700 + [Cell("e", Answer("done", passed=True)), Cell("f", Answer("done", passed=False))]
+        Cell("d", None)] * 700 + [Cell("e", Answer("done", passed=True)), Cell("f", Answer("done", passed=False)),
+                                  Cell("g", Answer("done", checks=[{"pending": True}]))]
     shown = seen(cells, [1, 2])
-    assert shown == "d1*300.r2.-*701.d1p.d1f~2"
+    assert shown == "d1*300.r2.-*701.d1p.d1f.d1w~2"
     assert _marks(shown.partition("~")[0]) == [cell.mark for cell in cells]
     assert _marks(f"d1*{MAX_CELLS + 1}") == [] and _marks("d1*x") == [] and _marks("") == []

@@ -58,7 +58,7 @@ def test_a_new_run_starts_and_opens_its_page(mine, owner, three):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"contestant_2": "", "contestant_3": ""}, "Pick 2 to 16 contestants, not 1."),
+    ({"contestant_1": "", "contestant_2": "", "contestant_3": ""}, "Pick 1 to 16 contestants, not 0."),
     ({"format": "swiss"}, "A Swiss run needs 8 or more contestants, not 3"),
     ({"format": "adaptive", "judge": ""}, "The adaptive format chooses its pairs from a model judge&#x27;s verdicts"),
     ({"format": "adaptive", "budget": "1"}, "Ensure this value is greater than or equal to 2."),

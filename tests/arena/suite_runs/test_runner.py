@@ -150,7 +150,7 @@ def test_the_kicker_restarts_a_run_that_stopped_stepping(owner, three, django_ca
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"contestants": 1}, "Pick 2 to 16 contestants"),
+    ({"contestants": 0}, "Pick 1 to 16 contestants"),
     ({"format": "elimination"}, "round_robin, knockout, adaptive or swiss"),
     ({"format": "swiss"}, "A Swiss run needs 8 or more contestants, not 2"),
     ({"format": "adaptive", "budget": 1}, "The budget is 2 to"),

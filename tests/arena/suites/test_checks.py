@@ -114,8 +114,7 @@ def test_a_pathological_regex_fails_within_its_time_limit_instead_of_hanging():
     ({"value": "x"}, "unknown type None"),
     ({"type": {"a": 1}}, "unknown type {'a': 1}"),  # found by the API's fuzzer: not a string, not hashable
     ({"type": "llm"}, "unknown type 'llm' (known: equals, contains,"),
-    ({"type": "rubric", "value": "Polite?"}, ("the rubric check (a judge model reading the answer against a rubric) "
-                                             "is not available yet")),
+    ({"type": "rubric"}, "rubric: 'value' (the rubric the judge grades the answer against) must be a non-empty"),
     ({"type": "contains"}, "contains: 'value' must be a non-empty string or a list of them"),
     ({"type": "contains", "value": []}, "contains: 'value' must be a non-empty string or a list of them"),
     ({"type": "contains", "value": "x", "mode": "some"}, "contains: 'mode' is 'all' or 'any', not 'some'"),

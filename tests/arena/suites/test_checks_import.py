@@ -77,11 +77,12 @@ def test_the_api_takes_default_and_prompt_checks_and_refuses_bad_ones(client, to
     assert bad_prompt.status_code == 400
     assert bad_prompt.json()["error"]["fields"]["prompts"].startswith(
         "prompts[1]: checks: check 0: json_schema: not a valid JSON schema (at type): 3 is not valid")
-    bad_default = api(client, "post", "/api/v1/suites", token, {**body, "default_checks": [{"type": "rubric"}]})
+    bad_default = api(client, "post", "/api/v1/suites", token,
+                      {**body, "default_checks": [{"type": "rubric", "value": "Polite.", "judge": "no-such-judge"}]})
     assert bad_default.status_code == 400
     assert bad_default.json()["error"]["fields"]["default_checks"] == (
-        "default_checks: check 0: the rubric check (a judge model reading the answer against a rubric) is not "
-        "available yet")
+        "default_checks: check 0: rubric: the judge 'no-such-judge' is not a catalogue entry (name a judge by its "
+        "catalogue slug)")
     assert Suite.objects.count() == 1  # nothing more saved
 
 

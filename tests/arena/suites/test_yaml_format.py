@@ -230,3 +230,13 @@ def test_a_file_with_vars_writes_back_to_the_same_expanded_prompts(rows):
     expanded = load(source)
     assert [p.prompt for p in expanded.prompts] == [f"A {row['a']} and {row['b']}." for row in rows]
     assert load(yaml_format.dump(expanded)) == expanded
+
+
+def test_the_same_check_twice_is_written_twice_not_as_an_alias():
+    """Found by the round-trip property: PyYAML wrote a repeated object as an alias, which the import refuses."""
+    check = {"type": "contains", "value": "x"}
+    original = SuiteFile([PromptSpec("p", checks=[check, check])], name="Twice", default_checks=[check, check])
+    written = export.write(original, "yaml")
+    assert "*" not in written and "&" not in written
+    back = _reads_back("yaml", written)
+    assert back.prompts == original.prompts and back.default_checks == [check, check]

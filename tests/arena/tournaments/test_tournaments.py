@@ -12,7 +12,6 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import async_to_sync
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
@@ -36,6 +35,7 @@ from arena.tournaments.openapi import OPENAPI_PATHS
 from arena.tournaments.tasks import prewarm_next
 from tests.arena.api_client import api
 from tests.arena.factories import finish_battle, identifiers, play_through
+from tests.arena.socket_client import WebsocketCommunicator
 from tests.figures import shows_figure
 
 pytestmark = pytest.mark.django_db

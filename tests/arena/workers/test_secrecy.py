@@ -11,7 +11,6 @@ import time
 
 import pytest
 from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 
 from arena import streams
@@ -24,6 +23,7 @@ from arena.workers.models import DatabaseRecorder, WorkerProcess
 from tests.arena.api.conformance import assert_conforms
 from tests.arena.api_client import api
 from tests.arena.factories import play_through
+from tests.arena.socket_client import WebsocketCommunicator
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RatersConfig(AppConfig):
+    name = "arena.raters"
+    default_auto_field = "django.db.models.BigAutoField"
