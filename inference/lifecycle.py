@@ -52,6 +52,7 @@ class JobRun:
         self.scheduled_at: float | None = None  # when it left the queue to start
         self.cancel_asked = False  # its cancel key was seen: a cut-short end is CANCELLED, not a failure
         self.parts: list[str] = []  # the text streamed so far
+        self.chars = 0  # its length
         self.token_times: list[float] = []
         # Other jobs decoding beside it on this worker, noted at each decode step (`note_sharing`).
         self.shared_max = 0
@@ -90,16 +91,18 @@ class JobRun:
         events = self._events(pipe)
         if isinstance(chunk, TokenChunk):
             self.token_times.append(time.time())
+            events.token(chunk.text_delta, len(self.parts) + 1, self.chars)
             self.parts.append(chunk.text_delta)
-            events.token(chunk.text_delta, len(self.parts))
+            self.chars += len(chunk.text_delta)
             return False
         if isinstance(chunk, Failure):  # this request failed alone (an endpoint's error)
             events.failed(chunk.reason, chunk.code)
             self._end(events)
             return True
         if chunk.text_delta:  # held-back text at the very end: no new token, same n
+            events.token(chunk.text_delta, chunk.generated_tokens, self.chars)
             self.parts.append(chunk.text_delta)
-            events.token(chunk.text_delta, chunk.generated_tokens)
+            self.chars += len(chunk.text_delta)
         text = "".join(self.parts)
         metrics = request_metrics(self.job, self.scheduled_at, chunk, self.token_times, self)
         log_finish(self.job.generation_id, chunk, metrics)

@@ -33,7 +33,9 @@ HEARTBEAT_TTL_S = 5
 QUEUED = "queued"  # accepted; waiting for a free slot: {"position", "waiting", "elapsed_s"}
 LOADING = "loading"  # a worker for the model is starting: {"elapsed_s", "model", "progress"}
 STARTED = "started"  # a worker took the job: {"prompt_tokens", "queue_s"}
-TOKEN = "token"  # {"text": the new text, "n": generated tokens so far}
+# TOKEN: {"text": the new text, "n": generated tokens so far, "at": characters of the answer before
+# it}; `at` lets a follower see a token it never got (a Redis restarted empty loses what it held).
+TOKEN = "token"
 # finish_reason: "stop" (the model ended its answer), "length" (cut at max_new_tokens, or a full
 # context), "stop_sequence" (cut before a stop sequence; workers before it said "stop").
 DONE = "done"  # {"text", "finish_reason": "stop"|"length"|"stop_sequence", "metrics"}
@@ -359,6 +361,19 @@ def plain_text(messages: list[dict[str, str]]) -> str:
 def event(kind: str, **fields: Any) -> dict[FieldT, EncodableT]:
     """One stream entry, for XADD: Redis streams hold flat string maps, so the body is JSON."""
     return {"type": kind, "t": repr(time.time()), "data": json.dumps(fields)}
+
+
+def token_text_after(have: int, ev: Mapping[str, Any]) -> str | None:
+    """The part of a TOKEN event's text past the `have` characters of the answer a follower already
+    holds: "" for a copy it has, None when text before it never reached the follower (a gap).
+    An event without `at` (a worker before it) is taken as following on."""
+    text = ev.get("text") or ""
+    at = ev.get("at")
+    if at is None:
+        return text
+    if int(at) > have:
+        return None
+    return text[have - int(at):]
 
 
 def parse_event(entry: Mapping[Any, Any]) -> dict[str, Any]:

@@ -47,8 +47,9 @@ class GenerationEvents:
         # Expire from the start too, so a worker killed mid-stream leaves no immortal stream.
         self.expire()
 
-    def token(self, text: str, n: int) -> None:
-        self._add(protocol.TOKEN, text=text, n=n)
+    def token(self, text: str, n: int, at: int) -> None:
+        """`at`: the characters of the answer before `text` (protocol.TOKEN)."""
+        self._add(protocol.TOKEN, text=text, n=n, at=at)
 
     def done(self, text: str, finish_reason: str, metrics: dict[str, Any]) -> None:
         self._add(protocol.DONE, text=text, finish_reason=finish_reason, metrics=metrics)

@@ -72,6 +72,8 @@ class StreamTranslator:
         self.role_sent = False
         self.finished = False  # a terminal event was translated: nothing more to send
         self.text: list[str] = []
+        self.sent = 0  # characters of the answer sent
+        self.gap = False  # a token before the last one sent never came: hold the rest for the end
 
     def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         body = {
@@ -101,10 +103,7 @@ class StreamTranslator:
         if kind == p.STARTED:
             return self._role()
         if kind == p.TOKEN:
-            if not ev.get("text"):
-                return []  # a token whose text is held back (a possible stop sequence)
-            self.text.append(ev["text"])
-            return [*self._role(), sse(self.chunk({"content": ev["text"]}))]
+            return self.token(ev)
         if kind == p.DONE:
             metrics = ev.get("metrics") or {}
             return self.rest(ev.get("text") or "") + self.done(finish_reason_of(ev.get("finish_reason")),
@@ -116,14 +115,33 @@ class StreamTranslator:
             return self.error(generation_cancelled())
         return []  # queued, or a kind a newer worker writes: nothing to say
 
+    def token(self, ev: dict[str, Any]) -> list[str]:
+        """A token's text, each character once and in order. After a gap (a token that never came:
+        a Redis restarted empty loses what it held) nothing more is sent until the end, whose final
+        text fills it: a delta cannot be taken back, so a hole in the answer would stay a hole."""
+        if self.gap:
+            return []
+        new = p.token_text_after(self.sent, ev)
+        if new is None:
+            self.gap = True
+            return []
+        if not new:
+            return []  # a token whose text is held back (a possible stop sequence), or a copy
+        return self._content(new)
+
+    def _content(self, text: str) -> list[str]:
+        self.sent += len(text)
+        self.text.append(text)
+        return [*self._role(), sse(self.chunk({"content": text}))]
+
     def rest(self, final_text: str) -> list[str]:
         """What the final text holds past the tokens sent (none from a worker, whose tokens add
-        up to its DONE text; all of it when the outcome came from the database instead)."""
+        up to its DONE text, unless some never came; all of it when the outcome came from the
+        database instead)."""
         sent = "".join(self.text)
         if len(final_text) <= len(sent) or not final_text.startswith(sent):
             return []
-        self.text.append(final_text[len(sent):])
-        return [*self._role(), sse(self.chunk({"content": self.text[-1]}))]
+        return self._content(final_text[len(sent):])
 
     def done(self, finish_reason: str, prompt_tokens: int | None, completion_tokens: int | None) -> list[str]:
         out = [*self._role(), sse(self.chunk({}, finish_reason))]

@@ -137,6 +137,7 @@ def test_a_job_streams_then_ends_done(serve, tokenizer, tiny_model):
     started, tokens, done = events[0], events[1:-1], events[-1]
     assert started["prompt_tokens"] == len(prompt) and started["queue_s"] >= 0.25
     assert [(t["text"], t["n"]) for t in tokens] == [(text, n) for n, text in enumerate(expected, 1)]
+    assert [t["at"] for t in tokens] == [len("".join(expected[:i])) for i in range(len(expected))]
     assert done["text"] == "".join(expected) and done["finish_reason"] == "length"
     metrics = done["metrics"]
     assert metrics["time_in_queue"] == pytest.approx(started["queue_s"])
@@ -178,7 +179,9 @@ def test_stop_sequence_cuts_the_text(serve, tokenizer, tiny_model):
     done = events[-1]
     assert done["type"] == protocol.DONE and done["finish_reason"] == "stop_sequence"
     assert done["text"] == full_text[: full_text.index(stop)]
-    assert "".join(e["text"] for e in events if e["type"] == protocol.TOKEN) == done["text"]
+    tokens = [e for e in events if e["type"] == protocol.TOKEN]
+    assert "".join(e["text"] for e in tokens) == done["text"]
+    assert all(done["text"][t["at"]:].startswith(t["text"]) for t in tokens)  # the held-back text's too
     assert done["metrics"]["generated_tokens"] < 16
 
 

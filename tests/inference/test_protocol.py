@@ -194,3 +194,12 @@ def test_time_to_first_token_counts_from_when_the_worker_began():
     assert protocol.time_to_first_token({"arrival_time": 10.0, "first_token_time": 10.5}) == 0.5
     assert protocol.time_to_first_token({"arrival_time": 10.0, "first_scheduled_time": 11.0}) is None
     assert protocol.time_to_first_token({}) is None
+
+
+def test_a_tokens_text_past_what_a_follower_has():
+    ev = {"type": protocol.TOKEN, "text": " optimized", "n": 12, "at": 20}
+    assert protocol.token_text_after(20, ev) == " optimized"
+    assert protocol.token_text_after(25, ev) == "mized"  # partly had
+    assert protocol.token_text_after(30, ev) == ""  # a copy of one it has
+    assert protocol.token_text_after(19, ev) is None  # a character before it never came
+    assert protocol.token_text_after(99, {"type": protocol.TOKEN, "text": "x", "n": 1}) == "x"  # no `at`: follows on
