@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -363,17 +363,42 @@ def event(kind: str, **fields: Any) -> dict[FieldT, EncodableT]:
     return {"type": kind, "t": repr(time.time()), "data": json.dumps(fields)}
 
 
-def token_text_after(have: int, ev: Mapping[str, Any]) -> str | None:
-    """The part of a TOKEN event's text past the `have` characters of the answer a follower already
-    holds: "" for a copy it has, None when text before it never reached the follower (a gap).
-    An event without `at` (a worker before it) is taken as following on."""
-    text = ev.get("text") or ""
-    at = ev.get("at")
-    if at is None:
-        return text
-    if int(at) > have:
-        return None
-    return text[have - int(at):]
+class StreamedText:
+    """An answer's text from its TOKEN events in stream order, each character once: a copy (one
+    written again after a Redis restart) adds nothing, and `gap` is set once a token came whose
+    text follows text that never came (a Redis restarted empty loses what it held). After a gap
+    the text keeps what came (the best a partial answer can be). An event without `at` (a worker
+    before it) follows on."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+        self.end = 0  # characters of the answer up to the end of the furthest token seen
+        self.gap = False
+
+    def add(self, ev: Mapping[str, Any]) -> str:
+        """The part of `ev`'s text not seen before ("" for a copy), now kept."""
+        text = ev.get("text") or ""
+        start = self.end if ev.get("at") is None else int(ev["at"])
+        if start > self.end:
+            self.gap = True
+        new = text[max(0, self.end - start):]
+        self.end = max(self.end, start + len(text))
+        if new:
+            self.parts.append(new)
+        return new
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def streamed_text(events: Iterable[Mapping[str, Any]]) -> str:
+    """The text of a stream's TOKEN events (StreamedText)."""
+    streamed = StreamedText()
+    for ev in events:
+        if ev.get("type") == TOKEN:
+            streamed.add(ev)
+    return streamed.text
 
 
 def parse_event(entry: Mapping[Any, Any]) -> dict[str, Any]:

@@ -121,7 +121,7 @@ class BattleConsumer(StreamSocket):
             return "0"
         events = [self._track(view, p.parse_event(fields)) for _id, fields in entries]
         await self._note_waits(stream, events)
-        text = "".join(ev.get("text", "") for ev in events if ev["type"] == p.TOKEN)
+        text = p.streamed_text(events)
         parts = [fragments.output_replace(view.name, text)]
         parts += [self._event_html(stream, view, ev) for ev in events
                   if ev["type"] in (p.QUEUED, p.LOADING, p.STARTED) or ev["type"] in p.TERMINAL_EVENTS]

@@ -165,7 +165,7 @@ class Follower:
         self.keys = streams.keys()
         self.stream = self.keys.stream(str(gen.id))
         self.last_id = "0"
-        self.text: list[str] = []
+        self.streamed = p.StreamedText()  # the partial answer kept if its worker dies
         self.worker_id = ""
         self.started = False
         self.done = False
@@ -198,7 +198,7 @@ class Follower:
             self.started = True
             lifecycle.answering(self.gen)
         elif kind == p.TOKEN:
-            self.text.append(ev.get("text", ""))
+            self.streamed.add(ev)
         elif kind in p.TERMINAL_EVENTS:
             self.store_outcome(ev)
             self.done = True
@@ -275,7 +275,7 @@ class Follower:
     # --- outcomes (written by lifecycle.py) -------------------------------------------
     def store_outcome(self, ev: dict) -> None:
         extra = {"pair_wait_s": round(self.pair_wait_s, 3)} if self.pair_wait_s else None
-        lifecycle.store_event(self.gen, ev, "".join(self.text), self.redis, extra_metrics=extra)
+        lifecycle.store_event(self.gen, ev, self.streamed.text, self.redis, extra_metrics=extra)
 
     def unavailable(self, reason: str) -> None:
         """No worker could be had: cancelled by the user, or failed with the orchestrator's reason."""
@@ -284,12 +284,12 @@ class Follower:
         if reason == "cancelled":
             lifecycle.cancel(self.gen, self.redis)
         else:
-            lifecycle.fail(self.gen, p.LOAD_FAILED, reason, self.redis, text="".join(self.text))
+            lifecycle.fail(self.gen, p.LOAD_FAILED, reason, self.redis, text=self.streamed.text)
         self.done = True
 
     def fail(self, code: str, reason: str) -> None:
         self.done = True
-        lifecycle.fail(self.gen, code, reason, self.redis, text="".join(self.text))
+        lifecycle.fail(self.gen, code, reason, self.redis, text=self.streamed.text)
 
 
 def read_many(followers: list[Follower], block_ms: int) -> dict[Follower, list[dict]]:

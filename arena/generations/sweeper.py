@@ -151,7 +151,7 @@ class Sweeper:
             return
         events = [p.parse_event(fields) for _id, fields in self.redis.xrange(self.keys.stream(gen_id)) or ()
                   if fields is not None]
-        streamed = "".join(ev.get("text", "") for ev in events if ev["type"] == p.TOKEN)
+        streamed = p.streamed_text(events)
         if action == ADOPT:
             log.warning("Generation %s: its follower is gone; storing the outcome its stream holds", gen_id)
             lifecycle.store_event(gen, events[-1], streamed, self.redis)

@@ -72,8 +72,7 @@ class StreamTranslator:
         self.role_sent = False
         self.finished = False  # a terminal event was translated: nothing more to send
         self.text: list[str] = []
-        self.sent = 0  # characters of the answer sent
-        self.gap = False  # a token before the last one sent never came: hold the rest for the end
+        self.tokens = p.StreamedText()  # what the token events brought (the text sent is `text`)
 
     def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
         body = {
@@ -119,18 +118,14 @@ class StreamTranslator:
         """A token's text, each character once and in order. After a gap (a token that never came:
         a Redis restarted empty loses what it held) nothing more is sent until the end, whose final
         text fills it: a delta cannot be taken back, so a hole in the answer would stay a hole."""
-        if self.gap:
+        if self.tokens.gap:
             return []
-        new = p.token_text_after(self.sent, ev)
-        if new is None:
-            self.gap = True
-            return []
-        if not new:
-            return []  # a token whose text is held back (a possible stop sequence), or a copy
+        new = self.tokens.add(ev)
+        if self.tokens.gap or not new:
+            return []  # held for the end; a token whose text is held back (a possible stop sequence); a copy
         return self._content(new)
 
     def _content(self, text: str) -> list[str]:
-        self.sent += len(text)
         self.text.append(text)
         return [*self._role(), sse(self.chunk({"content": text}))]
 

@@ -97,7 +97,7 @@ class GenerationConsumer(StreamSocket):
 
     def _snapshot_html(self, events: list[dict]) -> str:
         tokens = [ev for ev in events if ev["type"] == p.TOKEN]
-        text = "".join(ev.get("text", "") for ev in tokens)
+        text = p.streamed_text(tokens)
         parts = [fragments.output_replace(text, tokens[-1].get("n", 0) if tokens else 0),
                  fragments.controls(self.stoppable)]
         shown = ended = False

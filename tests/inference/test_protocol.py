@@ -196,10 +196,17 @@ def test_time_to_first_token_counts_from_when_the_worker_began():
     assert protocol.time_to_first_token({}) is None
 
 
-def test_a_tokens_text_past_what_a_follower_has():
-    ev = {"type": protocol.TOKEN, "text": " optimized", "n": 12, "at": 20}
-    assert protocol.token_text_after(20, ev) == " optimized"
-    assert protocol.token_text_after(25, ev) == "mized"  # partly had
-    assert protocol.token_text_after(30, ev) == ""  # a copy of one it has
-    assert protocol.token_text_after(19, ev) is None  # a character before it never came
-    assert protocol.token_text_after(99, {"type": protocol.TOKEN, "text": "x", "n": 1}) == "x"  # no `at`: follows on
+def test_streamed_text_keeps_each_character_once_and_marks_a_gap():
+    def token(text, at):
+        return {"type": protocol.TOKEN, "text": text, "n": 1, "at": at}
+
+    streamed = protocol.StreamedText()
+    assert streamed.add(token("a type", 0)) == "a type"
+    assert streamed.add(token("a type", 0)) == ""  # a copy (written again after a Redis restart)
+    assert streamed.add(token("pe of", 4)) == " of"  # partly had
+    assert not streamed.gap
+    assert streamed.add(token(" CPUs", 20)) == " CPUs" and streamed.gap  # characters 10-19 never came
+    assert streamed.add(token(" CPUs", 20)) == ""
+    assert streamed.text == "a type of CPUs"  # what came: the best a partial answer can be
+    assert protocol.streamed_text([{"type": protocol.STARTED}, {"type": protocol.TOKEN, "text": "x", "n": 1},
+                                   {"type": protocol.TOKEN, "text": "y", "n": 2}]) == "xy"  # no `at`: follows on

@@ -209,9 +209,11 @@ def test_a_worker_dying_keeps_the_tokens_it_wrote_after_the_last_read(owner, smo
     follower.worker_id, follower.started = "w-gone-9f3c", True
     stream, keys = follower.stream, streams.keys()
     follower.redis.xadd(stream, p.event(p.STARTED, prompt_tokens=3, queue_s=0.0))
-    follower.last_id = follower.redis.xadd(stream, p.event(p.TOKEN, text="Violet", n=1))  # the last read
-    follower.text = ["Violet"]
-    follower.redis.xadd(stream, p.event(p.TOKEN, text=" and indigo", n=2))  # written before it died
+    violet = p.event(p.TOKEN, text="Violet", n=1, at=0)
+    follower.last_id = follower.redis.xadd(stream, violet)  # the last read
+    follower.handle(p.parse_event(violet))
+    follower.redis.xadd(stream, violet)  # the same event again (a resend after a Redis restart): not kept twice
+    follower.redis.xadd(stream, p.event(p.TOKEN, text=" and indigo", n=2, at=6))  # written before it died
     follower.redis.hset(keys.worker("w-gone-9f3c"), mapping={"state": p.W_FAILED, "error": "Killed by signal 9."})
 
     follower.check()
