@@ -15,6 +15,7 @@ from arena.generations.openapi import GENERATION
 from arena.history import openapi as history
 from arena.leaderboard import openapi as leaderboard
 from arena.playground import openapi as playground
+from arena.raters import openapi as raters
 from arena.suite_runs import openapi as suite_runs
 from arena.suites import openapi as suites
 from arena.tournaments import openapi as tournaments
@@ -23,7 +24,8 @@ from arena.workers import openapi as workers
 SPEC = document(
     {"Model": catalogue.MODEL, "Generation": GENERATION, "Comparison": battles.COMPARISON},
     catalogue.MODELS_PATHS, playground.OPENAPI_PATHS, battles.OPENAPI_PATHS, workers.OPENAPI_PATHS,
-    tournaments.OPENAPI_PATHS, suites.OPENAPI_PATHS, suite_runs.OPENAPI_PATHS, history.OPENAPI_PATHS,
+    tournaments.OPENAPI_PATHS, suites.OPENAPI_PATHS, suite_runs.OPENAPI_PATHS, raters.OPENAPI_PATHS,
+    history.OPENAPI_PATHS,
     catalogue.OPENAPI_PATHS, accounts.OPENAPI_PATHS, leaderboard.OPENAPI_PATHS, categories.OPENAPI_PATHS,
 )
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 from arena.battles.export import battle_record
 from arena.generations.export import Absolute, csv_lines, download, generation_record
 from arena.leaderboard.by_category import battle_category_names
+from arena.suite_runs.models import RaterVerdict
 from arena.teams.membership import whose
 
 FORMATS = ("csv", "json")
@@ -55,13 +56,7 @@ def records(dataset: str, queryset, absolute: Absolute) -> Iterator[dict]:
         categories = battle_category_names([str(b.id) for b in chunk], {str(b.id): b.prompt for b in chunk})
         for battle in chunk:
             yield {**battle_record(battle, absolute), **whose(battle), "category": categories.get(str(battle.id)),
-                   "rater_name": rater_name(battle)}
-
-
-def rater_name(battle) -> str | None:
-    """The rater link's name when one gave this verdict (a suite pair's: RaterVerdict), else None."""
-    verdict = getattr(battle, "rater_verdict", None)  # the reverse one-to-one raises when there is none
-    return verdict.rater_name if verdict is not None else None
+                   "rater_name": RaterVerdict.name_on(battle)}
 
 
 # --- formats -----------------------------------------------------------------------------

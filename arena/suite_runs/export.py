@@ -11,8 +11,9 @@ same fields, each verdict a history battle record plus the prompt's place and bo
 judgements, and whether the judge's two orders agreed (a pair on which they disagree is a tie:
 `tie_reason`); the run holds how often they agreed (`judge_agreement`) and the pass rates per
 contestant, check and tag with their intervals and each contestant's cost (`check_rates`, as in
-the API). Verdicts are the model judge's and the owner's revealed blind ones (an unrevealed one
-would name the contestants before the reveal, as in the history export).
+the API). Verdicts are the model judge's, the owner's revealed blind ones and the rater links'
+revealed ones, each of these with its link's name (`rater_name`); an unrevealed one would name the
+contestants before the reveal, as in the history export.
 
 LLM Comparator compares two models by one rater (the run's judge, or for a run people judge,
 the owner's revealed verdicts: arena.suite_runs.report.rated_verdicts). It reads one JSON object
@@ -41,7 +42,7 @@ from arena.battles.export import battle_record
 from arena.battles.models import Battle
 from arena.generations.export import csv_lines, side_record
 
-from .models import SuiteAnswer, SuiteRun
+from .models import RaterVerdict, SuiteAnswer, SuiteRun
 from .report import answer_cost, check_rates, check_rates_json, judge_agreement, judged_pairs, rated_verdicts
 
 ANSWER_COLUMNS = ["run_id", "prompt_position", "prompt", "reference", "contestant", "attempts", "model",
@@ -81,17 +82,22 @@ def answers(run: SuiteRun) -> Iterator[dict]:
 
 
 def verdicts(run: SuiteRun):
-    """The judge's verdicts and the owner's revealed blind ones, oldest first."""
+    """The judge's verdicts, the owner's revealed blind ones and the rater links' revealed ones
+    (a link's are revealed once it has ended: arena.raters.actions), oldest first."""
     mine = Q(judge__isnull=True, owner=run.owner, revealed=True)
     people = run.people_verdicts(run.owner).filter(mine)
-    return (run.verdicts() | people).select_related("left__model", "right__model", "judge").prefetch_related(
+    raters = Battle.objects.filter(rater_verdict__run=run, revealed=True)
+    return (run.verdicts() | people | raters).select_related(
+        "left__model", "right__model", "judge", "rater_verdict").prefetch_related(
         "tournament_matches").order_by("created_at")
 
 
 def verdict_record(battle: Battle, positions: dict, absolute) -> dict:
     """A verdict as the history export writes one (with a model judge's two readings, whether
-    they agreed and, if not, why the pair is a tie), and the prompt's place."""
-    return {**battle_record(battle, absolute), "prompt_position": positions.get(battle.left_id)}
+    they agreed and, if not, why the pair is a tie), the prompt's place, and the rater link's
+    name for a rater's verdict (None: the judge's or the owner's)."""
+    return {**battle_record(battle, absolute), "prompt_position": positions.get(battle.left_id),
+            "rater_name": RaterVerdict.name_on(battle)}
 
 
 def csv_chunks(run: SuiteRun) -> Iterator[str]:

@@ -221,6 +221,12 @@ class RaterVerdict(models.Model):
     def __str__(self) -> str:
         return f"{self.rater_name}'s verdict {self.battle_id}"
 
+    @staticmethod
+    def name_on(battle) -> str | None:
+        """The rater link's name when one gave this verdict, else None (select_related it)."""
+        verdict = getattr(battle, "rater_verdict", None)  # the reverse one-to-one raises when there is none
+        return verdict.rater_name if verdict is not None else None
+
 
 class Pair(NamedTuple):
     """Two answers to one prompt of a run, in the pair's stored left/right order."""

@@ -5,6 +5,7 @@ another user's links a 404, the agreement shown on the owner's run page."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -214,3 +215,31 @@ def test_the_raters_form_needs_its_csrf_token(mine, owner, catalogue, client_fac
     assert rater.post(url, {"token": token, "choice": "a"}).status_code == 403
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
     assert rater.post(url, {"token": token, "choice": "a", "csrfmiddlewaretoken": csrf}).status_code == 302
+
+
+def test_the_api_and_the_runs_export_carry_the_raters_and_their_ended_links_verdicts(
+        mine, owner, outsider, catalogue, client_factory, client, token):
+    from arena.accounts.models import ApiToken
+    from tests.arena.api_client import api
+
+    run = people_run(owner, catalogue[:3])  # 3 pairs x 2 prompts
+    first, second, third = make(mine, run, "Alice"), make(mine, run, "Bob"), make(mine, run, "Carol")
+    judge(client_factory(), first, n=6)
+    judge(client_factory(), second, n=6)  # both done: their verdicts are revealed
+    judge(client_factory(), third, n=1)  # Carol judges on: hers stays blind
+    link_tokens = {url.split("/")[2] for url in (first, second, third)}
+
+    body = api(client, "get", f"/api/v1/suite-runs/{run.id}/raters", token).json()
+    assert [(link["name"], link["verdicts"], link["cap"], link["state"]) for link in body["links"]] == [
+        ("Alice", 6, 50, "done"), ("Bob", 6, 50, "done"), ("Carol", 1, 50, "active")]
+    agreement = body["agreement"]
+    assert (agreement["method"], agreement["raters"], agreement["shared_pairs"]) == ("fleiss", 3, 6)
+    assert agreement["kappa"] is not None and agreement["kappa"] < 0  # A each time, shown opposite ways round
+    raw = api(client, "get", f"/api/v1/suite-runs/{run.id}/raters", token).content.decode()
+    assert not any(t in raw or t[:8] in raw for t in link_tokens)  # neither a token nor its hint
+    assert api(client, "get", f"/api/v1/suite-runs/{run.id}/raters", ApiToken.issue(outsider)).status_code == 404
+
+    document = json.loads(b"".join(mine.get(f"/suite-runs/{run.id}/export.json").streaming_content))
+    raters = [v for v in document["verdicts"] if v["rater_name"]]
+    assert sorted(v["rater_name"] for v in raters) == ["Alice"] * 6 + ["Bob"] * 6  # not Carol's, still blind
+    assert all(v["winner_model"] in {m.slug for m in catalogue[:3]} for v in raters)
