@@ -33,6 +33,7 @@ import time
 
 import redis
 from django.conf import settings
+from django.utils import timezone
 
 from arena import streams
 from inference import protocol as p
@@ -66,10 +67,10 @@ def abandoned(viewers: list) -> bool:
     return bool(left_at) and int(count or 0) <= 0 and time.time() - float(left_at) > settings.ARENA_DISCONNECT_GRACE_S
 
 
-def _move(gen: Generation, to: str) -> bool:
-    """One of `MOVES`, by conditional update: False when the row was no longer where the move starts."""
+def _move(gen: Generation, to: str, **fields) -> bool:
+    """One of `MOVES`, by conditional update (with `fields`): False when the row was no longer where the move starts."""
     [start] = [state for state, then in MOVES.items() if then == to]
-    return gen.claim(start, to)
+    return gen.claim(start, to, **fields)
 
 
 def begin(gen: Generation) -> bool:
@@ -78,8 +79,8 @@ def begin(gen: Generation) -> bool:
 
 
 def answering(gen: Generation) -> bool:
-    """Its worker started the answer (loading -> running)."""
-    return _move(gen, S.RUNNING)
+    """Its worker started the answer (loading -> running), now (`started_at`)."""
+    return _move(gen, S.RUNNING, started_at=timezone.now())
 
 
 def store_event(gen: Generation, ev: dict, streamed: str, client: redis.Redis, *,

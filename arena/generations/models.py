@@ -107,7 +107,7 @@ class Generation(models.Model):
     admitted_at = models.DateTimeField(
         null=True, blank=True, db_index=True,
         help_text="When it left the line for a free slot (arena/generations/admission.py); empty while it waits.")
-    started_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)  # its worker began the answer (lifecycle.answering)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = GenerationQuerySet.as_manager()

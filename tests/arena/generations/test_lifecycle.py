@@ -31,8 +31,12 @@ def test_a_generation_moves_queued_loading_running_once_each_and_never_skips(own
     assert not lifecycle.answering(gen)  # a queued one has no worker answering it yet
     assert lifecycle.begin(gen) and stored(gen) == S.LOADING
     assert not lifecycle.begin(gen)  # a second task for it finds it taken
+    assert gen.started_at is None
     assert lifecycle.answering(gen) and stored(gen) == S.RUNNING
+    started_at = gen.started_at
+    assert started_at is not None and gen.created_at <= started_at
     assert not lifecycle.answering(gen) and not lifecycle.begin(gen)
+    assert stored(gen) == S.RUNNING and gen.started_at == started_at  # written once
 
 
 # Each way a generation ends, as its run, the line or the sweeper calls it.
