@@ -11,7 +11,7 @@ from arena.accounts.bearer import token_required
 from arena.api.http import error, json_body, methods
 from arena.teams.membership import current_team
 
-from . import board, by_category, cache, records
+from . import board, by_category, records
 from .records import tags
 
 MAX_LIKE_CHARS = 20_000
@@ -30,7 +30,7 @@ def _filters(request) -> board.Filters:
     """The call's filters, scope included; FilterRefused with the 400 to give for a wrong one."""
     if wrong := board.refused(request.GET):
         raise FilterRefused(error(400, BAD_FILTER, wrong))
-    f = board.scoped(board.parse(request.GET, cache.cached("tags", (), tags)), request.GET, request.user)
+    f = board.scoped(board.parse(request.GET, tags(request.user)), request.GET, request.user)
     if f is None:
         raise FilterRefused(error(400, NO_TEAM, {"scope": NO_TEAM}))
     return f

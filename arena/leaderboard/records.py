@@ -8,6 +8,7 @@ from datetime import timedelta
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from arena.access import visible_to
 from arena.battles.models import Battle
 
 from . import cache, trust
@@ -90,9 +91,13 @@ def _of_kinds(battles, kinds: frozenset[str], unreliable: bool):
     return battles if unreliable or "judge" not in kinds else leave_out_unreliable(battles)
 
 
-def tags() -> list[str]:
-    """The prompt tags of counted battles, for the filter."""
-    return sorted(counted_battles().exclude(tag="").order_by().values_list("tag", flat=True).distinct())
+def tags(user) -> list[str]:
+    """The prompt tags of the counted battles `user` may open (their own, their teams'), for the
+    filter: another team's tags are its own words, not to be listed to everyone. Cached per user
+    and teams until a verdict lands."""
+    teams = tuple(sorted(user.team_memberships.values_list("team_id", flat=True))) if user.is_authenticated else ()
+    return cache.cached("tags", (user.pk, *teams), lambda: sorted(
+        counted_battles().filter(visible_to(user)).exclude(tag="").order_by().values_list("tag", flat=True).distinct()))
 
 
 def verdicts(mode: str = "all", days: int | None = None, tag: str = "", source: str | frozenset[str] = "human",

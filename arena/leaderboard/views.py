@@ -32,7 +32,7 @@ def leaderboard(request):
     context = {
         "filters": f, "table": table, "families": b.families, "summary": b.summary,
         "mode": f.mode, "mode_label": MODES[f.mode], "periods": PERIODS, "period": f.period,
-        "tags": cache.cached("tags", (), tags), "tag": f.tag, "flagged": f.flagged,
+        "tags": tags(request.user), "tag": f.tag, "flagged": f.flagged,
         "flagged_count": res["flagged_count"], "sources": board.sources(f, res["kinds"]),
         "kinds": KINDS, "unreliable_left_out": res["unreliable_left_out"],
         "agreement": res["agreement"],
@@ -58,7 +58,7 @@ def _filters(request) -> board.Filters:
     """The filters asked for (or remembered), narrowed to whose verdicts (`scope`): everyone's
     when a user in no team asks for their team's."""
     query = _filter_query(request)
-    f = board.parse(query, cache.cached("tags", (), tags))
+    f = board.parse(query, tags(request.user))
     return board.scoped(f, query, request.user) or f
 
 

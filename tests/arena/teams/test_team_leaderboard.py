@@ -97,3 +97,19 @@ def test_a_user_in_no_team_has_no_teams_scope(client, people, outsider, catalogu
     assert response.status_code == 400 and set(response.json()["error"]["fields"]) == {"scope"}
     wrong = api(client, "get", "/api/v1/leaderboard?scope=theirs", ApiToken.issue(outsider))
     assert wrong.status_code == 400 and "scope" in wrong.json()["error"]["fields"]
+
+
+def test_the_tag_filter_lists_the_viewers_and_their_teams_tags_not_another_teams(client, people, catalogue):
+    a, b = catalogue[0], catalogue[1]
+    verdict(people["owner"], a, b, "left", tag="evals-own-tag")
+    verdict(people["stranger"], b, a, "left", tag="elsewhere-secret-launch")
+    client.force_login(people["colleague"])
+    page = client.get("/leaderboard/").content.decode()
+    assert "evals-own-tag" in page and "elsewhere-secret-launch" not in page
+    client.force_login(people["stranger"])
+    page = client.get("/leaderboard/").content.decode()
+    assert "elsewhere-secret-launch" in page and "evals-own-tag" not in page
+    # A tag the caller cannot see is no filter of theirs: the board is unfiltered, and says so.
+    found = board(client, people["colleague"], "?tag=elsewhere-secret-launch")
+    assert found["filters"]["tag"] == "" and found["verdicts"] == 2
+    assert board(client, people["colleague"], "?tag=evals-own-tag")["verdicts"] == 1
