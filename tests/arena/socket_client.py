@@ -22,3 +22,6 @@ class WebsocketCommunicator(ChannelsCommunicator):
 
     async def disconnect(self, code=1000, timeout=WAIT_S):
         return await super().disconnect(code, timeout)
+
+    async def receive_output(self, timeout=WAIT_S):
+        return await super().receive_output(timeout)

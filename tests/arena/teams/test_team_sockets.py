@@ -18,7 +18,6 @@ from tests.arena.factories import comparison, generation
 from tests.arena.socket_client import WebsocketCommunicator
 
 pytestmark = pytest.mark.django_db(transaction=True)
-TIMEOUT_S = 10  # generous: the machine is shared; a missing reply fails after this
 
 
 def cookie(user) -> str:
@@ -63,25 +62,25 @@ async def test_a_teammate_follows_but_cannot_stop_and_the_owner_can(world, targe
         f"/ws/battles/{world['battle'].id}/?format=json"
     gens = [world["generation"]] if target == "generation" else [world["battle"].left, world["battle"].right]
     comm = socket(world["sessions"]["colleague"], path)
-    assert (await comm.connect(timeout=TIMEOUT_S))[0]
-    await comm.receive_output(TIMEOUT_S)  # the snapshot: the stream is theirs to follow
+    assert (await comm.connect())[0]
+    await comm.receive_output()  # the snapshot: the stream is theirs to follow
     await comm.send_to(text_data=json.dumps({"action": "stop"}))
     # The error frame (JSON for a generation, the notice's HTML for a battle) after any stream frames.
-    while "only its owner and staff stop it" not in (await comm.receive_output(TIMEOUT_S))["text"]:
+    while "only its owner and staff stop it" not in (await comm.receive_output())["text"]:
         pass
     assert [cancelled(g) for g in gens] == [None] * len(gens)
     await comm.disconnect()
     comm = socket(world["sessions"]["owner"], path)
-    assert (await comm.connect(timeout=TIMEOUT_S))[0]
+    assert (await comm.connect())[0]
     await comm.send_to(text_data=json.dumps({"action": "stop"}))
-    await comm.receive_output(TIMEOUT_S)
+    await comm.receive_output()
     await comm.disconnect()
     assert [cancelled(g) for g in gens] == [b"user"] * len(gens)
 
 
 async def test_a_member_of_another_team_is_refused(world):
     comm = socket(world["sessions"]["outsider"], f"/ws/battles/{world['battle'].id}/")
-    connected, code = await comm.connect(timeout=TIMEOUT_S)
+    connected, code = await comm.connect()
     assert not connected and code == 4404
 
 
@@ -89,7 +88,7 @@ async def test_a_teammates_snapshot_has_no_stop_button_and_the_owners_has(world)
     path = f"/ws/generations/{world['generation'].id}/"
     for who, stop_shown in (("colleague", False), ("owner", True)):
         comm = socket(world["sessions"][who], path)
-        assert (await comm.connect(timeout=TIMEOUT_S))[0]
-        snapshot = (await comm.receive_output(TIMEOUT_S))["text"]
+        assert (await comm.connect())[0]
+        snapshot = (await comm.receive_output())["text"]
         assert ('value="stop"' in snapshot) is stop_shown, (who, snapshot)
         await comm.disconnect()
