@@ -11,14 +11,13 @@ from django.views.decorators.http import require_GET, require_POST
 from arena.accounts.bearer import token_required
 from arena.api.http import error
 from arena.battles.models import Battle
-from arena.teams.membership import SCOPES, TEAM, current_team
+from arena.teams.membership import api_scope, current_team
 
 from . import export, queries, share, view_counts
 from .models import NEW_LINKS, ShareLink
 
 PER_PAGE = 25
 MODE_MUST_BE = f"mode must be one of {', '.join(Battle.Mode.values)} (or empty: all)."
-SCOPE_MUST_BE = f"scope must be one of {', '.join(SCOPES)} (or empty: mine)."
 TABS = {
     "generations": ("Generations", queries.generations),
     "comparisons": ("Comparisons", queries.comparisons),
@@ -113,8 +112,7 @@ def shared_page(request, token):
     return response
 
 
-def _export(request, dataset: str, fmt: str, *, teamless: bool = False):
-    """`teamless`: the API asked for scope=team from a user in no team: a team's rows, which are none."""
+def _export(request, dataset: str, fmt: str):
     filters = queries.Filters.from_query(request.GET, request.user)
     if dataset == "battles":
         mode = request.GET.get("mode") if request.GET.get("mode") in Battle.Mode.values else None
@@ -122,8 +120,6 @@ def _export(request, dataset: str, fmt: str, *, teamless: bool = False):
         applied = {**filters.as_query(), **({"mode": mode} if mode else {})}
     else:
         rows, applied = queries.generations(request.user, filters), filters.as_query()
-    if teamless:
-        rows, applied = rows.none(), {**applied, "scope": TEAM}
     return export.response(request, dataset, fmt, rows, applied)
 
 
@@ -142,9 +138,5 @@ def export_api(request, dataset):
     if dataset == "battles" and request.GET.get("mode", "") not in ("", *Battle.Mode.values):
         # the page ignores an unknown mode; a script must hear that its filter was not applied
         return error(400, MODE_MUST_BE, {"mode": MODE_MUST_BE})
-    # The page reads any other scope as "mine"; a script must hear that its filter was not applied,
-    # and one in no team gets no team's rows (not its own under a team's name).
-    if request.GET.get("scope", "") not in ("", *SCOPES):
-        return error(400, SCOPE_MUST_BE, {"scope": SCOPE_MUST_BE})
-    teamless = request.GET.get("scope") == TEAM and current_team(request.user) is None
-    return _export(request, dataset, fmt, teamless=teamless)
+    api_scope(request.user, request.GET.get("scope"))  # the page reads any other as "mine": a script hears it
+    return _export(request, dataset, fmt)

@@ -9,7 +9,7 @@ from django.http import JsonResponse
 
 from arena.accounts.bearer import token_required
 from arena.api.http import error, json_body, methods
-from arena.teams.membership import current_team
+from arena.teams.membership import NO_TEAM, current_team
 
 from . import board, by_category, records
 from .records import tags
@@ -17,7 +17,6 @@ from .records import tags
 MAX_LIKE_CHARS = 20_000
 
 BAD_FILTER = "A filter has a value it does not take; `fields` says which."
-NO_TEAM = "You are in no team: scope=team has no verdicts to count (scope=mine counts your own)."
 
 
 class FilterRefused(Exception):

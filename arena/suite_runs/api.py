@@ -218,9 +218,7 @@ def suite_runs(request):
     if request.method == "POST":
         run = _start(request)
         return created(run_json(run, request.user), f"/api/v1/suite-runs/{run.id}")
-    scope = request.GET.get("scope", membership.MINE)
-    if scope not in membership.SCOPES:
-        return error(400, f"scope takes {' or '.join(membership.SCOPES)}, not {scope[:40]!r}.", {"scope": "unknown"})
+    scope = membership.api_scope(request.user, request.GET.get("scope"))
     runs = (SuiteRun.objects.filter(membership.in_scope(request.user, scope)).select_related("judge", "owner", "team")
             .order_by("-created_at"))
     return JsonResponse({"suite_runs": [summary_json(run) for run in runs]})

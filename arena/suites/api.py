@@ -17,7 +17,7 @@ from django.http import HttpResponse, JsonResponse
 
 from arena.accounts.bearer import token_required
 from arena.api.http import created, error, form_error, json_body, methods
-from arena.teams.membership import MINE, SCOPES, whose
+from arena.teams.membership import api_scope, whose
 
 from . import export, files, parsing
 from .access import access_suite
@@ -116,22 +116,12 @@ def _import(request, suite: Suite):
     return JsonResponse({**suite_json(suite), "new_version": changed})
 
 
-def _listed(request):
-    """The suites the list names (`?scope=`: membership.in_scope), or the 400 for an unknown scope."""
-    scope = request.GET.get("scope", MINE)
-    if scope not in SCOPES:
-        return error(400, f"scope takes {' or '.join(SCOPES)}, not {scope[:40]!r}.", {"scope": "unknown"})
-    return Suite.objects.in_scope(request.user, scope)
-
-
 @methods("GET", "POST")
 @token_required
 def suites(request):
     if request.method == "POST":
         return _create(request)
-    listed = _listed(request)
-    if isinstance(listed, HttpResponse):
-        return listed
+    listed = Suite.objects.in_scope(request.user, api_scope(request.user, request.GET.get("scope")))
     return JsonResponse({"suites": [summary_json(s, s.prompt_count) for s in listed]})
 
 

@@ -6,6 +6,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from arena.access import NotFound
+from arena.api.http import Refusal
 
 from .models import Membership, Team
 
@@ -39,6 +40,28 @@ def list_scope(user, asked) -> tuple[str, Team | None]:
     only for a user in a team, anything else MINE."""
     team = current_team(user)
     return (TEAM if asked == TEAM and team is not None else MINE), team
+
+
+NO_TEAM = "You are in no team: scope=team has no team's work (scope=mine is your own)."
+
+
+class ScopeRefused(Refusal):
+    """An API call's `?scope=` that cannot apply: not one it takes, or `team` from a user in no team.
+    A script must hear that its filter was not applied (a page shows its fallback instead)."""
+
+    def as_json(self) -> dict:
+        return {"error": {"code": self.code, "message": str(self), "fields": {"scope": str(self)}}}
+
+
+def api_scope(user, asked: str | None, scopes=SCOPES, default: str = MINE) -> str:
+    """The scope an API call asked for (`asked`, its ?scope=; none: `default`), the one rule of every
+    endpoint that takes one; ScopeRefused (400) for one not in `scopes`, or TEAM from a user in no team."""
+    scope = asked or default
+    if scope not in scopes:
+        raise ScopeRefused(f"scope takes {' or '.join(scopes)} (or nothing: {default}), not {scope[:40]!r}.")
+    if scope == TEAM and current_team(user) is None:
+        raise ScopeRefused(NO_TEAM)
+    return scope
 
 
 def in_scope(user, scope: str) -> Q:

@@ -23,7 +23,7 @@ from arena.battles.voting import Note
 from arena.categories.models import Category, Rule
 from arena.raters.actions import create_link
 from arena.suite_runs.actions import record_human_verdict, start_run
-from arena.teams.membership import add_member
+from arena.teams.membership import NO_TEAM, add_member
 from arena.teams.models import Team
 from arena.tournaments.actions import start_tournament
 from tests.arena.api.conformance import assert_conforms
@@ -200,8 +200,8 @@ def test_a_row_made_in_no_team_says_so(client, owner, catalogue):
         str(battle.id), "owner", "", None, None)
 
 
-def test_the_api_export_takes_the_scope_and_gives_no_team_rows_to_one_in_no_team(client, owner, outsider, token, mate,
-                                                                       catalogue):
+def test_the_api_export_takes_the_scope_and_refuses_team_to_one_in_no_team(client, owner, outsider, token, mate,
+                                                                          catalogue):
     theirs = comparison(mate, catalogue[0], catalogue[1])
     response = api(client, "get", "/api/v1/export/battles?scope=team", token)
     found = json.loads(body(response))
@@ -215,5 +215,5 @@ def test_the_api_export_takes_the_scope_and_gives_no_team_rows_to_one_in_no_team
 
     comparison(outsider, catalogue[0], catalogue[1])  # made in no team: theirs, not a team's
     lone = ApiToken.issue(outsider, "lone")
-    alone = json.loads(body(api(client, "get", "/api/v1/export/battles?scope=team", lone)))
-    assert alone["rows"] == [] and alone["filters"] == {"scope": "team"}
+    alone = api(client, "get", "/api/v1/export/battles?scope=team", lone)
+    assert alone.status_code == 400 and alone.json()["error"]["fields"] == {"scope": NO_TEAM}

@@ -11,6 +11,7 @@ from arena.accounts.models import ApiToken
 from arena.battles.models import Battle
 from arena.suite_runs.actions import record_human_verdict, reveal_for, start_run
 from arena.suites.models import Suite
+from arena.teams.membership import NO_TEAM
 from tests.arena.api_client import api
 from tests.arena.factories import suite
 from tests.arena.suite_runs.running import run_to_end
@@ -116,10 +117,13 @@ def test_a_user_in_no_team_sees_only_theirs(client, outsider, owner, team):
     html = as_user(client, outsider).get("/suites/?scope=team").content.decode()
     assert "Outsider suite" in html and "Owner suite" not in html and "My team's" not in html
     token = ApiToken.issue(outsider)
-    assert api(client, "get", "/api/v1/suites?scope=team", token).json()["suites"] == []  # a team's work: none
-    assert api(client, "get", "/api/v1/suite-runs?scope=team", token).json()["suite_runs"] == []
+    for path in ("/api/v1/suites", "/api/v1/suite-runs", "/api/v1/export/battles", "/api/v1/leaderboard"):
+        refused = api(client, "get", path + "?scope=team", token)  # one rule: a script hears it has no team
+        assert refused.status_code == 400 and refused.json()["error"]["fields"] == {"scope": NO_TEAM}, path
+    assert api(client, "get", "/api/v1/suites", token).json()["suites"][0]["name"] == "Outsider suite"
     response = api(client, "get", "/api/v1/suites?scope=everyone", token)
-    assert response.status_code == 400 and response.json()["error"]["fields"] == {"scope": "unknown"}
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_request"
+    assert "everyone" in response.json()["error"]["fields"]["scope"]
 
 
 # --- suite runs -----------------------------------------------------------------------------
