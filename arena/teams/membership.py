@@ -53,12 +53,12 @@ class ScopeRefused(Refusal):
         return {"error": {"code": self.code, "message": str(self), "fields": {"scope": str(self)}}}
 
 
-def api_scope(user, asked: str | None, scopes=SCOPES, default: str = MINE) -> str:
-    """The scope an API call asked for (`asked`, its ?scope=; none: `default`), the one rule of every
-    endpoint that takes one; ScopeRefused (400) for one not in `scopes`, or TEAM from a user in no team."""
-    scope = asked or default
-    if scope not in scopes:
-        raise ScopeRefused(f"scope takes {' or '.join(scopes)} (or nothing: {default}), not {scope[:40]!r}.")
+def api_scope(user, asked: str | None) -> str:
+    """The scope a list API call asked for (`asked`, its ?scope=; none: MINE), the one rule of every
+    such endpoint; ScopeRefused (400) for one not in SCOPES, or TEAM from a user in no team."""
+    scope = asked or MINE
+    if scope not in SCOPES:
+        raise ScopeRefused(f"scope takes {' or '.join(SCOPES)} (or nothing: {MINE}), not {scope[:40]!r}.")
     if scope == TEAM and current_team(user) is None:
         raise ScopeRefused(NO_TEAM)
     return scope
