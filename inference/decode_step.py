@@ -14,13 +14,14 @@ be captured (the reason is kept and shown on the worker's status).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 
-from inference.slots import DecodeView, PrefillView, SlotCache
+from inference.slots import DecodeView, PrefillView, SlotCache, SlotLayer
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +38,12 @@ def attention_mask(allowed: torch.Tensor, config, dtype: torch.dtype) -> torch.T
     return mask
 
 
-def decode_forward(model, cache: SlotCache, input_ids: torch.Tensor, columns: torch.Tensor, span: int) -> torch.Tensor:
-    """Logits [rows, vocab] for each row's token `input_ids[row, 0]` written at `columns[row]`."""
-    cache.view = DecodeView(rows=input_ids.shape[0], span=span, columns=columns)
-    allowed = torch.arange(span, device=columns.device)[None, :] <= columns[:, None]
+def decode_forward(model, cache: SlotCache, input_ids: torch.Tensor, columns: torch.Tensor,
+                   positions: torch.Tensor) -> torch.Tensor:
+    """Logits [rows, vocab] for each row's token `input_ids[row, 0]` written at `columns[row]`,
+    attending to `positions` (0..span-1, on the device) up to its own column."""
+    cache.view = DecodeView(columns=columns, span_probe=positions)
+    allowed = positions[None, :] <= columns[:, None]
     mask = attention_mask(allowed[:, None, :], model.config, model.dtype)
     out = model(input_ids=input_ids, position_ids=columns[:, None], attention_mask=mask, cache=cache, use_cache=True)
     return out.logits[:, -1]
@@ -69,7 +72,8 @@ class EagerStep:
 
     def __call__(self, tokens: Sequence[int], columns: Sequence[int]) -> torch.Tensor:
         inputs = torch.tensor([list(tokens), list(columns)], dtype=torch.long, device=self.device)
-        return decode_forward(self.model, self.cache, inputs[0][:, None], inputs[1], max(columns) + 1)
+        positions = torch.arange(max(columns) + 1, device=self.device)
+        return decode_forward(self.model, self.cache, inputs[0][:, None], inputs[1], positions)
 
 
 def _bucket(value: int, buckets: Sequence[int]) -> int:
@@ -85,13 +89,74 @@ def span_buckets(columns: int) -> tuple[int, ...]:
     return (*spans, columns)
 
 
+class _LayerCache:
+    """What a compiled decoder layer sees of the SlotCache: its own SlotLayer, whatever index the
+    layer passes. The index is then no constant of the compiled code, so one compiled code
+    serves every layer instead of one compile per layer."""
+
+    def __init__(self, layer: SlotLayer):
+        self.layer = layer
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        return self.layer.update(key_states, value_states)
+
+
+def _run_layer(layer: torch.nn.Module, hidden_states: torch.Tensor, cache: _LayerCache, kwargs: dict):
+    return layer(hidden_states, cache=cache, **kwargs)
+
+
+class _CompiledLayer(torch.nn.Module):
+    """A decoder layer run through the one compiled `_run_layer`, with its own `_LayerCache`."""
+
+    def __init__(self, layer: torch.nn.Module, cache: _LayerCache, run):
+        super().__init__()
+        self.layer, self.layer_cache, self.run = layer, cache, run
+
+    def forward(self, hidden_states: torch.Tensor, cache=None, **kwargs):
+        return self.run(self.layer, hidden_states, self.layer_cache, kwargs)
+
+
+@contextlib.contextmanager
+def compiled_layers(model, cache: SlotCache) -> Iterator[None]:
+    """The model's decoder layers swapped for compiled ones while the block runs, then put back.
+
+    Regional compilation (PyTorch's recipe for repeated blocks): the layers are alike, so
+    torch.compile (inductor, dynamic shapes) compiles one layer's code once (twice: one row is
+    its own case) and every layer reuses it; a whole-model compile took 318 s cold on an H200
+    (docs/performance.md). Only the capture needs the compiled code: a replayed graph runs
+    kernels, not Python, so the model itself stays eager for prefill and every other path."""
+    layers = model.get_decoder().layers
+    originals = list(layers)
+    if len(originals) != len(cache.slot_layers):
+        raise RuntimeError(f"{len(originals)} decoder layers for {len(cache.slot_layers)} cache layers")
+    for i, layer in enumerate(originals):
+        if getattr(getattr(layer, "self_attn", None), "layer_idx", i) != i:
+            raise RuntimeError(f"decoder layer {i} keeps its keys in another layer's cache")
+    run = torch.compile(_run_layer, dynamic=True)
+    for i, (layer, slot_layer) in enumerate(zip(originals, cache.slot_layers, strict=True)):
+        for buffer in slot_layer._buffers():  # fixed sizes: else a size equal to the rows' ties the two
+            torch._dynamo.mark_static(buffer)
+        layers[i] = _CompiledLayer(layer, _LayerCache(slot_layer), run)
+    try:
+        yield
+    finally:
+        for i, layer in enumerate(originals):
+            layers[i] = layer
+
+
+def compiled_graph_count() -> int:
+    """How many graphs torch.compile has made in this process (a recompile per layer would show here)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
 class GraphStep:
     """The step captured as a CUDA graph per (rows bucket, span bucket) and replayed.
 
-    `compiled`: the step is first compiled by torch.compile (inductor fuses the small
-    element-wise kernels a transformer layer is made of: norms, rotary embeddings,
-    activations), once for every bucket (dynamic shapes; one row is its own case), and the
-    compiled code is what each graph captures; its artefacts stay in inductor's on-disk
+    `compiled`: the decoder layers are compiled first (`compiled_layers`: inductor fuses the
+    small element-wise kernels a layer is made of: norms, rotary embeddings, activations) and
+    the compiled code is what each graph captures; inductor's artefacts stay in its on-disk
     cache, so a worker that starts again finds them. If compiling fails, the plain step is
     captured instead (the reason kept in `description`).
 
@@ -104,47 +169,47 @@ class GraphStep:
         self.model, self.cache, self.device = model, cache, device
         self.batches = (*tuple(b for b in BATCH_BUCKETS if b < max_rows), _bucket(max_rows, BATCH_BUCKETS))
         self.spans = span_buckets(cache.columns)
+        self.positions = {span: torch.arange(span, device=device) for span in self.spans}
         self.graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, torch.Tensor, torch.Tensor]] = {}
-        self.forward = self._plain
         self.compiled = False
         self.compile_note = ""
         started = time.perf_counter()
-        if compiled:
-            self._compile()
-        self._capture_all()
+        with contextlib.ExitStack() as layers:
+            if compiled:
+                self._compile(layers)
+            self._capture_all()
         self.capture_s = time.perf_counter() - started
         how = "torch.compile'd " if self.compiled else ""
         self.description = (f"CUDA graphs of {how}decode steps: {len(self.graphs)} captured in {self.capture_s:.1f} s "
                             f"(rows {self.batches[0]}-{self.batches[-1]}, spans {self.spans[0]}-{self.spans[-1]})"
                             f"{self.compile_note}")
 
-    def _plain(self, input_ids: torch.Tensor, columns: torch.Tensor, probe: torch.Tensor) -> torch.Tensor:
-        """The step, its span given by `probe`'s length (a shape, so a compiled step reads it as dynamic)."""
-        return decode_forward(self.model, self.cache, input_ids, columns, probe.shape[0])
+    def _step(self, inputs: torch.Tensor, span: int) -> torch.Tensor:
+        return decode_forward(self.model, self.cache, inputs[0][:, None], inputs[1], self.positions[span])
 
     @torch.inference_mode()
-    def _compile(self) -> None:
-        """Compile the step on the smallest and a larger bucket (one row is always its own graph)."""
-        compiled = torch.compile(self._plain, dynamic=True)
+    def _compile(self, layers: contextlib.ExitStack) -> None:
+        """Swap in compiled layers and compile them on the smallest and the largest bucket (one row
+        is always its own case); on failure, put the plain layers back and say why."""
+        graphs_before = compiled_graph_count()
         try:
+            layers.enter_context(compiled_layers(self.model, self.cache))
             for rows in sorted({self.batches[0], self.batches[-1]}):
-                inputs = self._inputs(rows)
-                compiled(inputs[0][:, None], inputs[1], self._probe(self.spans[0]))
+                self._step(self._inputs(rows), self.spans[0])
             torch.cuda.synchronize(self.device)
         except Exception as exc:  # an unsupported op or a compiler failure: the plain step still captures
+            layers.close()
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             log.warning("Decode step not compiled, capturing it plain: %s", reason)
             self.compile_note = f"; not compiled: {reason}"
             return
-        self.forward, self.compiled = compiled, True
+        self.compiled = True
+        self.compile_note = f"; {compiled_graph_count() - graphs_before} compiled graphs"
 
     def _inputs(self, rows: int) -> torch.Tensor:
         inputs = torch.zeros((2, rows), dtype=torch.long, device=self.device)
         inputs[1].fill_(self.cache.pad_column)
         return inputs
-
-    def _probe(self, span: int) -> torch.Tensor:
-        return torch.empty(span, dtype=torch.int8, device=self.device)
 
     @torch.inference_mode()
     def _capture_all(self) -> None:
@@ -152,14 +217,14 @@ class GraphStep:
         side = torch.cuda.Stream(self.device)
         for rows in reversed(self.batches):  # largest first: the smaller ones fit in its pool
             for span in reversed(self.spans):
-                inputs, probe = self._inputs(rows), self._probe(span)
+                inputs = self._inputs(rows)
                 side.wait_stream(torch.cuda.current_stream(self.device))
                 with torch.cuda.stream(side):  # warm up (cuBLAS handles, autotuning) off the capture
-                    self.forward(inputs[0][:, None], inputs[1], probe)
+                    self._step(inputs, span)
                 torch.cuda.current_stream(self.device).wait_stream(side)
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph, pool=pool):
-                    logits = self.forward(inputs[0][:, None], inputs[1], probe)
+                    logits = self._step(inputs, span)
                 self.graphs[(rows, span)] = (graph, inputs, logits)
         torch.cuda.synchronize(self.device)
 

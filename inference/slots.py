@@ -23,11 +23,21 @@ from transformers.cache_utils import Cache, CacheLayerMixin, DynamicLayer
 
 @dataclass
 class DecodeView:
-    """What a decode step reads: the first `rows` slots, `span` columns, each row writing at `columns[row]`."""
+    """What a decode step reads: the first `rows` slots, `span` columns, each row writing at `columns[row]`.
 
-    rows: int
-    span: int
+    Both counts are tensor shapes, not ints: a compiled layer (inference.decode_step) reads them
+    as dynamic sizes instead of compiling itself again for every bucket."""
+
     columns: torch.Tensor  # [rows] long, on the cache's device
+    span_probe: torch.Tensor  # [span]: only its length is read
+
+    @property
+    def rows(self) -> int:
+        return self.columns.shape[0]
+
+    @property
+    def span(self) -> int:
+        return self.span_probe.shape[0]
 
 
 @dataclass

@@ -40,8 +40,8 @@ def tokenizer(smollm2_tokenizer_dir):
 
 
 def build_tiny_model(vocab_size: int, seed: int = 0, hidden_size: int = 32, intermediate_size: int = 64,
-                     num_key_value_heads: int = 2):
-    """A random 2-layer Llama whose end-of-sequence token (2) is never the most likely.
+                     num_key_value_heads: int = 2, num_hidden_layers: int = 2):
+    """A random Llama (2 layers unless told) whose end-of-sequence token (2) is never the most likely.
 
     With the EOS row of the LM head at zero, its logit is 0 while the maximum over
     ~49k random logits is positive, so greedy runs always go to max_new_tokens.
@@ -54,7 +54,7 @@ def build_tiny_model(vocab_size: int, seed: int = 0, hidden_size: int = 32, inte
         vocab_size=vocab_size,
         hidden_size=hidden_size,
         intermediate_size=intermediate_size,
-        num_hidden_layers=2,
+        num_hidden_layers=num_hidden_layers,
         num_attention_heads=4,
         num_key_value_heads=num_key_value_heads,
         max_position_embeddings=TINY_CONTEXT,

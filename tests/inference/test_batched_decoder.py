@@ -341,14 +341,47 @@ def test_a_padded_step_computes_what_the_exact_one_does(engine, prompts):
     before = cache.layers[0].key_buffer.clone()
     with torch.inference_mode():
         exact = decode_forward(engine.model, cache, torch.tensor(tokens)[:, None], torch.tensor(columns),
-                               max(columns) + 1)
+                               torch.arange(max(columns) + 1))
         inputs = padded(tokens, columns, 8, cache.pad_column)
-        bucketed = decode_forward(engine.model, cache, inputs[0][:, None], inputs[1], 256)
+        bucketed = decode_forward(engine.model, cache, inputs[0][:, None], inputs[1], torch.arange(256))
     torch.testing.assert_close(bucketed[:3], exact, rtol=1e-5, atol=1e-5)
     changed = (cache.layers[0].key_buffer != before).any(dim=(1, 3)).nonzero().tolist()
     real = {(row, column) for row, column in enumerate(columns)}
     padding = {(row, cache.pad_column) for row in range(3, 8)}
     assert set(map(tuple, changed)) <= real | padding and padding <= set(map(tuple, changed))
+
+
+def test_compiled_layers_compute_what_the_plain_ones_do_and_compile_once_for_all(tokenizer, prompts):
+    """What a compiled captured step replays (GraphStep with ARENA_COMPILE_DECODE), run on the CPU
+    (inductor compiles C++ there): the decoder layers swapped for compiled ones give the plain
+    step's logits, a batch of rows and one row alone, and every layer reuses one compiled code
+    (one graph for the rows, one for a single row: 0/1 are their own case), not one per layer;
+    afterwards the model's own layers are back."""
+    from inference.decode_step import compiled_graph_count, compiled_layers, decode_forward, padded
+
+    model = build_tiny_model(len(tokenizer), num_hidden_layers=4)
+    decoder = BatchedDecoder(Engine(tokenizer, model), graphs=False)
+    for tag in range(3):
+        decoder.join(prompts[tag], GREEDY, tag)
+    decoder.step()  # the prefill
+    cache = decoder.cache
+    cache.reserve(8, 300)
+    tokens = [row.pending_token for row in decoder.rows]
+    columns = [row.length for row in decoder.rows]
+    layers = list(model.get_decoder().layers)
+    cases = [(padded(tokens, columns, 8, cache.pad_column), 3), (padded(tokens[:1], columns[:1], 1, 0), 1)]
+    positions = torch.arange(256)
+    before = compiled_graph_count()
+    with torch.inference_mode():
+        plain = [decode_forward(model, cache, inputs[0][:, None], inputs[1], positions) for inputs, _ in cases]
+        with compiled_layers(model, cache):
+            assert list(model.get_decoder().layers) != layers
+            compiled = [decode_forward(model, cache, inputs[0][:, None], inputs[1], positions)
+                        for inputs, _ in cases]
+    for (_, real), expected, got in zip(cases, plain, compiled, strict=True):
+        torch.testing.assert_close(got[:real], expected[:real], rtol=1e-4, atol=1e-4)
+    assert compiled_graph_count() - before == 2
+    assert list(model.get_decoder().layers) == layers
 
 
 def test_a_long_prompt_is_prefilled_in_chunks_beside_the_running_rows(engine, prompts, monkeypatch):
