@@ -37,7 +37,7 @@ from inference.chunks import (
     TokenChunk,
 )
 from inference.constrained import mask_logits
-from inference.decode_step import BATCH_BUCKETS, make_step
+from inference.decode_step import BATCH_BUCKETS, allocate_fixed, make_step
 from inference.decoding import StopText
 from inference.engine import Engine, IncrementalDetokenizer, TokenSampler, sampling_generator
 from inference.protocol import SamplingParams
@@ -111,7 +111,7 @@ class BatchedDecoder:
         num_layers = engine.config.get_text_config().num_hidden_layers
         self.cache = SlotCache(num_layers, slots=slots, columns=columns, fixed=fixed)
         if fixed:  # allocate (and capture, below) now: it is part of the worker's load
-            self._allocate_fixed(memory_fraction)
+            allocate_fixed(self.cache, engine.model, engine.device, memory_fraction)
         self._step = make_step(engine.model, self.cache, engine.device, slots, graphs=graphs, compiled=compiled)
         self.step_kind = self._step.description
         # What the worker holds on its GPU now, the slots and the graphs' pool included: the
@@ -314,7 +314,7 @@ class BatchedDecoder:
         """Logits [rows, vocab] for each row's pending token, written at its next column."""
         columns = [row.length for row in self.rows]
         self.cache.reserve(len(self.rows), max(columns) + 1)
-        logits = self._step([cast(int, row.pending_token) for row in self.rows], columns)
+        logits = self._step([[cast(int, row.pending_token)] for row in self.rows], [[c] for c in columns])[:, 0]
         for row in self.rows:
             row.length += 1
         return logits
@@ -333,26 +333,6 @@ class BatchedDecoder:
             rows[hole] = self.rows[source]
         self._set_rows(rows)
 
-    @torch.inference_mode()
-    def _allocate_fixed(self, memory_fraction: float) -> None:
-        """Allocate the slots at their full size (a one-token prefill shapes them), their columns
-        bounded by `memory_fraction` of the device's free memory."""
-        probe = DynamicCache(config=self.engine.config)
-        ids = torch.zeros((1, 1), dtype=torch.long, device=self.engine.device)
-        self.engine.model(input_ids=ids, cache=probe, use_cache=True, logits_to_keep=1)
-        layers = _plain_layers(probe)
-        per_column = sum(2 * keys[0, :, 0].numel() * keys.element_size() for keys, _ in map(_kv, layers))
-        free, _ = torch.cuda.mem_get_info(self.engine.device)
-        fits = int(free * memory_fraction) // (per_column * self.cache.max_slots) - 1  # and the padding column
-        columns = min(self.cache.max_columns, fits)
-        if columns < 2:
-            raise MemoryError(f"no room for {self.cache.max_slots} rows of KV cache on {self.engine.device}")
-        self.cache.max_columns = columns
-        self.cache.allocate_like(layers, self.cache.max_slots, columns)
-        if columns < self.engine.context_length:
-            log.info("KV slots: %d rows x %d positions (the model allows %d)", self.cache.max_slots, columns,
-                     self.engine.context_length)
-
 
 def _failed(group: list[BatchRow], exc: Exception) -> list[tuple[BatchRow, Chunk]]:
     """A prefill that raised fails its rows alone (the running batch is untouched)."""
@@ -364,12 +344,6 @@ def _failed(group: list[BatchRow], exc: Exception) -> list[tuple[BatchRow, Chunk
 def _bucket_up(rows: int) -> int:
     """The captured batch size that holds `rows`."""
     return next((b for b in BATCH_BUCKETS if b >= rows), BATCH_BUCKETS[-1])
-
-
-def _kv(layer: DynamicLayer) -> tuple[torch.Tensor, torch.Tensor]:
-    """A prefilled layer's keys and values."""
-    assert layer.keys is not None and layer.values is not None, "an empty layer after a prefill"
-    return layer.keys, layer.values
 
 
 def _plain_layers(cache: DynamicCache) -> list[DynamicLayer]:

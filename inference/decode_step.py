@@ -1,12 +1,14 @@
-"""The one-token forward pass of a running batch over its SlotCache, eager or replayed.
+"""The forward pass of a running batch over its SlotCache, eager or replayed.
 
-`decode_forward` is the step itself: rows 0..n-1 of the cache, each feeding its pending
-token at its own column (= its position id), attending to columns 0..its own. Its shapes
-depend only on (rows, span), so on a CUDA device `GraphStep` captures it once per bucket
-(rows padded up to 1, 2, 4, 8, 16, 32; span up to a power of two) when the worker starts
-and replays it every token: one launch instead of a thousand or more kernels issued from
-Python, which is what a small model or a big batch is bound by on a GPU. Sampling runs on
-the device right after it (inference.engine.TokenSampler: one read-back for all rows).
+`decode_forward` is the step itself: rows 0..n-1 of the cache, each feeding a fixed number
+of tokens (`queries`: one for the batched decoder; the last token and k proposals for a
+speculative verify, inference.speculative) at its own columns (= their position ids), each
+attending to columns 0..its own. Its shapes depend only on (rows, queries, span), so on a
+CUDA device `GraphStep` captures it once per bucket (rows padded up to 1, 2, 4, 8, 16, 32;
+span up to a power of two) when the worker starts and replays it every step: one launch
+instead of a thousand or more kernels issued from Python, which is what a small model or a
+big batch is bound by on a GPU. Sampling runs on the device right after it
+(inference.engine.TokenSampler: one read-back for all rows).
 
 `EagerStep` runs the same function directly: the CPU, and any model whose forward cannot
 be captured (the reason is kept and shown on the worker's status).
@@ -18,8 +20,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from inference.slots import DecodeView, PrefillView, SlotCache, SlotLayer
 
@@ -40,13 +45,13 @@ def attention_mask(allowed: torch.Tensor, config, dtype: torch.dtype) -> torch.T
 
 def decode_forward(model, cache: SlotCache, input_ids: torch.Tensor, columns: torch.Tensor,
                    positions: torch.Tensor) -> torch.Tensor:
-    """Logits [rows, vocab] for each row's token `input_ids[row, 0]` written at `columns[row]`,
-    attending to `positions` (0..span-1, on the device) up to its own column."""
+    """Logits [rows, queries, vocab] for the tokens `input_ids` [rows, queries] written at
+    `columns` [rows, queries], each attending to `positions` (0..span-1, on the device) up to
+    its own column."""
     cache.view = DecodeView(columns=columns, span_probe=positions)
-    allowed = positions[None, :] <= columns[:, None]
-    mask = attention_mask(allowed[:, None, :], model.config, model.dtype)
-    out = model(input_ids=input_ids, position_ids=columns[:, None], attention_mask=mask, cache=cache, use_cache=True)
-    return out.logits[:, -1]
+    allowed = positions[None, None, :] <= columns[:, :, None]
+    mask = attention_mask(allowed, model.config, model.dtype)
+    return model(input_ids=input_ids, position_ids=columns, attention_mask=mask, cache=cache, use_cache=True).logits
 
 
 def prefill_forward(model, cache: SlotCache, slot: int, input_ids: torch.Tensor, start: int) -> torch.Tensor:
@@ -63,17 +68,50 @@ def prefill_forward(model, cache: SlotCache, slot: int, input_ids: torch.Tensor,
     return out.logits[:, -1]
 
 
+@torch.inference_mode()
+def probe_layers(model, device: torch.device) -> list[DynamicLayer]:
+    """A one-token pass's cache layers: what a SlotCache's buffers are shaped after."""
+    probe = DynamicCache(config=model.config)
+    model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device), cache=probe, use_cache=True,
+          logits_to_keep=1)
+    return cast(list[DynamicLayer], probe.layers)
+
+
+def allocate_fixed(cache: SlotCache, model, device: torch.device, memory_fraction: float) -> None:
+    """Allocate a fixed cache's slots at their full size, their columns bounded by
+    `memory_fraction` of the device's free memory."""
+    layers = probe_layers(model, device)
+    per_column = 0
+    for layer in layers:
+        assert layer.keys is not None and layer.values is not None, "an empty layer after a pass"
+        per_column += (layer.keys[0, :, 0].numel() + layer.values[0, :, 0].numel()) * layer.keys.element_size()
+    free, _ = torch.cuda.mem_get_info(device)
+    fits = int(free * memory_fraction) // (per_column * cache.max_slots) - 1  # and the padding column
+    columns = min(cache.max_columns, fits)
+    if columns < 2:
+        raise MemoryError(f"no room for {cache.max_slots} rows of KV cache on {device}")
+    if columns < cache.max_columns:
+        log.info("KV slots: %d rows x %d positions (the model allows %d)", cache.max_slots, columns,
+                 cache.max_columns)
+    cache.max_columns = columns
+    cache.allocate_like(layers, cache.max_slots, columns)
+
+
+Rows = Sequence[Sequence[int]]  # a step's tokens or columns: one list of `queries` per row
+
+
 class EagerStep:
-    """The step run directly, its span exactly the longest row's."""
+    """The step run directly, its span exactly the furthest column's."""
 
     def __init__(self, model, cache: SlotCache, device: torch.device, reason: str):
         self.model, self.cache, self.device = model, cache, device
         self.description = f"eager ({reason})"
 
-    def __call__(self, tokens: Sequence[int], columns: Sequence[int]) -> torch.Tensor:
-        inputs = torch.tensor([list(tokens), list(columns)], dtype=torch.long, device=self.device)
-        positions = torch.arange(max(columns) + 1, device=self.device)
-        return decode_forward(self.model, self.cache, inputs[0][:, None], inputs[1], positions)
+    def __call__(self, tokens: Rows, columns: Rows) -> torch.Tensor:
+        """Logits [rows, queries, vocab]."""
+        inputs = torch.tensor([tokens, columns], dtype=torch.long, device=self.device)
+        positions = torch.arange(max(map(max, columns)) + 1, device=self.device)
+        return decode_forward(self.model, self.cache, inputs[0], inputs[1], positions)
 
 
 def _bucket(value: int, buckets: Sequence[int]) -> int:
@@ -165,8 +203,9 @@ class GraphStep:
     a graph's logits are read before the next replay overwrites them.
     """
 
-    def __init__(self, model, cache: SlotCache, device: torch.device, max_rows: int, *, compiled: bool = False):
-        self.model, self.cache, self.device = model, cache, device
+    def __init__(self, model, cache: SlotCache, device: torch.device, max_rows: int, *, queries: int = 1,
+                 compiled: bool = False):
+        self.model, self.cache, self.device, self.queries = model, cache, device, queries
         self.batches = (*tuple(b for b in BATCH_BUCKETS if b < max_rows), _bucket(max_rows, BATCH_BUCKETS))
         self.spans = span_buckets(cache.columns)
         self.positions = {span: torch.arange(span, device=device) for span in self.spans}
@@ -185,7 +224,7 @@ class GraphStep:
                             f"{self.compile_note}")
 
     def _step(self, inputs: torch.Tensor, span: int) -> torch.Tensor:
-        return decode_forward(self.model, self.cache, inputs[0][:, None], inputs[1], self.positions[span])
+        return decode_forward(self.model, self.cache, inputs[0], inputs[1], self.positions[span])
 
     @torch.inference_mode()
     def _compile(self, layers: contextlib.ExitStack) -> None:
@@ -207,7 +246,7 @@ class GraphStep:
         self.compile_note = f"; {compiled_graph_count() - graphs_before} compiled graphs"
 
     def _inputs(self, rows: int) -> torch.Tensor:
-        inputs = torch.zeros((2, rows), dtype=torch.long, device=self.device)
+        inputs = torch.zeros((2, rows, self.queries), dtype=torch.long, device=self.device)
         inputs[1].fill_(self.cache.pad_column)
         return inputs
 
@@ -228,29 +267,32 @@ class GraphStep:
                 self.graphs[(rows, span)] = (graph, inputs, logits)
         torch.cuda.synchronize(self.device)
 
-    def __call__(self, tokens: Sequence[int], columns: Sequence[int]) -> torch.Tensor:
-        rows, span = _bucket(len(tokens), self.batches), _bucket(max(columns) + 1, self.spans)
+    def __call__(self, tokens: Rows, columns: Rows) -> torch.Tensor:
+        """Logits [rows, queries, vocab] (a view of the graph's output: read it before the next step)."""
+        rows = _bucket(len(tokens), self.batches)
+        span = _bucket(max(map(max, columns)) + 1, self.spans)
         graph, inputs, logits = self.graphs[(rows, span)]
         inputs.copy_(padded(tokens, columns, rows, self.cache.pad_column), non_blocking=True)
         graph.replay()
         return logits[: len(tokens)]
 
 
-def padded(tokens: Sequence[int], columns: Sequence[int], rows: int, pad_column: int) -> torch.Tensor:
-    """[2, rows]: the real rows' tokens and columns, then padding rows' (token 0 at `pad_column`)."""
-    padding = rows - len(tokens)
-    return torch.tensor([[*tokens, *[0] * padding], [*columns, *[pad_column] * padding]], dtype=torch.long)
+def padded(tokens: Rows, columns: Rows, rows: int, pad_column: int) -> torch.Tensor:
+    """[2, rows, queries]: the real rows' tokens and columns, then padding rows' (token 0 at `pad_column`)."""
+    padding = [[pad_column] * len(tokens[0])] * (rows - len(tokens))
+    return torch.tensor([[*tokens, *[[0] * len(tokens[0])] * len(padding)], [*columns, *padding]], dtype=torch.long)
 
 
-def make_step(model, cache: SlotCache, device: torch.device, max_rows: int, *, graphs: bool, compiled: bool = False):
-    """A GraphStep on a CUDA device when `graphs` (compiled first when `compiled`); else, or if
-    capture fails, an EagerStep."""
+def make_step(model, cache: SlotCache, device: torch.device, max_rows: int, *, graphs: bool, compiled: bool = False,
+              queries: int = 1):
+    """A GraphStep of `queries` tokens a row on a CUDA device when `graphs` (compiled first when
+    `compiled`); else, or if capture fails, an EagerStep."""
     if device.type != "cuda":
         return EagerStep(model, cache, device, f"no CUDA graphs on {device.type}")
     if not graphs:
         return EagerStep(model, cache, device, "CUDA graphs turned off (ARENA_CUDA_GRAPHS=0)")
     try:
-        return GraphStep(model, cache, device, max_rows, compiled=compiled)
+        return GraphStep(model, cache, device, max_rows, queries=queries, compiled=compiled)
     except Exception as exc:  # a forward that cannot be captured: decoding still works, eagerly
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         log.warning("Decode steps not captured, running eagerly: %s", reason)

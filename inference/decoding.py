@@ -186,6 +186,11 @@ class StreamDecoder:
         self.engine = engine
         self.row: StreamRow | None = None
 
+    @property
+    def step_kind(self) -> str:
+        """How the engine runs its forward passes, where it says (a speculative engine's verify)."""
+        return getattr(self.engine, "step_kind", "")
+
     def __len__(self) -> int:
         return 0 if self.row is None else 1
 

@@ -84,8 +84,11 @@ class Engine:
         sliding-window (or other non-plain) cache layers, whose dropped positions
         left padding cannot follow.
         """
-        if type(self).stream is not Engine.stream:
-            return False
+        return type(self).stream is Engine.stream and self.plain_cache
+
+    @property
+    def plain_cache(self) -> bool:
+        """Whether the model's cache layers are all plain (no sliding window): what a SlotCache holds."""
         return all(type(layer) is DynamicLayer for layer in DynamicCache(config=self.config).layers)
 
     @classmethod

@@ -140,8 +140,11 @@ def build_engine(loaded: LoadedModel) -> Engine:
     from inference.engine import Engine
     from inference.speculative import SpeculativeEngine
 
-    if loaded.kind == "speculative":
-        return SpeculativeEngine.from_loaded(loaded)
+    if loaded.kind == "speculative":  # its verify passes are captured on a GPU, as a batch's steps are
+        settings = config.current()
+        if settings.compile_decode:
+            config.keep_compiled_artefacts(settings)
+        return SpeculativeEngine.from_loaded(loaded, graphs=settings.cuda_graphs, compiled=settings.compile_decode)
     return Engine.from_loaded(loaded)
 
 

@@ -23,12 +23,13 @@ from transformers.cache_utils import Cache, CacheLayerMixin, DynamicLayer
 
 @dataclass
 class DecodeView:
-    """What a decode step reads: the first `rows` slots, `span` columns, each row writing at `columns[row]`.
+    """What a decode step reads: the first `rows` slots, `span` columns, each row writing its
+    tokens at `columns[row]` (one or more a row).
 
     Both counts are tensor shapes, not ints: a compiled layer (inference.decode_step) reads them
     as dynamic sizes instead of compiling itself again for every bucket."""
 
-    columns: torch.Tensor  # [rows] long, on the cache's device
+    columns: torch.Tensor  # [rows, queries] long, on the cache's device
     span_probe: torch.Tensor  # [span]: only its length is read
 
     @property
@@ -86,7 +87,7 @@ class SlotLayer(CacheLayerMixin):
             values[view.slot, :, view.start : end] = value_states[0]
             return keys[view.slot : view.slot + 1, :, :end], values[view.slot : view.slot + 1, :, :end]
         assert isinstance(view, DecodeView), "SlotCache.view is set before every forward pass"
-        index = view.columns.view(-1, 1, 1, 1).expand(-1, keys.shape[1], 1, keys.shape[3])
+        index = view.columns[:, None, :, None].expand(-1, keys.shape[1], -1, keys.shape[3])
         keys[: view.rows].scatter_(2, index, key_states)
         values[: view.rows].scatter_(2, index, value_states)
         return keys[: view.rows, :, : view.span], values[: view.rows, :, : view.span]

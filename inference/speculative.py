@@ -25,8 +25,10 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from inference.chunks import FINISH_CANCELLED, FINISH_LENGTH, FINISH_STOP, Chunk, Finish, TokenChunk
+from inference.decode_step import MIN_SPAN, allocate_fixed, make_step, prefill_forward, probe_layers
 from inference.engine import Engine, IncrementalDetokenizer, _never, nucleus, sampling_generator
 from inference.protocol import SamplingParams
+from inference.slots import SlotCache
 
 DEFAULT_DRAFT_TOKENS = 4  # a draft model costs one forward pass per proposal
 DEFAULT_LOOKUP_TOKENS = 12  # free to propose; measured best of 4 / 8 / 12 on SmolLM2 (bench/speculative.py)
@@ -173,7 +175,11 @@ class SpeculativeEngine(Engine):
     """`Engine`'s interface (encode / check_context / stream), decoding speculatively.
 
     `draft` None means prompt-lookup decoding. `Finish.proposed_tokens` and
-    `accepted_tokens` report how many proposals were verified and kept.
+    `accepted_tokens` report how many proposals were verified and kept. `slots`: verify over
+    the engine's one fixed slot (SlotVerifier: captured passes where `graphs` and a GPU allow,
+    compiled first when `compiled`); None: on a CUDA device, where that is the fast path (on
+    a CPU a pass costs the same either way, and a DynamicCache per stream holds no memory).
+    A model with sliding-window layers always verifies over a DynamicCache.
     """
 
     def __init__(
@@ -187,6 +193,9 @@ class SpeculativeEngine(Engine):
         min_ngram: int = LOOKUP_MIN_NGRAM,
         *,
         base: bool = False,
+        slots: bool | None = None,
+        graphs: bool = True,
+        compiled: bool = False,
     ):
         super().__init__(tokenizer, model, context_length, base=base)
         self.draft = draft.eval() if draft is not None else None
@@ -195,9 +204,14 @@ class SpeculativeEngine(Engine):
         self.max_ngram = max_ngram
         self.min_ngram = min_ngram
         self.vocab_size = int(self.config.get_text_config().vocab_size)
+        if slots is None:
+            slots = self.device.type == "cuda"
+        self.slot_verifier = SlotVerifier(model, self.device, self.context_length, self.num_speculative_tokens + 1,
+                                          graphs=graphs, compiled=compiled) if slots and self.plain_cache else None
+        self.step_kind = self.slot_verifier.step.description if self.slot_verifier else "eager (a DynamicCache)"
 
     @classmethod
-    def from_loaded(cls, loaded) -> SpeculativeEngine:
+    def from_loaded(cls, loaded, *, graphs: bool = True, compiled: bool = False) -> SpeculativeEngine:
         return cls(
             loaded.tokenizer,
             loaded.model,
@@ -205,6 +219,8 @@ class SpeculativeEngine(Engine):
             draft=loaded.draft,
             num_speculative_tokens=loaded.num_speculative_tokens,
             base=loaded.base,
+            graphs=graphs,
+            compiled=compiled,
         )
 
     def stream(
@@ -229,33 +245,36 @@ class SpeculativeEngine(Engine):
         proposer = self._proposer(params, generator)
         detokenizer = IncrementalDetokenizer(self.tokenizer)
         tokens = list(input_ids)
-        cache = new_cache(self.model)  # holds a prefix of `tokens`; each pass feeds the rest
-        generated = proposed = accepted = 0
-        first_time = last_time = None
-        reason = FINISH_LENGTH
-        while generated < max_new_tokens and reason == FINISH_LENGTH:
-            if should_cancel():
-                reason = FINISH_CANCELLED
-                break
-            room = max_new_tokens - generated - 1  # the target adds one token of its own
-            proposals, draft_probs = proposer.propose(tokens, min(self.num_speculative_tokens, room))
-            kept, next_token = self._verify(tokens, proposals, draft_probs, cache, params, generator)
-            proposed += len(proposals)
-            accepted += kept
-            rollback(cache, len(tokens) + kept)  # drop the rejected proposals' positions
-            proposer.keep(len(tokens) + kept)
-            for index, token_id in enumerate([*proposals[:kept], next_token]):
-                if index > 0 and should_cancel():
+        verifier = self._verifier(tokens)  # holds a prefix of `tokens`; each pass feeds the rest
+        try:
+            generated = proposed = accepted = 0
+            first_time = last_time = None
+            reason = FINISH_LENGTH
+            while generated < max_new_tokens and reason == FINISH_LENGTH:
+                if should_cancel():
                     reason = FINISH_CANCELLED
                     break
-                if token_id in self.eos_ids:
-                    reason = FINISH_STOP
-                    break
-                tokens.append(token_id)
-                last_time = time.time()
-                first_time = first_time or last_time
-                generated += 1
-                yield TokenChunk(token_id, detokenizer.add(token_id))
+                room = max_new_tokens - generated - 1  # the target adds one token of its own
+                proposals, draft_probs = proposer.propose(tokens, min(self.num_speculative_tokens, room))
+                kept, next_token = self._verify(verifier, tokens, proposals, draft_probs, params, generator)
+                proposed += len(proposals)
+                accepted += kept
+                verifier.keep(len(tokens) + kept)  # drop the rejected proposals' positions
+                proposer.keep(len(tokens) + kept)
+                for index, token_id in enumerate([*proposals[:kept], next_token]):
+                    if index > 0 and should_cancel():
+                        reason = FINISH_CANCELLED
+                        break
+                    if token_id in self.eos_ids:
+                        reason = FINISH_STOP
+                        break
+                    tokens.append(token_id)
+                    last_time = time.time()
+                    first_time = first_time or last_time
+                    generated += 1
+                    yield TokenChunk(token_id, detokenizer.add(token_id))
+        finally:
+            verifier.release()
         yield Finish(
             reason,
             generated,
@@ -272,24 +291,108 @@ class SpeculativeEngine(Engine):
             return PromptLookupProposer(self.max_ngram, self.min_ngram)
         return DraftModelProposer(self.draft, params, generator, self.vocab_size)
 
+    def _verifier(self, tokens: list[int]) -> DynamicVerifier | SlotVerifier:
+        """The engine's slot when it has one and no other stream holds it; else a DynamicCache."""
+        slot = self.slot_verifier
+        if slot is None or slot.busy:
+            return DynamicVerifier(self.model)
+        slot.start(tokens)
+        return slot
+
     @torch.inference_mode()  # per step, so no grad-free mode leaks to the caller between yields
     def _verify(
         self,
+        verifier: DynamicVerifier | SlotVerifier,
         tokens: list[int],
         proposals: list[int],
         draft_probs: torch.Tensor | None,
-        cache: DynamicCache,
         params: SamplingParams,
         generator: torch.Generator,
     ) -> tuple[int, int]:
         """One target pass over the tokens the cache lacks plus the proposals: (proposals kept, next token)."""
-        step = [*tokens[cache.get_seq_length() :], *proposals]
-        input_ids = torch.tensor([step], dtype=torch.long, device=self.device)
-        keep = len(proposals) + 1  # rows that predict each proposal and the token after them
-        logits = self.model(input_ids=input_ids, cache=cache, use_cache=True, logits_to_keep=keep).logits[0]
+        logits = verifier.logits(tokens, proposals)
         if params.greedy:
             return accept_greedy(proposals, logits)
         return accept_sampled(proposals, draft_probs, sampling_probs(logits, params), generator)
+
+
+class DynamicVerifier:
+    """The target's passes over a DynamicCache, eager: any model (sliding-window layers roll
+    back too), and a second stream while the engine's slot is taken."""
+
+    busy = False
+
+    def __init__(self, model: PreTrainedModel):
+        self.model = model
+        self.cache = new_cache(model)
+
+    def logits(self, tokens: Sequence[int], proposals: list[int]) -> torch.Tensor:
+        """[len(proposals) + 1, vocab]: row i predicts proposal i, the last the token after them."""
+        step = [*tokens[self.cache.get_seq_length() :], *proposals]
+        input_ids = torch.tensor([step], dtype=torch.long, device=self.model.device)
+        keep = len(proposals) + 1
+        return self.model(input_ids=input_ids, cache=self.cache, use_cache=True, logits_to_keep=keep).logits[0]
+
+    def keep(self, length: int) -> None:
+        rollback(self.cache, length)
+
+    def release(self) -> None:
+        """Nothing held."""
+
+
+class SlotVerifier:
+    """The target's passes over one slot of a SlotCache (inference.slots), at a fixed shape.
+
+    The prompt but its last token is prefilled into the slot; every pass then feeds the last
+    token and the proposals, padded to `queries` (k + 1) tokens at the columns that follow, so
+    its shapes depend only on the span: on a GPU each pass is a replayed CUDA graph
+    (inference.decode_step, one per span bucket, captured when the engine is built), not an
+    eager forward of a thousand kernels. A rejected proposal's column (and a padding token's)
+    lies beyond every later query's own column, so the mask hides it until a pass overwrites
+    it. One stream at a time holds the slot (`busy`); the engine gives another a DynamicVerifier.
+    """
+
+    PREFILL_CHUNK = 512  # prompt tokens a prefill pass takes (bounds its activations)
+
+    def __init__(self, model: PreTrainedModel, device: torch.device, context_length: int, queries: int, *,
+                 graphs: bool = True, compiled: bool = False):
+        self.model, self.device, self.queries = model, device, queries
+        fixed = device.type == "cuda"
+        layers = model.config.get_text_config().num_hidden_layers
+        self.cache = SlotCache(layers, slots=1, columns=context_length + queries, fixed=fixed)
+        if fixed:
+            allocate_fixed(self.cache, model, device, memory_fraction=0.5)
+        else:
+            self.cache.allocate_like(probe_layers(model, device), 1, min(MIN_SPAN, context_length + queries))
+        self.step = make_step(model, self.cache, device, 1, graphs=graphs, compiled=compiled, queries=queries)
+        self.held = 0  # columns of the slot that hold the sequence's tokens
+        self.busy = False
+
+    @torch.inference_mode()
+    def start(self, tokens: list[int]) -> None:
+        """Prefill all of `tokens` but the last, and take the slot."""
+        prompt = tokens[:-1]
+        self.cache.reserve(1, len(tokens) + self.queries)
+        for start in range(0, len(prompt), self.PREFILL_CHUNK):
+            chunk = torch.tensor([prompt[start : start + self.PREFILL_CHUNK]], dtype=torch.long, device=self.device)
+            prefill_forward(self.model, self.cache, 0, chunk, start)
+        self.held = len(prompt)
+        self.busy = True
+
+    def logits(self, tokens: Sequence[int], proposals: list[int]) -> torch.Tensor:
+        feed = [*tokens[self.held :], *proposals]
+        if len(feed) > self.queries:
+            raise ValueError(f"{len(feed)} tokens for a pass of {self.queries}")
+        self.cache.reserve(1, self.held + self.queries + 1)
+        padded_feed = feed + [0] * (self.queries - len(feed))
+        logits = self.step([padded_feed], [list(range(self.held, self.held + self.queries))])[0]
+        return logits[len(feed) - len(proposals) - 1 : len(feed)]
+
+    def keep(self, length: int) -> None:
+        self.held = length
+
+    def release(self) -> None:
+        self.busy = False
 
 
 def new_cache(model: PreTrainedModel) -> DynamicCache:

@@ -340,10 +340,10 @@ def test_a_padded_step_computes_what_the_exact_one_does(engine, prompts):
     columns = [row.length for row in decoder.rows]
     before = cache.layers[0].key_buffer.clone()
     with torch.inference_mode():
-        exact = decode_forward(engine.model, cache, torch.tensor(tokens)[:, None], torch.tensor(columns),
+        exact = decode_forward(engine.model, cache, torch.tensor(tokens)[:, None], torch.tensor(columns)[:, None],
                                torch.arange(max(columns) + 1))
-        inputs = padded(tokens, columns, 8, cache.pad_column)
-        bucketed = decode_forward(engine.model, cache, inputs[0][:, None], inputs[1], torch.arange(256))
+        inputs = padded([[t] for t in tokens], [[c] for c in columns], 8, cache.pad_column)
+        bucketed = decode_forward(engine.model, cache, inputs[0], inputs[1], torch.arange(256))
     torch.testing.assert_close(bucketed[:3], exact, rtol=1e-5, atol=1e-5)
     changed = (cache.layers[0].key_buffer != before).any(dim=(1, 3)).nonzero().tolist()
     real = {(row, column) for row, column in enumerate(columns)}
@@ -369,15 +369,15 @@ def test_compiled_layers_compute_what_the_plain_ones_do_and_compile_once_for_all
     tokens = [row.pending_token for row in decoder.rows]
     columns = [row.length for row in decoder.rows]
     layers = list(model.get_decoder().layers)
-    cases = [(padded(tokens, columns, 8, cache.pad_column), 3), (padded(tokens[:1], columns[:1], 1, 0), 1)]
+    rows, at = [[t] for t in tokens], [[c] for c in columns]
+    cases = [(padded(rows, at, 8, cache.pad_column), 3), (padded(rows[:1], at[:1], 1, 0), 1)]
     positions = torch.arange(256)
     before = compiled_graph_count()
     with torch.inference_mode():
-        plain = [decode_forward(model, cache, inputs[0][:, None], inputs[1], positions) for inputs, _ in cases]
+        plain = [decode_forward(model, cache, inputs[0], inputs[1], positions) for inputs, _ in cases]
         with compiled_layers(model, cache):
             assert list(model.get_decoder().layers) != layers
-            compiled = [decode_forward(model, cache, inputs[0][:, None], inputs[1], positions)
-                        for inputs, _ in cases]
+            compiled = [decode_forward(model, cache, inputs[0], inputs[1], positions) for inputs, _ in cases]
     for (_, real), expected, got in zip(cases, plain, compiled, strict=True):
         torch.testing.assert_close(got[:real], expected[:real], rtol=1e-4, atol=1e-4)
     assert compiled_graph_count() - before == 2

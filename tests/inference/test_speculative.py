@@ -36,14 +36,28 @@ def plain(tokenizer, tiny_model):
     return Engine(tokenizer, tiny_model)
 
 
-@pytest.fixture(scope="module")
-def lookup(tokenizer, tiny_model):
-    return SpeculativeEngine(tokenizer, tiny_model)
+# Each engine verifies both ways: over a DynamicCache per stream (the CPU's default) and over its
+# one fixed slot (inference.speculative.SlotVerifier: a GPU's, where its passes are captured; here
+# the same pass runs eagerly).
+VERIFIERS = {"dynamic cache": False, "one slot": True}
+
+
+@pytest.fixture(scope="module", params=VERIFIERS)
+def engines(request, tokenizer, tiny_model, draft_model):
+    slots = VERIFIERS[request.param]
+    return {"lookup": SpeculativeEngine(tokenizer, tiny_model, slots=slots),
+            "drafted": SpeculativeEngine(tokenizer, tiny_model, draft=draft_model, num_speculative_tokens=3,
+                                         slots=slots)}
 
 
 @pytest.fixture(scope="module")
-def drafted(tokenizer, tiny_model, draft_model):
-    return SpeculativeEngine(tokenizer, tiny_model, draft=draft_model, num_speculative_tokens=3)
+def lookup(engines):
+    return engines["lookup"]
+
+
+@pytest.fixture(scope="module")
+def drafted(engines):
+    return engines["drafted"]
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +141,8 @@ def test_acceptance_counters_are_bounded(lookup, drafted, repeated_ids):
 
 
 @pytest.mark.parametrize("engine_name", ["lookup", "drafted"])
-def test_seeded_sampling_is_reproducible(engine_name, request, repeated_ids):
-    engine = request.getfixturevalue(engine_name)
+def test_seeded_sampling_is_reproducible(engine_name, engines, repeated_ids):
+    engine = engines[engine_name]
     first, _ = run(engine, repeated_ids, SAMPLED)
     assert run(engine, repeated_ids, SAMPLED)[0] == first
     other_seed = SamplingParams(temperature=0.9, top_p=0.9, max_new_tokens=40, seed=8)
@@ -165,8 +179,8 @@ def test_prompt_lookup_prefers_the_longest_latest_match():
 
 
 @pytest.mark.parametrize("engine_name", ["lookup", "drafted"])
-def test_cancel_is_checked_before_every_token(engine_name, request, repeated_ids):
-    engine = request.getfixturevalue(engine_name)
+def test_cancel_is_checked_before_every_token(engine_name, engines, repeated_ids):
+    engine = engines[engine_name]
     calls = []
 
     def cancel_after_three():
@@ -185,24 +199,51 @@ def test_end_of_sequence_stops_and_is_not_emitted(tokenizer, tiny_model, plain, 
     stop_at = next(i for i in range(5, len(greedy)) if greedy[i] not in greedy[:i])
     model = copy.deepcopy(tiny_model)
     model.generation_config.eos_token_id = [greedy[stop_at], 2]
-    for draft in (None, model):
-        ids, finish = run(SpeculativeEngine(tokenizer, model, draft=draft), repeated_ids, GREEDY)
+    for draft, slots in ((None, False), (model, False), (None, True)):
+        ids, finish = run(SpeculativeEngine(tokenizer, model, draft=draft, slots=slots), repeated_ids, GREEDY)
         assert ids == greedy[:stop_at]
         assert finish.reason == "stop" and finish.generated_tokens == stop_at
 
 
 @pytest.mark.parametrize("engine_name", ["lookup", "drafted"])
-def test_length_stops_exactly_at_max_new_tokens(engine_name, request, repeated_ids):
-    engine = request.getfixturevalue(engine_name)
+def test_length_stops_exactly_at_max_new_tokens(engine_name, engines, repeated_ids):
+    engine = engines[engine_name]
     for max_new_tokens in (1, 2, 7):
         ids, finish = run(engine, repeated_ids, SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens))
         assert len(ids) == max_new_tokens and finish.reason == "length"
 
 
-def test_max_new_tokens_is_clamped_to_the_context(tokenizer, tiny_model, repeated_ids):
-    engine = SpeculativeEngine(tokenizer, tiny_model, context_length=len(repeated_ids) + 3)
+@pytest.mark.parametrize("slots", [False, True])
+def test_max_new_tokens_is_clamped_to_the_context(tokenizer, tiny_model, repeated_ids, slots):
+    engine = SpeculativeEngine(tokenizer, tiny_model, context_length=len(repeated_ids) + 3, slots=slots)
     ids, finish = run(engine, repeated_ids, SamplingParams(temperature=0.0, max_new_tokens=100))
     assert len(ids) == 3 and finish.reason == "length"
+
+
+def test_a_second_stream_while_the_slot_is_held_verifies_over_its_own_cache(tokenizer, tiny_model, plain,
+                                                                              repeated_ids, grounded_ids):
+    """Two streams of one engine, interleaved token by token: the first holds the slot, the second
+    gets a DynamicCache; both are the target's greedy output, and a stream closed early (a
+    cancelled request's) gives the slot back."""
+    engine = SpeculativeEngine(tokenizer, tiny_model, slots=True)
+    slot = engine.slot_verifier
+    assert slot is not None and engine.step_kind.startswith("eager (no CUDA graphs on cpu")
+    first, second = engine.stream(repeated_ids, GREEDY), engine.stream(grounded_ids, GREEDY)
+    chunks: dict[str, list] = {"first": [], "second": []}
+    for a, b in zip(first, second, strict=False):
+        chunks["first"].append(a)
+        chunks["second"].append(b)
+        assert slot.busy or isinstance(a, Finish)  # released before its Finish
+    chunks["first"].extend(first)
+    chunks["second"].extend(second)
+    assert not slot.busy
+    for name, ids in (("first", repeated_ids), ("second", grounded_ids)):
+        assert [c.token_id for c in chunks[name] if isinstance(c, TokenChunk)] == run(plain, ids, GREEDY)[0]
+    stream = engine.stream(repeated_ids, GREEDY)
+    next(stream)
+    assert slot.busy
+    stream.close()
+    assert not slot.busy
 
 
 def test_loading_a_speculative_spec_builds_the_speculative_engine(tmp_path, tiny_model_dir, draft_model, tokenizer):
