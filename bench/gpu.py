@@ -19,10 +19,14 @@ its full length (end-of-sequence ignored) and is timed after a warm-up.
   first in the process and again.
 - identity: the captured steps' greedy tokens against Engine.stream's, fp32, 1, 3 and 5 rows
   (tests/inference/test_gpu.py runs the same check).
-- awq, speculative: measured only where their inputs exist here (GPTQModel installed; real
-  weights for prompt lookup to accept anything); otherwise the reason.
+- llama8b also runs transformers' own continuous batching (`generate_batch`) on the same 16 and
+  32 requests.
+- speculative: the real SmolLM2 (the packaged GGUF; prompt lookup accepts nothing from random
+  weights), prompt lookup with its verify passes captured, compiled, and eager, against the
+  plain worker's captured steps; skipped where the GGUF is not installed.
+- awq: measured only where GPTQModel is installed; otherwise the reason.
 
-Usage: python bench/gpu.py [--smollm2 DIR] [--skip-8b] [--out FILE]
+Usage: python bench/gpu.py [--smollm2 DIR] [--skip-8b] [--only SECTIONS] [--out FILE]
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ LLAMA_8B: dict[str, Any] = {
 PROMPT = [{"role": "user", "content": "Write a short story about a lighthouse keeper who finds a message in a bottle."}]
 
 
+SPECULATIVE_NEW_TOKENS = 200
 DEVICE = "cuda"  # tests/inference/test_gpu.py's CPU smoke run sets "cpu"
 
 
@@ -131,6 +136,27 @@ def hf_static_generate(model, ids: torch.Tensor, new_tokens: int, rounds: int = 
         model.generate(ids, streamer=stamps, **kwargs)
         rates.append((len(stamps.times) - 1) / (stamps.times[-1] - stamps.times[0]))
     return {"decode_tok_s": round(max(rates), 1), "first_call_s": round(first_call, 1)}
+
+
+def hf_generate_batch(model, prompt: list[int], rows: int, new_tokens: int) -> dict:
+    """transformers' own continuous batching (paged attention, its CUDA graphs) on `rows` copies
+    of `prompt`: aggregate tokens/s of its second call (the first warms up and captures)."""
+    from transformers import GenerationConfig
+    from transformers.generation.configuration_utils import ContinuousBatchingConfig
+
+    generation = GenerationConfig(max_new_tokens=new_tokens, do_sample=False, eos_token_id=-1, pad_token_id=0)
+    batching = ContinuousBatchingConfig(max_memory_percent=0.3)
+    walls = []
+    for _ in range(2):
+        _sync()
+        started = time.perf_counter()
+        outputs = model.generate_batch([prompt] * rows, generation_config=generation,
+                                       continuous_batching_config=batching)
+        _sync()
+        walls.append(time.perf_counter() - started)
+    tokens = sum(len(output.generated_tokens) for output in outputs.values())
+    return {"rows": rows, "tokens": tokens, "first_call_s": round(walls[0], 1),
+            "aggregate_tok_s": round(tokens / walls[1], 1)}
 
 
 def replay_ms(decoder: BatchedDecoder, rows: int = 1, span: int = 256) -> float | None:
@@ -235,6 +261,15 @@ def llama8b(folder: Path) -> dict:
             out[name][f"batch{rows}_vs_single"] = round(together["aggregate_tok_s"] / alone["aggregate_tok_s"], 2)
         del decoder
         torch.cuda.empty_cache()
+    for rows in (16, 32):  # transformers' own continuous batching, same prompt, lengths and model
+        try:
+            theirs = hf_generate_batch(model, prompt, rows, 64)
+            ours = out["compiled"].get(f"batch{rows}") or out["graphs"][f"batch{rows}"]
+            theirs["ours_vs_theirs"] = round(ours["aggregate_tok_s"] / theirs["aggregate_tok_s"], 2)
+            out[f"hf_generate_batch{rows}"] = theirs
+        except Exception as exc:  # its API moves between minor versions: report, go on
+            out[f"hf_generate_batch{rows}"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        torch.cuda.empty_cache()
     del engine, model
     torch.cuda.empty_cache()
     warm = subprocess.run([sys.executable, __file__, "--start-only", "--smollm2", str(folder)],
@@ -272,11 +307,63 @@ def identity(folder: Path) -> dict:
     return {"identical": all(results.values()), **results, "step": decoder.step_kind}
 
 
+def speculative() -> dict:
+    """The real SmolLM2 (the packaged GGUF, bf16 on the GPU) on bench/speculative.py's grounded
+    prompts: decode tokens/s of prompt-lookup speculative decoding, its verify passes captured
+    (the GPU default) and eager over a DynamicCache (before), against the plain worker's path
+    (the batch's captured steps, one stream); acceptance; greedy tokens against the plain ones."""
+    from bench.speculative import PROMPTS
+    from inference.loading import load
+    from inference.protocol import ModelSpec
+    from inference.sources import PACKAGED_SMOLLM2, resolve_source
+    from inference.speculative import SpeculativeEngine
+
+    try:
+        resolve_source(*PACKAGED_SMOLLM2)
+    except Exception as exc:
+        return {"skipped": f"the packaged SmolLM2 GGUF is not on this machine ({exc})"[:300]}
+    loaded = load(ModelSpec(slug="smollm2-spec", source=PACKAGED_SMOLLM2[0], gguf_file=PACKAGED_SMOLLM2[1],
+                            kind="speculative"))
+    plain = Engine.from_loaded(loaded)
+    engines: dict[str, Any] = {}
+    for name, kwargs in (("spec_eager", {"slots": False}), ("spec_graphs", {}), ("spec_compiled", {"compiled": True})):
+        started = time.perf_counter()
+        engines[name] = SpeculativeEngine(loaded.tokenizer, loaded.model, loaded.context_length, **kwargs)
+        engines[name].start_s = round(time.perf_counter() - started, 2)
+    decoder = BatchedDecoder(plain, max_rows=1)
+    params = SamplingParams(temperature=0.0, max_new_tokens=SPECULATIVE_NEW_TOKENS)
+    out: dict = {"dtype": str(next(loaded.model.parameters()).dtype), "plain_step": decoder.step_kind}
+    for prompt_name, text in PROMPTS.items():
+        ids = plain.encode([{"role": "user", "content": text}])
+        reference = [c.token_id for c in plain.stream(ids, params) if isinstance(c, TokenChunk)]
+        rates = [run_rows(decoder, [ids], SPECULATIVE_NEW_TOKENS)["decode_tok_s_median"] for _ in range(3)]
+        row: dict = {"prompt_tokens": len(ids), "plain_graphs_tok_s": max(rates)}
+        for name, engine in engines.items():
+            best = None
+            for _ in range(3):
+                chunks = list(engine.stream(ids, params))
+                finish = chunks[-1]
+                rate = (finish.generated_tokens - 1) / (finish.last_token_time - finish.first_token_time)
+                if best is None or rate > best[0]:
+                    best = (rate, [c.token_id for c in chunks if isinstance(c, TokenChunk)], finish)
+            assert best is not None
+            rate, tokens, finish = best
+            row[name] = {"tok_s": round(rate, 1), "vs_plain_graphs": round(rate / max(rates), 2),
+                         "acceptance": round(finish.accepted_tokens / max(1, finish.proposed_tokens), 3),
+                         "identical_to_plain": tokens == reference, "start_s": engine.start_s,
+                         "step": engine.step_kind}
+        out[prompt_name] = row
+    return out
+
+
 def awq() -> dict:
+    import shutil
+
     try:
         import gptqmodel  # noqa: F401
     except ImportError:
-        return {"skipped": "GPTQModel is not installed on this machine (bench/awq.py measures AWQ where it is)"}
+        return {"skipped": "GPTQModel is not installed on this machine: it has no binary wheel (its CUDA "
+                           "kernels build from source)", "nvcc": shutil.which("nvcc")}
     return {"skipped": "AWQ on the captured path is not measured by this bench yet"}
 
 
@@ -284,6 +371,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--smollm2", type=Path, default=SMOLLM2_DIR)
     parser.add_argument("--skip-8b", action="store_true")
+    parser.add_argument("--only", help="comma-separated sections to run (identity,smollm2,llama8b,speculative,awq)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--save-smollm2", type=Path, help="save the packaged SmolLM2's config and tokenizer here")
     parser.add_argument("--start-only", action="store_true", help=argparse.SUPPRESS)
@@ -303,9 +391,12 @@ def main() -> None:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-")
     result: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                     "transformers": transformers.__version__}
-    for name, measure in (("identity", lambda: identity(args.smollm2)), ("smollm2", lambda: smollm2(args.smollm2)),
-                          ("llama8b", None if args.skip_8b else lambda: llama8b(args.smollm2)), ("awq", awq)):
-        if measure is None:
+    sections = (("identity", lambda: identity(args.smollm2)), ("smollm2", lambda: smollm2(args.smollm2)),
+                ("llama8b", None if args.skip_8b else lambda: llama8b(args.smollm2)), ("speculative", speculative),
+                ("awq", awq))
+    only = set(args.only.split(",")) if args.only else None
+    for name, measure in sections:
+        if measure is None or (only is not None and name not in only):
             continue
         started = time.perf_counter()
         try:
@@ -315,7 +406,6 @@ def main() -> None:
         result[name]["section_s"] = round(time.perf_counter() - started, 1)
         print(name, json.dumps(result[name]), flush=True)
         torch.cuda.empty_cache()
-    result["speculative"] = {"skipped": "prompt lookup accepts nothing from random weights; needs the real SmolLM2"}
     line = json.dumps(result)
     if args.out:
         args.out.write_text(line + "\n")

@@ -135,3 +135,34 @@ def test_a_step_that_cannot_be_captured_runs_eagerly(tokenizer, monkeypatch):
     prompt = engine.encode(PROMPT)
     alone = [c.token_id for c in engine.stream(prompt, params) if isinstance(c, TokenChunk)]
     assert _drain(decoder, [prompt], params)[0] == alone
+
+
+def test_compiled_steps_decode_each_row_as_it_would_alone(tokenizer):
+    """ARENA_COMPILE_DECODE: the decoder layers compiled by region (inference.decode_step.compiled_layers),
+    then captured; one compiled code serves every layer (a graph for one row, one for the rest)."""
+    from inference.batched_decoder import BatchedDecoder
+
+    engine = _random_engine(tokenizer)
+    decoder = BatchedDecoder(engine, max_rows=8, compiled=True)
+    assert "torch.compile'd" in decoder.step_kind and "; 2 compiled graphs" in decoder.step_kind
+    topics = ["Hi", "Tell me about the sea and its storms.", "What is 2+2?", "Name a colour.", "Why is the sky blue?"]
+    prompts = [engine.encode([{"role": "user", "content": t}]) for t in topics]
+    params = SamplingParams(temperature=0.0, max_new_tokens=24)
+    for count in (1, 3, 5):
+        tokens = _drain(decoder, prompts[:count], params)
+        for i in range(count):
+            alone = [c.token_id for c in engine.stream(prompts[i], params) if isinstance(c, TokenChunk)]
+            assert tokens[i] == alone, f"row {i} of {count}"
+
+
+def test_speculative_verify_passes_are_captured_and_verify_as_the_target(tokenizer):
+    """On a GPU a speculative engine verifies over its one slot, its k+1-token passes replayed."""
+    engine = _random_engine(tokenizer)
+    spec = SpeculativeEngine(tokenizer, engine.model, context_length=1024)
+    assert spec.slot_verifier is not None and spec.step_kind.startswith("CUDA graphs")
+    prompt = engine.encode([{"role": "user", "content": "alpha beta gamma delta " * 6}])
+    params = SamplingParams(temperature=0.0, max_new_tokens=48)
+    alone = [c.token_id for c in engine.stream(prompt, params) if isinstance(c, TokenChunk)]
+    chunks = list(spec.stream(prompt, params))
+    assert [c.token_id for c in chunks if isinstance(c, TokenChunk)] == alone
+    assert chunks[-1].proposed_tokens > 0
