@@ -192,16 +192,20 @@ def compiled_graph_count() -> int:
 class GraphStep:
     """The step captured as a CUDA graph per (rows bucket, span bucket) and replayed.
 
-    `compiled`: the decoder layers are compiled first (`compiled_layers`: inductor fuses the
+    `compiled`: the decoder layers are also compiled (`compiled_layers`: inductor fuses the
     small element-wise kernels a layer is made of: norms, rotary embeddings, activations) and
-    the compiled code is what each graph captures; inductor's artefacts stay in its on-disk
-    cache, so a worker that starts again finds them. If compiling fails, the plain step is
-    captured instead (the reason kept in `description`).
+    each rows bucket keeps whichever of its two graphs, plain or compiled, replays faster at
+    the shortest span, timed at the start (measured on an H200: compiled steps are faster for
+    one row, slower for 16 and 32 rows of an 8B model). Inductor's artefacts stay in its
+    on-disk cache, so a worker that starts again finds them. If compiling fails, the plain
+    graphs stay (the reason kept in `description`).
 
     Padding rows (beyond the real ones, up to the bucket) feed token 0 at the cache's padding
     column, which no row holds and no span reaches. Every graph shares one memory pool:
     a graph's logits are read before the next replay overwrites them.
     """
+
+    TIMED_REPLAYS = 5  # a bucket's plain and compiled graphs are each replayed this often to choose
 
     def __init__(self, model, cache: SlotCache, device: torch.device, max_rows: int, *, queries: int = 1,
                  compiled: bool = False):
@@ -210,40 +214,77 @@ class GraphStep:
         self.spans = span_buckets(cache.columns)
         self.positions = {span: torch.arange(span, device=device) for span in self.spans}
         self.graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, torch.Tensor, torch.Tensor]] = {}
-        self.compiled = False
+        self.compiled_rows: tuple[int, ...] = ()  # the rows buckets whose graphs run compiled code
         self.compile_note = ""
+        self._compiled_graphs = 0
+        self._pool = torch.cuda.graph_pool_handle()
         started = time.perf_counter()
-        with contextlib.ExitStack() as layers:
-            if compiled:
-                self._compile(layers)
-            self._capture_all()
+        for rows in reversed(self.batches):  # largest first: the smaller ones fit in its pool
+            for span in reversed(self.spans):
+                self.graphs[(rows, span)] = self._capture(rows, span)
+        if compiled:
+            with contextlib.ExitStack() as layers:
+                if self._compile(layers):
+                    self._keep_faster_compiled()
+        torch.cuda.synchronize(device)
         self.capture_s = time.perf_counter() - started
-        how = "torch.compile'd " if self.compiled else ""
-        self.description = (f"CUDA graphs of {how}decode steps: {len(self.graphs)} captured in {self.capture_s:.1f} s "
+        self.description = (f"CUDA graphs of decode steps: {len(self.graphs)} captured in {self.capture_s:.1f} s "
                             f"(rows {self.batches[0]}-{self.batches[-1]}, spans {self.spans[0]}-{self.spans[-1]})"
                             f"{self.compile_note}")
+
+    @property
+    def compiled(self) -> bool:
+        return bool(self.compiled_rows)
 
     def _step(self, inputs: torch.Tensor, span: int) -> torch.Tensor:
         return decode_forward(self.model, self.cache, inputs[0], inputs[1], self.positions[span])
 
     @torch.inference_mode()
-    def _compile(self, layers: contextlib.ExitStack) -> None:
+    def _compile(self, layers: contextlib.ExitStack) -> bool:
         """Swap in compiled layers and compile them on the smallest and the largest bucket (one row
-        is always its own case); on failure, put the plain layers back and say why."""
+        is always its own case); on failure, put the plain layers back, say why, and False."""
         graphs_before = compiled_graph_count()
         try:
             layers.enter_context(compiled_layers(self.model, self.cache))
             for rows in sorted({self.batches[0], self.batches[-1]}):
                 self._step(self._inputs(rows), self.spans[0])
             torch.cuda.synchronize(self.device)
-        except Exception as exc:  # an unsupported op or a compiler failure: the plain step still captures
+        except Exception as exc:  # an unsupported op or a compiler failure: the plain graphs stay
             layers.close()
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            log.warning("Decode step not compiled, capturing it plain: %s", reason)
+            log.warning("Decode step not compiled, keeping the plain graphs: %s", reason)
             self.compile_note = f"; not compiled: {reason}"
-            return
-        self.compiled = True
-        self.compile_note = f"; {compiled_graph_count() - graphs_before} compiled graphs"
+            return False
+        self._compiled_graphs = compiled_graph_count() - graphs_before
+        return True
+
+    @torch.inference_mode()
+    def _keep_faster_compiled(self) -> None:
+        """Per rows bucket, the compiled graphs where a compiled step replays faster than the plain one."""
+        timings = []
+        for rows in reversed(self.batches):
+            span = self.spans[0]
+            compiled = self._capture(rows, span)
+            plain_ms, compiled_ms = self._replay_ms(self.graphs[(rows, span)][0]), self._replay_ms(compiled[0])
+            timings.append(f"{rows}: {plain_ms:.2f}/{compiled_ms:.2f}")
+            if compiled_ms < plain_ms:
+                self.graphs[(rows, span)] = compiled
+                for other in self.spans[1:]:
+                    self.graphs[(rows, other)] = self._capture(rows, other)
+                self.compiled_rows = (rows, *self.compiled_rows)
+        which = ("rows " + ", ".join(map(str, self.compiled_rows))) if self.compiled_rows else "no rows"
+        self.compile_note = (f"; torch.compile'd for {which} ({self._compiled_graphs} compiled graphs; "
+                             f"ms a step, plain/compiled, rows {'; '.join(reversed(timings))})")
+
+    def _replay_ms(self, graph: torch.cuda.CUDAGraph) -> float:
+        graph.replay()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(self.TIMED_REPLAYS):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / self.TIMED_REPLAYS
 
     def _inputs(self, rows: int) -> torch.Tensor:
         inputs = torch.zeros((2, rows, self.queries), dtype=torch.long, device=self.device)
@@ -251,21 +292,18 @@ class GraphStep:
         return inputs
 
     @torch.inference_mode()
-    def _capture_all(self) -> None:
-        pool = torch.cuda.graph_pool_handle()
+    def _capture(self, rows: int, span: int) -> tuple[torch.cuda.CUDAGraph, torch.Tensor, torch.Tensor]:
+        """One bucket's graph (with the model's layers as they are now), its inputs and its logits."""
+        inputs = self._inputs(rows)
         side = torch.cuda.Stream(self.device)
-        for rows in reversed(self.batches):  # largest first: the smaller ones fit in its pool
-            for span in reversed(self.spans):
-                inputs = self._inputs(rows)
-                side.wait_stream(torch.cuda.current_stream(self.device))
-                with torch.cuda.stream(side):  # warm up (cuBLAS handles, autotuning) off the capture
-                    self._step(inputs, span)
-                torch.cuda.current_stream(self.device).wait_stream(side)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, pool=pool):
-                    logits = self._step(inputs, span)
-                self.graphs[(rows, span)] = (graph, inputs, logits)
-        torch.cuda.synchronize(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):  # warm up (cuBLAS handles, autotuning) off the capture
+            self._step(inputs, span)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._pool):
+            logits = self._step(inputs, span)
+        return graph, inputs, logits
 
     def __call__(self, tokens: Rows, columns: Rows) -> torch.Tensor:
         """Logits [rows, queries, vocab] (a view of the graph's output: read it before the next step)."""

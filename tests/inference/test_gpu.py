@@ -127,7 +127,7 @@ def test_a_step_that_cannot_be_captured_runs_eagerly(tokenizer, monkeypatch):
     def refuse(*args, **kwargs):
         raise RuntimeError("operation not permitted when stream is capturing")
 
-    monkeypatch.setattr(decode_step.GraphStep, "_capture_all", refuse)
+    monkeypatch.setattr(decode_step.GraphStep, "_capture", refuse)
     engine = _random_engine(tokenizer)
     decoder = BatchedDecoder(engine)
     assert decoder.step_kind == "eager (capture failed: operation not permitted when stream is capturing)"
@@ -137,14 +137,22 @@ def test_a_step_that_cannot_be_captured_runs_eagerly(tokenizer, monkeypatch):
     assert _drain(decoder, [prompt], params)[0] == alone
 
 
-def test_compiled_steps_decode_each_row_as_it_would_alone(tokenizer):
+def test_compiled_steps_decode_each_row_as_it_would_alone(tokenizer, monkeypatch):
     """ARENA_COMPILE_DECODE: the decoder layers compiled by region (inference.decode_step.compiled_layers),
-    then captured; one compiled code serves every layer (a graph for one row, one for the rest)."""
-    from inference.batched_decoder import BatchedDecoder
+    then captured; one compiled code serves every layer (a graph for one row, one for the rest).
+    Each rows bucket keeps the faster of its plain and compiled graphs: here the timing is made
+    to favour the compiled ones, so that they are the ones decoding."""
+    import itertools
 
+    from inference.batched_decoder import BatchedDecoder
+    from inference.decode_step import GraphStep
+
+    timings = itertools.cycle([2.0, 1.0])  # plain, then compiled, per bucket
+    monkeypatch.setattr(GraphStep, "_replay_ms", lambda self, graph: next(timings))
     engine = _random_engine(tokenizer)
     decoder = BatchedDecoder(engine, max_rows=8, compiled=True)
-    assert "torch.compile'd" in decoder.step_kind and "; 2 compiled graphs" in decoder.step_kind
+    assert decoder._step.compiled_rows == (1, 2, 4, 8)
+    assert "torch.compile'd for rows 1, 2, 4, 8 (2 compiled graphs" in decoder.step_kind
     topics = ["Hi", "Tell me about the sea and its storms.", "What is 2+2?", "Name a colour.", "Why is the sky blue?"]
     prompts = [engine.encode([{"role": "user", "content": t}]) for t in topics]
     params = SamplingParams(temperature=0.0, max_new_tokens=24)
