@@ -68,9 +68,10 @@ class Config:
     """ARENA_LLAMACPP_VERBOSITY: llama.cpp's log verbosity."""
     cuda_graphs: bool = True
     """ARENA_CUDA_GRAPHS=0: a GPU worker runs its decode steps eagerly instead of replaying captured graphs."""
-    compile_decode: bool = False
-    """ARENA_COMPILE_DECODE=1: torch.compile a GPU worker's decode step before capturing it (faster steps;
-    a cold start compiles for minutes, docs/performance.md; artefacts kept under ARENA_MODEL_CACHE/inductor)."""
+    compile_decode: bool = True
+    """ARENA_COMPILE_DECODE=0: a GPU worker captures its decode steps without torch.compile'ing its layers
+    first (by default it compiles them, about 10 s at start, and keeps, per batch size, whichever step
+    replays faster; artefacts kept under ARENA_MODEL_CACHE/inductor; docs/performance.md)."""
     allow_server_commands: bool = False
     """ARENA_ALLOW_SERVER_COMMANDS=1: "server" entries may run their command."""
     endpoint_api_key: str = ""
@@ -106,7 +107,7 @@ def current(env: Mapping[str, str] | None = None) -> Config:
         kv_reserve_tokens=_number(env, "ARENA_KV_RESERVE_TOKENS", int, defaults.kv_reserve_tokens),
         llamacpp_verbosity=_number(env, "ARENA_LLAMACPP_VERBOSITY", int, defaults.llamacpp_verbosity),
         cuda_graphs=env.get("ARENA_CUDA_GRAPHS", "1").strip() != "0",
-        compile_decode=env.get("ARENA_COMPILE_DECODE", "").strip() == "1",
+        compile_decode=env.get("ARENA_COMPILE_DECODE", "1").strip() != "0",
         allow_server_commands=env.get(SERVER_COMMANDS_ENV, "") == "1",
         endpoint_api_key=env.get(STORED_KEY_ENV, ""),
         endpoint_hosts=env.get("ARENA_ENDPOINT_HOSTS", "").strip(),
