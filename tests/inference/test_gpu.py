@@ -137,7 +137,7 @@ def test_a_step_that_cannot_be_captured_runs_eagerly(tokenizer, monkeypatch):
     assert _drain(decoder, [prompt], params)[0] == alone
 
 
-def test_compiled_steps_decode_each_row_as_it_would_alone(tokenizer, monkeypatch):
+def test_compiled_steps_decode_each_row_as_it_would_alone(tokenizer, monkeypatch, caplog):
     """ARENA_COMPILE_DECODE: the decoder layers compiled by region (inference.decode_step.compiled_layers),
     then captured; one compiled code serves every layer (a graph for one row, one for the rest).
     Each rows bucket keeps the faster of its plain and compiled graphs: here the timing is made
@@ -150,9 +150,11 @@ def test_compiled_steps_decode_each_row_as_it_would_alone(tokenizer, monkeypatch
     timings = itertools.cycle([2.0, 1.0])  # plain, then compiled, per bucket
     monkeypatch.setattr(GraphStep, "_replay_ms", lambda self, graph: next(timings))
     engine = _random_engine(tokenizer)
-    decoder = BatchedDecoder(engine, max_rows=8, compiled=True)
+    with caplog.at_level("INFO", logger="inference.decode_step"):
+        decoder = BatchedDecoder(engine, max_rows=8, compiled=True)
+    assert "Decode steps: 2 compiled graphs" in caplog.text
     assert decoder._step.compiled_rows == (1, 2, 4, 8)
-    assert "torch.compile'd for rows 1, 2, 4, 8 (2 compiled graphs" in decoder.step_kind
+    assert decoder.step_kind.endswith("; torch.compile'd for rows 1, 2, 4, 8, where faster")
     topics = ["Hi", "Tell me about the sea and its storms.", "What is 2+2?", "Name a colour.", "Why is the sky blue?"]
     prompts = [engine.encode([{"role": "user", "content": t}]) for t in topics]
     params = SamplingParams(temperature=0.0, max_new_tokens=24)
