@@ -56,6 +56,18 @@ def test_each_engine_gets_its_decoder(engine, tokenizer, tiny_model, redis_clien
     alone_ = build_scheduler(SpeculativeEngine(tokenizer, tiny_model), *args, max_batch=3, max_queue=5)
     assert isinstance(alone_.decoder, StreamDecoder)
     assert (alone_.max_batch, alone_.max_queue) == (1, 0)
+    # how each decodes, for the status page: the CPU runs no graphs; the speculative engine says how it verifies
+    assert batched.decode_kind == "eager (no CUDA graphs on cpu)"
+    assert alone_.decode_kind == "eager (a DynamicCache)"
+
+
+def test_gpu_workers_compile_and_capture_their_steps_unless_told_not_to():
+    from inference import config
+
+    defaults = config.current({})
+    assert defaults.cuda_graphs and defaults.compile_decode
+    told = config.current({"ARENA_CUDA_GRAPHS": "0", "ARENA_COMPILE_DECODE": "0"})
+    assert not told.cuda_graphs and not told.compile_decode
 
 
 def test_one_at_a_time_holds_the_worker_back_until_the_job_ends(tokenizer, tiny_model, redis_client, redis_prefix):
