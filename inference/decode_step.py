@@ -175,8 +175,13 @@ def compiled_layers(model, cache: SlotCache) -> Iterator[None]:
         for buffer in slot_layer._buffers():  # fixed sizes: else a size equal to the rows' ties the two
             torch._dynamo.mark_static(buffer)
         layers[i] = _CompiledLayer(layer, _LayerCache(slot_layer), run)
+    # Compiled with freezing and autotuning off whatever another library set (GPTQModel's CPU AWQ
+    # kernel turns both on for the process): frozen weights would be constants, one compile a layer.
+    import torch._inductor.config as inductor_config
+
     try:
-        yield
+        with inductor_config.patch(freezing=False, max_autotune=False):
+            yield
     finally:
         for i, layer in enumerate(originals):
             layers[i] = layer

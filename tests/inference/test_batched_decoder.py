@@ -324,20 +324,23 @@ def test_a_failed_prefill_fails_its_newcomers_only(engine, prompts, monkeypatch)
     assert batch.tokens["running"] == alone(engine, prompts[1], GREEDY)
 
 
+def three_rows_prefilled(decoder: BatchedDecoder, prompts):
+    """Three rows joined and prefilled, room for 8 rows of 300 columns: the cache, each row's
+    pending token and its next column."""
+    for tag in range(3):
+        decoder.join(prompts[tag], GREEDY, tag)
+    decoder.step()  # the prefill
+    decoder.cache.reserve(8, 300)
+    return decoder.cache, [row.pending_token for row in decoder.rows], [row.length for row in decoder.rows]
+
+
 def test_a_padded_step_computes_what_the_exact_one_does(engine, prompts):
     """What a captured step replays (inference.decode_step.GraphStep), run eagerly: 3 rows padded
     to a bucket of 8, over a span of 256 columns, give the real rows the logits of the exact
     step, and the padding rows write only the cache's padding column."""
     from inference.decode_step import decode_forward, padded
 
-    decoder = BatchedDecoder(engine)
-    for tag in range(3):
-        decoder.join(prompts[tag], GREEDY, tag)
-    decoder.step()  # the prefill
-    cache = decoder.cache
-    cache.reserve(8, 300)
-    tokens = [row.pending_token for row in decoder.rows]
-    columns = [row.length for row in decoder.rows]
+    cache, tokens, columns = three_rows_prefilled(BatchedDecoder(engine), prompts)
     before = cache.layers[0].key_buffer.clone()
     with torch.inference_mode():
         exact = decode_forward(engine.model, cache, torch.tensor(tokens)[:, None], torch.tensor(columns)[:, None],
@@ -360,20 +363,13 @@ def test_compiled_layers_compute_what_the_plain_ones_do_and_compile_once_for_all
     from inference.decode_step import compiled_graph_count, compiled_layers, decode_forward, padded
 
     model = build_tiny_model(len(tokenizer), num_hidden_layers=4)
-    decoder = BatchedDecoder(Engine(tokenizer, model), graphs=False)
-    for tag in range(3):
-        decoder.join(prompts[tag], GREEDY, tag)
-    decoder.step()  # the prefill
-    cache = decoder.cache
-    cache.reserve(8, 300)
-    tokens = [row.pending_token for row in decoder.rows]
-    columns = [row.length for row in decoder.rows]
+    cache, tokens, columns = three_rows_prefilled(BatchedDecoder(Engine(tokenizer, model), graphs=False), prompts)
     layers = list(model.get_decoder().layers)
     rows, at = [[t] for t in tokens], [[c] for c in columns]
     cases = [(padded(rows, at, 8, cache.pad_column), 3), (padded(rows[:1], at[:1], 1, 0), 1)]
     positions = torch.arange(256)
     before = compiled_graph_count()
-    with torch.inference_mode():
+    with torch.inference_mode(), torch._inductor.config.patch(freezing=True):  # as GPTQModel's CPU kernel leaves it
         plain = [decode_forward(model, cache, inputs[0], inputs[1], positions) for inputs, _ in cases]
         with compiled_layers(model, cache):
             assert list(model.get_decoder().layers) != layers
