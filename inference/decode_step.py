@@ -177,10 +177,12 @@ def compiled_layers(model, cache: SlotCache) -> Iterator[None]:
         layers[i] = _CompiledLayer(layer, _LayerCache(slot_layer), run)
     # Compiled with freezing and autotuning off whatever another library set (GPTQModel's CPU AWQ
     # kernel turns both on for the process): frozen weights would be constants, one compile a layer.
+    # Every decoder of a process (a bench builds several) adds its two compiled codes to the same
+    # function's: room for more than dynamo's default 8 before it would quietly run the layer eagerly.
     import torch._inductor.config as inductor_config
 
     try:
-        with inductor_config.patch(freezing=False, max_autotune=False):
+        with inductor_config.patch(freezing=False, max_autotune=False), torch._dynamo.config.patch(recompile_limit=64):
             yield
     finally:
         for i, layer in enumerate(originals):
