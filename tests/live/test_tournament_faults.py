@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.timeout(900)]
 # sides are still streaming when the test acts after their first tokens (~10 s at their speed
 # here), short enough that the re-run match (the same budget) stays short.
 LONG = {"temperature": 0.8, "max_new_tokens": 600}
+KILLED_BY = "killed by signal"  # the start of a killed worker's failure reason (orchestration/policy.py)
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +78,11 @@ def test_a_worker_killed_mid_match_fails_one_side_blindly_and_the_match_runs_aga
     assert "failed" in statuses.values(), statuses
     assert "failure_reason" not in json.dumps(after)  # the API keeps the reason until the reveal
     text = "".join(frames)
-    assert BLIND_FAILURE in text and "signal" not in text.lower()
+    # The real reason ("... was killed by signal 9") stays hidden until the reveal; the answers
+    # themselves may say "signal" (a lighthouse story did), so the search is for the reason's words.
+    assert BLIND_FAILURE in text and KILLED_BY not in text.lower()
     page = session.get(live_app.url + f"tournaments/{tid}/").text
-    assert BLIND_FAILURE in page and "signal" not in page.lower()
+    assert BLIND_FAILURE in page and KILLED_BY not in page.lower()
     for word in secret:
         assert word.lower() not in text.lower() and word.lower() not in page.lower(), word
     before = stored_battle(live_app, battle_id)
