@@ -208,7 +208,17 @@ class SpeculativeEngine(Engine):
             slots = self.device.type == "cuda"
         self.slot_verifier = SlotVerifier(model, self.device, self.context_length, self.num_speculative_tokens + 1,
                                           graphs=graphs, compiled=compiled) if slots and self.plain_cache else None
-        self.step_kind = self.slot_verifier.step.description if self.slot_verifier else "eager (a DynamicCache)"
+        self.step_kind = self.slot_verifier.step.description if self.slot_verifier else self._dynamic_reason(slots)
+
+    def _dynamic_reason(self, slots: bool) -> str:
+        """Why this engine verifies over a DynamicCache per stream (for the status page)."""
+        if not self.plain_cache:
+            why = "its sliding-window layers"
+        elif self.device.type != "cuda" and not slots:
+            why = f"no CUDA graphs on {self.device.type}"
+        else:
+            why = "slots turned off"
+        return f"eager (verify passes over a DynamicCache: {why})"
 
     @classmethod
     def from_loaded(cls, loaded, *, graphs: bool = True, compiled: bool = False) -> SpeculativeEngine:

@@ -58,7 +58,7 @@ def test_each_engine_gets_its_decoder(engine, tokenizer, tiny_model, redis_clien
     assert (alone_.max_batch, alone_.max_queue) == (1, 0)
     # how each decodes, for the status page: the CPU runs no graphs; the speculative engine says how it verifies
     assert batched.decode_kind == "eager (no CUDA graphs on cpu)"
-    assert alone_.decode_kind == "eager (a DynamicCache)"
+    assert alone_.decode_kind == "eager (verify passes over a DynamicCache: no CUDA graphs on cpu)"
 
 
 def test_gpu_workers_compile_and_capture_their_steps_unless_told_not_to():
