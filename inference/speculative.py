@@ -330,8 +330,6 @@ class DynamicVerifier:
     """The target's passes over a DynamicCache, eager: any model (sliding-window layers roll
     back too), and a second stream while the engine's slot is taken."""
 
-    busy = False
-
     def __init__(self, model: PreTrainedModel):
         self.model = model
         self.cache = new_cache(model)
